@@ -1,0 +1,146 @@
+/*
+ * mla_decode.c - variant description and host-side launch of the
+ * "mla_decode_simt" family (the kernel is mla_decode.cu).
+ *
+ * Parameters (names as configs and the database spell them):
+ *   tile_q          query rows (token x head pairs) per work-group
+ *   kv_granularity  split boundaries fall on multiples of this many keys
+ *   num_splits      key ranges per request; > 1 adds the reduce kernel
+ *   block_threads   threads per work-group
+ *   kv_chunk        keys staged in shared memory per step
+ *
+ * Constraints (checked before compiling, and on every value read from a DB):
+ *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
+ *   - tile_q * ceil(dl / block_threads) <= 64: the output accumulator lives
+ *     in registers, and past 64 floats per thread it spills;
+ *   - block_threads is a multiple of the target's warp width;
+ *   - the problem: 1 <= dl <= d <= 1024, page size a power of two <= 1024.
+ */
+#include "mla_decode.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const mt_param_desc mla_decode_params[] = {
+    {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16,
+     "query rows (token x head pairs) one work-group handles"},
+    {"kv_granularity", "KV_GRANULARITY", {16, 32, 64, 128, 256}, 5, 16,
+     "split boundaries fall on multiples of this many keys"},
+    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32}, 6, 4, "key ranges per request (split-KV)"},
+    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group"},
+    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step"},
+};
+
+size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s) {
+    size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
+    /* must match SMEM_FLOATS in mla_decode.cu */
+    return sizeof(float) * (tile_q * (size_t)s->d + chunk * (size_t)(s->d + 1) + tile_q * chunk + 4 * tile_q);
+}
+
+static mt_status check_static(const mt_decode_static *s) {
+    if (s->d < 1 || s->d > 1024 || s->dl < 1 || s->dl > s->d)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: need 1 <= Dl <= D <= 1024 (got D=%d, Dl=%d)", s->d,
+                       s->dl);
+    if (s->page_size < 1 || s->page_size > 1024 || (s->page_size & (s->page_size - 1)))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: page size %d is not a power of two in 1..1024",
+                       s->page_size);
+    if (s->q_dtype == MT_FP8_E4M3)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: q/out must be bf16 or fp16, not fp8");
+    return MT_OK;
+}
+
+static mt_status mla_decode_check(const int *values, const mt_decode_static *s, const mt_target *t) {
+    mt_status st = check_static(s);
+    if (st != MT_OK) return st;
+    int threads = values[MT_P_BLOCK_THREADS];
+    if (t->warp_size > 0 && threads % t->warp_size != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: block_threads=%d is not a multiple of %s's warp (%d)",
+                       threads, t->arch, t->warp_size);
+    int cols = (s->dl + threads - 1) / threads;
+    if (values[MT_P_TILE_Q] * cols > 64)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: tile_q=%d x %d output columns per thread = %d accumulators (> 64, would spill)",
+                       values[MT_P_TILE_Q], cols, values[MT_P_TILE_Q] * cols);
+    size_t smem = mt_mla_decode_shared_bytes(values, s);
+    if (smem > t->shared_max)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: needs %zu bytes of shared memory per group, %s allows %zu (tile_q=%d, kv_chunk=%d)",
+                       smem, t->arch, t->shared_max, values[MT_P_TILE_Q], values[MT_P_KV_CHUNK]);
+    return MT_OK;
+}
+
+const mt_family mt_family_mla_decode_simt = {
+    .name = "mla_decode_simt",
+    .source = "mla_decode.cu",
+    .params = mla_decode_params,
+    .n_params = (int)(sizeof mla_decode_params / sizeof mla_decode_params[0]),
+    .check = mla_decode_check,
+};
+
+size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
+                                     int sq) {
+    size_t splits = (size_t)v->values[MT_P_NUM_SPLITS];
+    if (splits <= 1 || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
+    size_t rows = (size_t)batch * (size_t)sq * (size_t)n_heads;
+    return splits * rows * ((size_t)s->dl + 1) * sizeof(float);
+}
+
+mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s, const mt_mla_decode_args *a) {
+    if (!v || !s || !a) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: null argument");
+    if (v->family != &mt_family_mla_decode_simt)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: variant of family '%s' given",
+                       v->family ? v->family->name : "(none)");
+    mt_status st = check_static(s);
+    if (st != MT_OK) return st;
+    if (a->n_heads < 1 || a->n_heads > 128)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: head count %d outside 1..128", a->n_heads);
+    if (a->sq < 1 || a->sq > 8)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: Sq=%d outside 1..8", a->sq);
+    if (a->batch < 1 || a->batch > 65535)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: batch %d outside 1..65535", a->batch);
+    if (a->max_blocks < 1)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: block table has %d columns", a->max_blocks);
+    if (!(a->scale > 0.0f) || a->scale != a->scale || a->scale > 1e30f)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: softmax scale %g is not a positive finite number",
+                       (double)a->scale);
+    if (!(a->kv_scale > 0.0f) || a->kv_scale > 1e30f)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kv scale %g is not a positive finite number",
+                       (double)a->kv_scale);
+    struct { mt_devptr p; const char *name; } ptrs[] = {
+        {a->q, "q"}, {a->kv, "kv cache"}, {a->block_table, "block table"}, {a->seq_lens, "sequence lengths"},
+        {a->out, "out"}, {a->lse, "lse"}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (!ptrs[i].p) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: %s pointer is null", ptrs[i].name);
+    size_t need = mt_mla_decode_workspace_bytes(v, s, a->batch, a->n_heads, a->sq);
+    if (need > 0 && (!a->workspace || a->workspace_bytes < need))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: workspace of %zu bytes needed, %zu given%s", need,
+                       a->workspace_bytes, a->workspace ? "" : " (null pointer)");
+    return MT_OK;
+}
+
+mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function reduce, const mt_variant *v,
+                               const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream) {
+    mt_status st = mt_mla_decode_check_args(v, s, a);
+    if (st != MT_OK) return st;
+    int splits = v->values[MT_P_NUM_SPLITS];
+    if (!decode || (splits > 1 && !reduce))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
+    int rows = a->sq * a->n_heads;
+    int tile_q = v->values[MT_P_TILE_Q];
+    size_t rows_total = (size_t)a->batch * (size_t)rows;
+    /* workspace layout: o_part [B, splits, rows, Dl] then lse_part [B, splits, rows] */
+    mt_devptr o_part = splits > 1 ? a->workspace : 0;
+    mt_devptr lse_part = splits > 1 ? a->workspace + (size_t)splits * rows_total * (size_t)s->dl * sizeof(float) : 0;
+    int n_heads = a->n_heads, sq = a->sq, max_blocks = a->max_blocks;
+    float scale = a->scale, kv_scale = a->kv_scale;
+    mt_devptr q = a->q, kv = a->kv, bt = a->block_table, lens = a->seq_lens, out = a->out, lse = a->lse;
+    void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale};
+    unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
+    unsigned block[3] = {(unsigned)v->values[MT_P_BLOCK_THREADS], 1, 1};
+    st = mt_backend_launch(b, decode, grid, block, mt_mla_decode_shared_bytes(v->values, s), stream, args);
+    if (st != MT_OK || splits == 1) return st;
+    void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows};
+    unsigned rgrid[3] = {(unsigned)rows, (unsigned)a->batch, 1};
+    unsigned rblock[3] = {128, 1, 1};  /* REDUCE_THREADS in mla_decode.cu */
+    return mt_backend_launch(b, reduce, rgrid, rblock, 0, stream, rargs);
+}

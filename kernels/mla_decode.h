@@ -1,0 +1,58 @@
+/*
+ * mla_decode.h - the "mla_decode_simt" family (kernels/mla_decode.cu): its
+ * variant description, its resource model, and the host side of a launch
+ * (argument checks, grid, workspace).
+ */
+#ifndef MT_MLA_DECODE_H
+#define MT_MLA_DECODE_H
+
+#include <stddef.h>
+
+#include "../runtime/backend.h"
+#include "variant.h"
+
+extern const mt_family mt_family_mla_decode_simt;
+
+/* parameter positions in mt_variant.values for this family */
+enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK };
+
+/* Entry points in the compiled module. */
+#define MT_MLA_DECODE_KERNEL "mla_decode"
+#define MT_MLA_REDUCE_KERNEL "mla_reduce"
+
+/* Dynamic shared memory one work-group needs. */
+size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s);
+
+/* The arguments of one decode call, all device pointers. */
+typedef struct mt_mla_decode_args {
+    int batch;              /* B */
+    int n_heads;            /* N, 1..128 */
+    int sq;                 /* query tokens per request, 1..8 */
+    int max_blocks;         /* block-table columns */
+    float scale;            /* softmax scale */
+    float kv_scale;         /* per-tensor dequantisation scale (1 unless fp8) */
+    mt_devptr q;            /* [B, Sq, N, D] q_dtype */
+    mt_devptr kv;           /* [num_blocks, page_size, D] kv_dtype */
+    mt_devptr block_table;  /* [B, max_blocks] int32 */
+    mt_devptr seq_lens;     /* [B] int32 */
+    mt_devptr out;          /* [B, Sq, N, Dl] q_dtype */
+    mt_devptr lse;          /* [B, Sq, N] fp32 */
+    mt_devptr workspace;    /* mt_mla_decode_workspace_bytes() bytes, or 0 if that is 0 */
+    size_t workspace_bytes;
+} mt_mla_decode_args;
+
+/* Bytes of workspace a variant needs for this call shape (0 without splits). */
+size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch,
+                                     int n_heads, int sq);
+
+/* Rejects bad arguments before anything is launched, naming the one at fault. */
+mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s,
+                                   const mt_mla_decode_args *a);
+
+/* Checks the arguments, then launches decode (and reduce when the variant
+ * splits) on `stream`. */
+mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function reduce,
+                               const mt_variant *v, const mt_decode_static *s,
+                               const mt_mla_decode_args *a, mt_stream stream);
+
+#endif

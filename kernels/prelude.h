@@ -1,0 +1,115 @@
+/*
+ * prelude.h - the one place where kernel sources meet vendor differences.
+ *
+ * Every kernel in kernels/ is compiled with this text in front of it (the
+ * JIT concatenates them; see kernels/kernels.h), by NVRTC for sm_*, by hiprtc
+ * for gfx* on a ROCm host, and by clang's HIP compiler for the offline
+ * gfx942 check.  Kernels use only what is defined here for anything that
+ * differs between CUDA and HIP:
+ *
+ *   MT_WARP                 threads per warp / wavefront (32 or 64)
+ *   mt_shfl_xor(v, m)       butterfly shuffle within a warp
+ *   mt_warp_sum / max       reductions over a warp, result in every lane
+ *   mt_exp2f, mt_log2f      fast base-2 exponent and logarithm
+ *   mt_bf16_to_f32 ...      storage <-> float conversions, bit-exact and
+ *   mt_f16_to_f32 ...       identical on both vendors (no vendor headers)
+ *   mt_fp8e4m3_to_f32
+ *   MT_NEG_INF, MT_NAN
+ *
+ * Storage types are plain integers (uint16_t for bf16/fp16, uint8_t for
+ * fp8): the conversions are ours, so no vendor half/bfloat16 header is
+ * needed under NVRTC or hiprtc.
+ */
+#if defined(__HIP__) || defined(__HIPCC_RTC__) || defined(__HIP_PLATFORM_AMD__)
+#define MT_HIP 1
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+#define MT_WARP __AMDGCN_WAVEFRONT_SIZE
+#else
+#define MT_CUDA 1
+#define MT_WARP 32
+#endif
+
+typedef unsigned char mt_u8;
+typedef unsigned short mt_u16;
+typedef unsigned int mt_u32;
+typedef unsigned long long mt_u64;
+
+#define MT_NEG_INF (__int_as_float(0xff800000))
+#define MT_NAN (__int_as_float(0x7fc00000))
+
+__device__ __forceinline__ float mt_shfl_xor(float v, int mask) {
+#if MT_CUDA
+    return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+    return __shfl_xor(v, mask);
+#endif
+}
+
+__device__ __forceinline__ float mt_warp_sum(float v) {
+#pragma unroll
+    for (int m = MT_WARP / 2; m > 0; m >>= 1) v += mt_shfl_xor(v, m);
+    return v;
+}
+
+__device__ __forceinline__ float mt_warp_max(float v) {
+#pragma unroll
+    for (int m = MT_WARP / 2; m > 0; m >>= 1) v = fmaxf(v, mt_shfl_xor(v, m));
+    return v;
+}
+
+__device__ __forceinline__ float mt_exp2f(float x) { return exp2f(x); }
+__device__ __forceinline__ float mt_log2f(float x) { return log2f(x); }
+
+/* bf16 is the top half of an IEEE float. */
+__device__ __forceinline__ float mt_bf16_to_f32(mt_u16 h) { return __int_as_float((int)((mt_u32)h << 16)); }
+
+/* float -> bf16, round to nearest even; NaN stays NaN. */
+__device__ __forceinline__ mt_u16 mt_f32_to_bf16(float f) {
+    mt_u32 u = (mt_u32)__float_as_int(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (mt_u16)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (mt_u16)(u >> 16);
+}
+
+/* IEEE binary16 -> float, exact for every input (subnormals, inf, NaN). */
+__device__ __forceinline__ float mt_f16_to_f32(mt_u16 h) {
+    mt_u32 sign = (mt_u32)(h & 0x8000u) << 16;
+    mt_u32 exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    if (exp == 0x1fu) return __int_as_float((int)(sign | 0x7f800000u | (mant << 13)));
+    if (exp == 0) {  /* zero or subnormal: mant * 2^-24 */
+        float v = (float)mant * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return __int_as_float((int)(sign | ((exp + 112u) << 23) | (mant << 13)));
+}
+
+/* float -> IEEE binary16, round to nearest even, overflow to inf. */
+__device__ __forceinline__ mt_u16 mt_f32_to_f16(float f) {
+    mt_u32 u = (mt_u32)__float_as_int(f);
+    mt_u32 sign = (u >> 16) & 0x8000u;
+    mt_u32 a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (mt_u16)(sign | 0x7e00u);            /* NaN */
+    if (a >= 0x477ff000u) return (mt_u16)(sign | 0x7c00u);           /* rounds past 65504 */
+    if (a < 0x38800000u) {                                           /* below 2^-14: subnormal */
+        /* scale so the result's integer part is the subnormal mantissa */
+        float v = __int_as_float((int)a) * 16777216.0f;              /* * 2^24 */
+        mt_u32 m = (mt_u32)__float2uint_rn(v);
+        return (mt_u16)(sign | m);
+    }
+    mt_u32 r = a + 0xfffu + ((a >> 13) & 1u);                        /* round mantissa to 10 bits */
+    return (mt_u16)(sign | ((r - 0x38000000u) >> 13));
+}
+
+/* fp8 e4m3 ("fn": no infinities, S.1111.111 is NaN), bias 7. */
+__device__ __forceinline__ float mt_fp8e4m3_to_f32(mt_u8 b) {
+    mt_u32 sign = (mt_u32)(b & 0x80u) << 24;
+    mt_u32 exp = (b >> 3) & 0xfu, mant = b & 0x7u;
+    if (exp == 0xfu && mant == 0x7u) return MT_NAN;
+    if (exp == 0) {  /* subnormal: mant * 2^-9 */
+        float v = (float)mant * 0.001953125f;
+        return sign ? -v : v;
+    }
+    return __int_as_float((int)(sign | ((exp + 120u) << 23) | (mant << 20)));
+}

@@ -1,0 +1,196 @@
+/*
+ * variant.c - generic handling of variant descriptions (see variant.h):
+ * validation, formatting, parsing, defines and space enumeration.
+ */
+#define _GNU_SOURCE
+#include "variant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mla_decode.h"
+
+const mt_family *const mt_families[] = {&mt_family_mla_decode_simt, NULL};
+
+const mt_family *mt_family_find(const char *name) {
+    for (int i = 0; mt_families[i]; i++)
+        if (strcmp(mt_families[i]->name, name) == 0) return mt_families[i];
+    return NULL;
+}
+
+const char *mt_dtype_name(mt_dtype t) {
+    switch (t) {
+    case MT_BF16: return "bf16";
+    case MT_FP16: return "fp16";
+    case MT_FP8_E4M3: return "fp8e4m3";
+    }
+    return "?";
+}
+
+size_t mt_dtype_size(mt_dtype t) { return t == MT_FP8_E4M3 ? 1 : 2; }
+
+mt_status mt_dtype_parse(const char *s, mt_dtype *out) {
+    if (!s) return mt_fail(MT_ERR_INVALID_ARGUMENT, "no dtype given");
+    if (strcmp(s, "bf16") == 0) *out = MT_BF16;
+    else if (strcmp(s, "fp16") == 0) *out = MT_FP16;
+    else if (strcmp(s, "fp8e4m3") == 0 || strcmp(s, "fp8") == 0) *out = MT_FP8_E4M3;
+    else return mt_fail(MT_ERR_INVALID_ARGUMENT, "unknown dtype '%s' (expected bf16, fp16 or fp8e4m3)", s);
+    return MT_OK;
+}
+
+mt_status mt_target_for_arch(const char *arch, mt_target *t) {
+    /* shared_max: the most one group can use (NVIDIA: the opt-in limit) */
+    static const struct { const char *arch; int warp; size_t shared; } table[] = {
+        {"sm_80", 32, 166912}, {"sm_86", 32, 101376}, {"sm_89", 32, 101376},
+        {"sm_90", 32, 232448}, {"sm_90a", 32, 232448}, {"sm_100", 32, 232448},
+        {"gfx90a", 64, 65536}, {"gfx942", 64, 65536}, {"gfx950", 64, 163840},
+    };
+    if (!arch) return mt_fail(MT_ERR_INVALID_ARGUMENT, "no architecture given");
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].arch, arch) == 0) {
+            snprintf(t->arch, sizeof t->arch, "%s", arch);
+            t->warp_size = table[i].warp;
+            t->shared_max = table[i].shared;
+            return MT_OK;
+        }
+    return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                   "unknown architecture '%s' (known: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, gfx90a, "
+                   "gfx942, gfx950)", arch);
+}
+
+void mt_variant_default(const mt_family *f, mt_variant *v) {
+    memset(v, 0, sizeof *v);
+    v->family = f;
+    for (int i = 0; i < f->n_params; i++) v->values[i] = f->params[i].default_value;
+}
+
+int mt_family_param_index(const mt_family *f, const char *name) {
+    for (int i = 0; i < f->n_params; i++)
+        if (strcmp(f->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int allowed(const mt_param_desc *p, int value) {
+    for (int i = 0; i < p->n_values; i++)
+        if (p->values[i] == value) return 1;
+    return 0;
+}
+
+static void format_allowed(const mt_param_desc *p, char *buf, size_t size) {
+    buf[0] = '\0';
+    for (int i = 0; i < p->n_values; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, size - used, "%s%d", i ? ", " : "", p->values[i]);
+    }
+}
+
+mt_status mt_variant_validate(const mt_variant *v, const mt_decode_static *s, const mt_target *t) {
+    if (!v || !v->family) return mt_fail(MT_ERR_INVALID_ARGUMENT, "variant has no family");
+    const mt_family *f = v->family;
+    for (int i = 0; i < f->n_params; i++)
+        if (!allowed(&f->params[i], v->values[i])) {
+            char list[256];
+            format_allowed(&f->params[i], list, sizeof list);
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: %s=%d is not an allowed value (allowed: %s)", f->name,
+                           f->params[i].name, v->values[i], list);
+        }
+    return f->check(v->values, s, t);
+}
+
+void mt_variant_format(const mt_variant *v, char *buf, size_t size) {
+    buf[0] = '\0';
+    for (int i = 0; i < v->family->n_params; i++) {
+        size_t used = strlen(buf);
+        if (used >= size) return;
+        snprintf(buf + used, size - used, "%s%s=%d", i ? "," : "", v->family->params[i].name, v->values[i]);
+    }
+}
+
+mt_status mt_variant_parse(const mt_family *f, const char *text, mt_variant *v) {
+    memset(v, 0, sizeof *v);
+    v->family = f;
+    int seen[MT_MAX_PARAMS] = {0};
+    char *copy = strdup(text ? text : "");
+    if (!copy) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    mt_status st = MT_OK;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && st == MT_OK; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            st = mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: '%s' is not NAME=VALUE", f->name, item);
+            break;
+        }
+        *eq = '\0';
+        int idx = mt_family_param_index(f, item);
+        char *end = NULL;
+        long value = strtol(eq + 1, &end, 10);
+        if (idx < 0)
+            st = mt_fail(MT_ERR_INVALID_ARGUMENT, "%s has no parameter '%s'", f->name, item);
+        else if (seen[idx])
+            st = mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: parameter '%s' given twice", f->name, item);
+        else if (!end || *end != '\0' || end == eq + 1 || value < -1000000 || value > 1000000)
+            st = mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: %s='%s' is not an integer", f->name, item, eq + 1);
+        else {
+            seen[idx] = 1;
+            v->values[idx] = (int)value;
+        }
+    }
+    free(copy);
+    if (st != MT_OK) return st;
+    for (int i = 0; i < f->n_params; i++)
+        if (!seen[i]) return mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: parameter '%s' missing", f->name, f->params[i].name);
+    return MT_OK;
+}
+
+int mt_variant_defines(const mt_variant *v, const mt_decode_static *s, char storage[][48],
+                       const char *defines[], int n_max) {
+    int n = 0;
+    if (n_max < 5 + v->family->n_params) return 0;
+    snprintf(storage[n], 48, "D=%d", s->d), defines[n] = storage[n], n++;
+    snprintf(storage[n], 48, "DL=%d", s->dl), defines[n] = storage[n], n++;
+    snprintf(storage[n], 48, "PAGE_SIZE=%d", s->page_size), defines[n] = storage[n], n++;
+    snprintf(storage[n], 48, "Q_DTYPE=%d", (int)s->q_dtype), defines[n] = storage[n], n++;
+    snprintf(storage[n], 48, "KV_DTYPE=%d", (int)s->kv_dtype), defines[n] = storage[n], n++;
+    for (int i = 0; i < v->family->n_params; i++) {
+        snprintf(storage[n], 48, "%s=%d", v->family->params[i].define, v->values[i]);
+        defines[n] = storage[n];
+        n++;
+    }
+    return n;
+}
+
+void mt_space_full(const mt_family *f, mt_space *sp) {
+    memset(sp, 0, sizeof *sp);
+    sp->family = f;
+    for (int i = 0; i < f->n_params; i++) {
+        sp->n_values[i] = f->params[i].n_values;
+        memcpy(sp->values[i], f->params[i].values, sizeof(int) * (size_t)f->params[i].n_values);
+    }
+}
+
+int mt_space_enumerate(const mt_space *sp, const mt_decode_static *s, const mt_target *t,
+                       int (*visit)(const mt_variant *v, void *user), void *user, int *rejected) {
+    const mt_family *f = sp->family;
+    int idx[MT_MAX_PARAMS] = {0};
+    int visited = 0, pruned = 0;
+    for (int i = 0; i < f->n_params; i++)
+        if (sp->n_values[i] == 0) goto done;
+    for (;;) {
+        mt_variant v = {.family = f};
+        for (int i = 0; i < f->n_params; i++) v.values[i] = sp->values[i][idx[i]];
+        if (mt_variant_validate(&v, s, t) == MT_OK) {
+            visited++;
+            if (visit && visit(&v, user)) goto done;
+        } else {
+            pruned++;
+        }
+        int i = f->n_params - 1;  /* odometer: last parameter changes fastest */
+        while (i >= 0 && ++idx[i] == sp->n_values[i]) idx[i--] = 0;
+        if (i < 0) break;
+    }
+done:
+    if (rejected) *rejected = pruned;
+    mt_clear_error();
+    return visited;
+}

@@ -1,0 +1,113 @@
+/*
+ * variant.h - how a kernel family describes its variants.
+ *
+ * A variant is a family plus one value for each of its parameters.  A family
+ * declares each parameter's name (as configs and the database spell it),
+ * the -D define it becomes, its allowed values and its default, and a
+ * constraint check that knows the problem's static facts and the target's
+ * limits.  The tuner prunes with the check before compiling anything; the
+ * runtime validates every variant read from a database with the same check
+ * before it is used for a launch.
+ */
+#ifndef MT_VARIANT_H
+#define MT_VARIANT_H
+
+#include <stddef.h>
+
+#include "../runtime/error.h"
+
+enum { MT_MAX_PARAMS = 8, MT_MAX_VALUES = 16 };
+
+typedef enum mt_dtype { MT_BF16 = 0, MT_FP16 = 1, MT_FP8_E4M3 = 2 } mt_dtype;
+
+const char *mt_dtype_name(mt_dtype t);            /* "bf16", "fp16", "fp8e4m3" */
+mt_status mt_dtype_parse(const char *s, mt_dtype *out);
+size_t mt_dtype_size(mt_dtype t);
+
+/* The facts a variant is compiled against (they become defines too). */
+typedef struct mt_decode_static {
+    int d;            /* head dim of q and k: Dl + Dr (576) */
+    int dl;           /* latent (value) dim (512) */
+    int page_size;    /* tokens per KV page */
+    mt_dtype q_dtype; /* also the output dtype */
+    mt_dtype kv_dtype;
+} mt_decode_static;
+
+/* What a target allows: from a device when there is one, else from the
+ * built-in table for the architecture. */
+typedef struct mt_target {
+    char arch[32];
+    int warp_size;
+    size_t shared_max;    /* bytes of shared memory / LDS one group may use */
+} mt_target;
+
+/* Fills *t for a known architecture name (sm_80, sm_90, gfx942, gfx950...). */
+mt_status mt_target_for_arch(const char *arch, mt_target *t);
+
+typedef struct mt_param_desc {
+    const char *name;       /* "tile_q" */
+    const char *define;     /* "TILE_Q" */
+    int values[MT_MAX_VALUES];
+    int n_values;
+    int default_value;
+    const char *doc;
+} mt_param_desc;
+
+typedef struct mt_family {
+    const char *name;                 /* "mla_decode_simt" */
+    const char *source;               /* kernel file: "mla_decode.cu" */
+    const mt_param_desc *params;
+    int n_params;
+    /* MT_OK when `values` may run for problem `s` on target `t`; otherwise
+     * a message saying which constraint fails. */
+    mt_status (*check)(const int *values, const mt_decode_static *s, const mt_target *t);
+} mt_family;
+
+typedef struct mt_variant {
+    const mt_family *family;
+    int values[MT_MAX_PARAMS];
+} mt_variant;
+
+/* The family's default variant (each parameter's default). */
+void mt_variant_default(const mt_family *f, mt_variant *v);
+
+/* Index of a parameter by name, or -1. */
+int mt_family_param_index(const mt_family *f, const char *name);
+
+/* Checks every value against its parameter's allowed set, then the family's
+ * constraints; the message names the parameter and value at fault. */
+mt_status mt_variant_validate(const mt_variant *v, const mt_decode_static *s, const mt_target *t);
+
+/* "tile_q=16,kv_granularity=64,..." in declaration order. */
+void mt_variant_format(const mt_variant *v, char *buf, size_t size);
+
+/* Parses the format above (every parameter must be given once). */
+mt_status mt_variant_parse(const mt_family *f, const char *text, mt_variant *v);
+
+/* Defines for compiling: the problem's facts then the parameters, as
+ * "NAME=VALUE" strings in `storage` (n_max entries of 48 bytes), pointed at
+ * by `defines`.  Returns the count. */
+int mt_variant_defines(const mt_variant *v, const mt_decode_static *s, char storage[][48],
+                       const char *defines[], int n_max);
+
+/* A search space: for each parameter, the subset of its values to try. */
+typedef struct mt_space {
+    const mt_family *family;
+    int values[MT_MAX_PARAMS][MT_MAX_VALUES];
+    int n_values[MT_MAX_PARAMS];
+} mt_space;
+
+/* The full space: every allowed value of every parameter. */
+void mt_space_full(const mt_family *f, mt_space *sp);
+
+/* Calls `visit` for each point of the space that passes validation;
+ * returns the number visited (stops early if visit returns non-zero).
+ * `rejected` (optional) counts the pruned points. */
+int mt_space_enumerate(const mt_space *sp, const mt_decode_static *s, const mt_target *t,
+                       int (*visit)(const mt_variant *v, void *user), void *user, int *rejected);
+
+/* The families built into the library, NULL-terminated. */
+extern const mt_family *const mt_families[];
+const mt_family *mt_family_find(const char *name);
+
+#endif

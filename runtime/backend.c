@@ -1,0 +1,326 @@
+/*
+ * backend.c - opening backends and the argument-checked wrappers over the
+ * backend interface (see backend.h for the contract).
+ */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mt_append(char *buf, size_t size, const char *fmt, ...) {
+    size_t used = strnlen(buf, size);
+    if (used + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+void *mt_dlopen_first(const char *const *names, int n, char *looked_for, size_t size) {
+    for (int i = 0; i < n; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+        const char *why = dlerror();
+        /* dlerror repeats the name; keep only the reason after ": " */
+        const char *reason = why ? strrchr(why, ':') : NULL;
+        mt_append(looked_for, size, "%s%s (%s)", looked_for[0] ? ", " : "", names[i],
+                  reason ? reason + 2 : "not found");
+    }
+    return NULL;
+}
+
+void mt_kernel_resources_unknown(mt_kernel_resources *r) {
+    r->registers = r->shared_bytes = r->local_bytes = -1;
+    r->spill_stores = r->spill_loads = r->max_threads = -1;
+}
+
+void mt_compile_result_free(mt_compile_result *r) {
+    if (!r) return;
+    free(r->code);
+    free(r->log);
+    r->code = NULL;
+    r->log = NULL;
+    r->code_size = 0;
+}
+
+mt_status mt_backend_open(const char *name, mt_backend **out) {
+    if (!name || !out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_backend_open: null argument");
+    *out = NULL;
+    mt_backend *b = calloc(1, sizeof *b);
+    if (!b) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    mt_status st;
+    if (strcmp(name, "cuda") == 0)
+        st = mt_backend_cuda_open(b);
+    else if (strcmp(name, "hip") == 0)
+        st = mt_backend_hip_open(b);
+    else if (strcmp(name, "hip-clang") == 0)
+        st = mt_backend_clang_open(b);
+    else
+        st = mt_fail(MT_ERR_INVALID_ARGUMENT,
+                     "unknown backend '%s' (known: cuda, hip, hip-clang)", name);
+    if (st != MT_OK) {
+        free(b);
+        return st;
+    }
+    *out = b;
+    return MT_OK;
+}
+
+void mt_backend_close(mt_backend *b) {
+    if (!b) return;
+    if (b->iface && b->iface->close) b->iface->close(b);
+    free(b);
+}
+
+mt_status mt_backend_discover(mt_backend **out) {
+    static const char *const order[] = {"hip", "cuda"};
+    char report[2048] = "";
+    mt_status worst = MT_ERR_NO_BACKEND;
+    *out = NULL;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        mt_backend *b = NULL;
+        if (mt_backend_open(order[i], &b) != MT_OK) {
+            mt_append(report, sizeof report, "\n  %s: %s", order[i], mt_last_error());
+            continue;
+        }
+        if (!b->has_driver) {
+            mt_append(report, sizeof report, "\n  %s: no GPU runtime library loaded (tried %s)",
+                      order[i], b->looked_for);
+            mt_backend_close(b);
+            continue;
+        }
+        int count = 0;
+        if (mt_backend_device_count(b, &count) != MT_OK || count == 0) {
+            mt_append(report, sizeof report, "\n  %s: runtime loaded but no device: %s", order[i],
+                      count == 0 && mt_last_error()[0] == '\0' ? "0 devices" : mt_last_error());
+            worst = MT_ERR_NO_DEVICE;
+            mt_backend_close(b);
+            continue;
+        }
+        *out = b;
+        return MT_OK;
+    }
+    return mt_fail(worst, "no GPU found; looked for:%s", report);
+}
+
+mt_status mt_backend_open_for_arch(const char *arch, mt_backend **out) {
+    if (!arch) return mt_fail(MT_ERR_INVALID_ARGUMENT, "no architecture given");
+    if (strncmp(arch, "sm_", 3) == 0) {
+        mt_status st = mt_backend_open("cuda", out);
+        if (st != MT_OK) return st;
+        if (!(*out)->has_compiler) {
+            mt_status e = mt_fail(MT_ERR_NO_BACKEND, "cannot compile for %s: NVRTC not found (tried %s)",
+                                  arch, (*out)->looked_for);
+            mt_backend_close(*out);
+            *out = NULL;
+            return e;
+        }
+        return MT_OK;
+    }
+    if (strncmp(arch, "gfx", 3) == 0) {
+        char tried[1024];
+        mt_backend *b = NULL;
+        if (mt_backend_open("hip", &b) == MT_OK && b->has_compiler) {
+            *out = b;
+            return MT_OK;
+        }
+        snprintf(tried, sizeof tried, "%s", b ? b->looked_for : mt_last_error());
+        mt_backend_close(b);
+        mt_status st = mt_backend_open("hip-clang", out);
+        if (st != MT_OK)
+            return mt_fail(st, "cannot compile for %s: hiprtc not found (tried %s) and %s", arch,
+                           tried, mt_last_error());
+        return MT_OK;
+    }
+    return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                   "unknown architecture '%s' (expected sm_NN for NVIDIA or gfxNNN for AMD)", arch);
+}
+
+/* Each wrapper: reject a NULL backend, fail clearly when the operation is
+ * not implemented, then forward. */
+#define CHECK_OP(b, op)                                                                      \
+    do {                                                                                     \
+        if (!(b)) return mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: backend is NULL", #op);      \
+        if (!(b)->iface->op)                                                                 \
+            return mt_fail(MT_ERR_UNSUPPORTED, "backend '%s' does not support %s%s", (b)->name, \
+                           #op, (b)->has_driver ? "" : " (no GPU runtime loaded)");         \
+    } while (0)
+
+mt_status mt_backend_device_count(mt_backend *b, int *count) {
+    CHECK_OP(b, device_count);
+    if (!count) return mt_fail(MT_ERR_INVALID_ARGUMENT, "device_count: null output");
+    *count = 0;
+    return b->iface->device_count(b, count);
+}
+
+mt_status mt_backend_device_info(mt_backend *b, int ordinal, mt_device_info *info) {
+    CHECK_OP(b, device_info);
+    if (!info) return mt_fail(MT_ERR_INVALID_ARGUMENT, "device_info: null output");
+    memset(info, 0, sizeof *info);
+    return b->iface->device_info(b, ordinal, info);
+}
+
+mt_status mt_backend_set_device(mt_backend *b, int ordinal) {
+    CHECK_OP(b, set_device);
+    return b->iface->set_device(b, ordinal);
+}
+
+mt_status mt_backend_mem_alloc(mt_backend *b, size_t bytes, mt_devptr *out) {
+    CHECK_OP(b, mem_alloc);
+    if (!out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mem_alloc: null output");
+    if (bytes == 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mem_alloc: zero bytes requested");
+    return b->iface->mem_alloc(b, bytes, out);
+}
+
+mt_status mt_backend_mem_free(mt_backend *b, mt_devptr ptr) {
+    CHECK_OP(b, mem_free);
+    if (ptr == 0) return MT_OK;
+    return b->iface->mem_free(b, ptr);
+}
+
+mt_status mt_backend_copy_to_device(mt_backend *b, mt_devptr dst, const void *src, size_t n,
+                                    mt_stream s) {
+    CHECK_OP(b, copy_to_device);
+    if (n == 0) return MT_OK;
+    if (!dst || !src) return mt_fail(MT_ERR_INVALID_ARGUMENT, "copy_to_device: null pointer");
+    return b->iface->copy_to_device(b, dst, src, n, s);
+}
+
+mt_status mt_backend_copy_to_host(mt_backend *b, void *dst, mt_devptr src, size_t n, mt_stream s) {
+    CHECK_OP(b, copy_to_host);
+    if (n == 0) return MT_OK;
+    if (!dst || !src) return mt_fail(MT_ERR_INVALID_ARGUMENT, "copy_to_host: null pointer");
+    return b->iface->copy_to_host(b, dst, src, n, s);
+}
+
+mt_status mt_backend_copy_on_device(mt_backend *b, mt_devptr dst, mt_devptr src, size_t n,
+                                    mt_stream s) {
+    CHECK_OP(b, copy_on_device);
+    if (n == 0) return MT_OK;
+    if (!dst || !src) return mt_fail(MT_ERR_INVALID_ARGUMENT, "copy_on_device: null pointer");
+    return b->iface->copy_on_device(b, dst, src, n, s);
+}
+
+mt_status mt_backend_mem_set(mt_backend *b, mt_devptr dst, uint8_t byte, size_t n, mt_stream s) {
+    CHECK_OP(b, mem_set);
+    if (n == 0) return MT_OK;
+    if (!dst) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mem_set: null pointer");
+    return b->iface->mem_set(b, dst, byte, n, s);
+}
+
+mt_status mt_backend_stream_create(mt_backend *b, mt_stream *out) {
+    CHECK_OP(b, stream_create);
+    if (!out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "stream_create: null output");
+    return b->iface->stream_create(b, out);
+}
+
+mt_status mt_backend_stream_destroy(mt_backend *b, mt_stream s) {
+    CHECK_OP(b, stream_destroy);
+    if (!s) return MT_OK;
+    return b->iface->stream_destroy(b, s);
+}
+
+mt_status mt_backend_stream_sync(mt_backend *b, mt_stream s) {
+    CHECK_OP(b, stream_sync);
+    return b->iface->stream_sync(b, s);
+}
+
+mt_status mt_backend_event_create(mt_backend *b, mt_event *out) {
+    CHECK_OP(b, event_create);
+    if (!out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "event_create: null output");
+    return b->iface->event_create(b, out);
+}
+
+mt_status mt_backend_event_destroy(mt_backend *b, mt_event e) {
+    CHECK_OP(b, event_destroy);
+    if (!e) return MT_OK;
+    return b->iface->event_destroy(b, e);
+}
+
+mt_status mt_backend_event_record(mt_backend *b, mt_event e, mt_stream s) {
+    CHECK_OP(b, event_record);
+    if (!e) return mt_fail(MT_ERR_INVALID_ARGUMENT, "event_record: null event");
+    return b->iface->event_record(b, e, s);
+}
+
+mt_status mt_backend_event_sync(mt_backend *b, mt_event e) {
+    CHECK_OP(b, event_sync);
+    if (!e) return mt_fail(MT_ERR_INVALID_ARGUMENT, "event_sync: null event");
+    return b->iface->event_sync(b, e);
+}
+
+mt_status mt_backend_event_elapsed(mt_backend *b, mt_event start, mt_event end, float *ms) {
+    CHECK_OP(b, event_elapsed);
+    if (!start || !end || !ms) return mt_fail(MT_ERR_INVALID_ARGUMENT, "event_elapsed: null argument");
+    return b->iface->event_elapsed(b, start, end, ms);
+}
+
+mt_status mt_backend_compiler_version(mt_backend *b, char *buf, size_t n) {
+    CHECK_OP(b, compiler_version);
+    if (!buf || n == 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "compiler_version: no buffer");
+    buf[0] = '\0';
+    return b->iface->compiler_version(b, buf, n);
+}
+
+mt_status mt_backend_compile(mt_backend *b, const char *source, const char *source_name,
+                             const char *arch, const char *const *options, int n_options,
+                             mt_compile_result *out) {
+    CHECK_OP(b, compile);
+    if (!source || !arch || !out || (n_options > 0 && !options))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "compile: null argument");
+    memset(out, 0, sizeof *out);
+    return b->iface->compile(b, source, source_name ? source_name : "kernel.cu", arch, options,
+                             n_options, out);
+}
+
+void mt_backend_parse_resources(mt_backend *b, const char *log, const char *kernel,
+                                mt_kernel_resources *out) {
+    mt_kernel_resources_unknown(out);
+    if (b && b->iface->parse_resources && log && kernel) b->iface->parse_resources(b, log, kernel, out);
+}
+
+mt_status mt_backend_module_load(mt_backend *b, const void *code, size_t size, mt_module *out) {
+    CHECK_OP(b, module_load);
+    if (!code || size == 0 || !out)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "module_load: empty code object");
+    return b->iface->module_load(b, code, size, out);
+}
+
+mt_status mt_backend_module_unload(mt_backend *b, mt_module m) {
+    CHECK_OP(b, module_unload);
+    if (!m) return MT_OK;
+    return b->iface->module_unload(b, m);
+}
+
+mt_status mt_backend_module_function(mt_backend *b, mt_module m, const char *name,
+                                     mt_function *out) {
+    CHECK_OP(b, module_function);
+    if (!m || !name || !out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "module_function: null argument");
+    return b->iface->module_function(b, m, name, out);
+}
+
+mt_status mt_backend_function_resources(mt_backend *b, mt_function f, mt_kernel_resources *out) {
+    CHECK_OP(b, function_resources);
+    if (!f || !out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "function_resources: null argument");
+    mt_kernel_resources_unknown(out);
+    return b->iface->function_resources(b, f, out);
+}
+
+mt_status mt_backend_launch(mt_backend *b, mt_function f, const unsigned grid[3],
+                            const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
+    CHECK_OP(b, launch);
+    if (!f || !grid || !block) return mt_fail(MT_ERR_INVALID_ARGUMENT, "launch: null argument");
+    for (int i = 0; i < 3; i++)
+        if (grid[i] == 0 || block[i] == 0)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "launch: zero-sized grid or block (dimension %d)", i);
+    return b->iface->launch(b, f, grid, block, shared_bytes, s, args);
+}
+
+mt_status mt_backend_synchronize(mt_backend *b) {
+    CHECK_OP(b, synchronize);
+    return b->iface->synchronize(b);
+}

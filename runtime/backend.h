@@ -1,0 +1,191 @@
+/*
+ * backend.h - the GPU backend interface.
+ *
+ * A backend is { name, interface, context }: the interface is a table of
+ * function pointers, one per operation, filled by each vendor implementation
+ * (backend_cuda.c: CUDA driver API + NVRTC; backend_hip.c: HIP + hiprtc;
+ * backend_clang.c: a compile-only backend that runs clang's HIP offload
+ * compiler, so gfx* code can be checked on a host without ROCm).  Callers
+ * never touch the table: each public mt_backend_* function checks its
+ * arguments, and an operation a backend leaves NULL fails with
+ * MT_ERR_UNSUPPORTED and a message saying which backend lacks what.
+ *
+ * Vendor libraries are loaded with dlopen when a backend is opened, so one
+ * binary starts on AMD, on NVIDIA and on a host with no GPU.  A backend may
+ * be half-loaded: NVRTC present without a driver (our CI) gives a backend
+ * that compiles for sm_* but enumerates no devices.
+ *
+ * Threads: the CUDA and HIP backends keep the current device per thread
+ * (mt_backend_set_device must be called on each thread that launches).
+ * Compilation is thread-safe in both.
+ */
+#ifndef MT_BACKEND_H
+#define MT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef uint64_t mt_devptr;             /* a device address */
+typedef struct mt_stream_s *mt_stream;  /* NULL is the default stream */
+typedef struct mt_event_s *mt_event;
+typedef struct mt_module_s *mt_module;
+typedef struct mt_function_s *mt_function;
+
+typedef struct mt_backend mt_backend;
+
+typedef struct mt_device_info {
+    int ordinal;
+    char backend[16];           /* "cuda" or "hip" */
+    char arch[32];              /* as the vendor spells it: "sm_90", "gfx942" */
+    char name[128];             /* marketing name */
+    int compute_units;          /* SMs or CUs */
+    int warp_size;              /* 32 or 64 */
+    size_t shared_per_group;    /* shared memory / LDS a group gets by default */
+    size_t shared_per_group_max;/* ... and with opt-in (>= the default) */
+    size_t total_memory;        /* bytes of device memory */
+    int clock_khz;              /* peak core clock */
+    int memory_clock_khz;
+    int memory_bus_bits;
+    size_t l2_bytes;
+    char driver_version[32];    /* "13.0", "6.2" */
+} mt_device_info;
+
+/* What a compiler reports about one kernel.  -1 means "not reported". */
+typedef struct mt_kernel_resources {
+    int registers;      /* per thread (VGPRs on AMD) */
+    int shared_bytes;   /* static shared memory / LDS */
+    int local_bytes;    /* stack frame / scratch per thread */
+    int spill_stores;   /* bytes (NVIDIA) */
+    int spill_loads;
+    int max_threads;    /* largest legal block */
+} mt_kernel_resources;
+
+void mt_kernel_resources_unknown(mt_kernel_resources *r);
+
+typedef struct mt_compile_result {
+    void *code;          /* malloc'd code object (cubin / hsaco / ELF) */
+    size_t code_size;
+    char *log;           /* malloc'd compiler log, NUL-terminated, may be "" */
+} mt_compile_result;
+
+void mt_compile_result_free(mt_compile_result *r);
+
+typedef struct mt_backend_iface {
+    /* devices */
+    mt_status (*device_count)   (mt_backend *b, int *count);
+    mt_status (*device_info)    (mt_backend *b, int ordinal, mt_device_info *info);
+    mt_status (*set_device)     (mt_backend *b, int ordinal);
+    /* memory */
+    mt_status (*mem_alloc)      (mt_backend *b, size_t bytes, mt_devptr *out);
+    mt_status (*mem_free)       (mt_backend *b, mt_devptr ptr);
+    mt_status (*copy_to_device) (mt_backend *b, mt_devptr dst, const void *src, size_t n, mt_stream s);
+    mt_status (*copy_to_host)   (mt_backend *b, void *dst, mt_devptr src, size_t n, mt_stream s);
+    mt_status (*copy_on_device) (mt_backend *b, mt_devptr dst, mt_devptr src, size_t n, mt_stream s);
+    mt_status (*mem_set)        (mt_backend *b, mt_devptr dst, uint8_t byte, size_t n, mt_stream s);
+    /* streams and events */
+    mt_status (*stream_create)  (mt_backend *b, mt_stream *out);
+    mt_status (*stream_destroy) (mt_backend *b, mt_stream s);
+    mt_status (*stream_sync)    (mt_backend *b, mt_stream s);
+    mt_status (*event_create)   (mt_backend *b, mt_event *out);
+    mt_status (*event_destroy)  (mt_backend *b, mt_event e);
+    mt_status (*event_record)   (mt_backend *b, mt_event e, mt_stream s);
+    mt_status (*event_sync)     (mt_backend *b, mt_event e);
+    mt_status (*event_elapsed)  (mt_backend *b, mt_event start, mt_event end, float *ms);
+    /* compiler */
+    mt_status (*compiler_version)(mt_backend *b, char *buf, size_t n);
+    mt_status (*compile)        (mt_backend *b, const char *source, const char *source_name,
+                                 const char *arch, const char *const *options, int n_options,
+                                 mt_compile_result *out);
+    /* (optional) resource use parsed from a compile log, when the compiler writes one */
+    void      (*parse_resources)(mt_backend *b, const char *log, const char *kernel,
+                                 mt_kernel_resources *out);
+    /* modules and launches */
+    mt_status (*module_load)    (mt_backend *b, const void *code, size_t size, mt_module *out);
+    mt_status (*module_unload)  (mt_backend *b, mt_module m);
+    mt_status (*module_function)(mt_backend *b, mt_module m, const char *name, mt_function *out);
+    mt_status (*function_resources)(mt_backend *b, mt_function f, mt_kernel_resources *out);
+    mt_status (*launch)         (mt_backend *b, mt_function f, const unsigned grid[3],
+                                 const unsigned block[3], size_t shared_bytes, mt_stream s,
+                                 void **args);
+    mt_status (*synchronize)    (mt_backend *b);
+    /* teardown: unloads the vendor libraries and frees the context */
+    void      (*close)          (mt_backend *b);
+} mt_backend_iface;
+
+struct mt_backend {
+    const char *name;               /* "cuda", "hip", "hip-clang" */
+    const mt_backend_iface *iface;
+    void *context;                  /* the implementation's private state */
+    int has_driver;                 /* devices can be enumerated and used */
+    int has_compiler;               /* compile() works */
+    char looked_for[1024];          /* what was tried when loading, for messages */
+};
+
+/* --- opening backends ---------------------------------------------------- */
+
+/* Opens the named backend ("cuda", "hip", "hip-clang").  Succeeds when at
+ * least its compiler or its driver loaded; fails with MT_ERR_NO_BACKEND and a
+ * message naming every library tried when neither did. */
+mt_status mt_backend_open(const char *name, mt_backend **out);
+void mt_backend_close(mt_backend *b);
+
+/* Finds the first backend with a usable GPU: HIP first, then CUDA.  On a host
+ * with none, fails with MT_ERR_NO_BACKEND or MT_ERR_NO_DEVICE and a message
+ * naming every library and device query tried. */
+mt_status mt_backend_discover(mt_backend **out);
+
+/* The backend that compiles for `arch`: sm_* -> "cuda" (NVRTC); gfx* ->
+ * "hip" (hiprtc) when it loads, else "hip-clang" (offline clang).  Which one
+ * was chosen is b->name: callers print it, nothing is hidden. */
+mt_status mt_backend_open_for_arch(const char *arch, mt_backend **out);
+
+/* --- operations (argument-checked wrappers over the interface) ----------- */
+
+mt_status mt_backend_device_count(mt_backend *b, int *count);
+mt_status mt_backend_device_info(mt_backend *b, int ordinal, mt_device_info *info);
+mt_status mt_backend_set_device(mt_backend *b, int ordinal);
+mt_status mt_backend_mem_alloc(mt_backend *b, size_t bytes, mt_devptr *out);
+mt_status mt_backend_mem_free(mt_backend *b, mt_devptr ptr);
+mt_status mt_backend_copy_to_device(mt_backend *b, mt_devptr dst, const void *src, size_t n, mt_stream s);
+mt_status mt_backend_copy_to_host(mt_backend *b, void *dst, mt_devptr src, size_t n, mt_stream s);
+mt_status mt_backend_copy_on_device(mt_backend *b, mt_devptr dst, mt_devptr src, size_t n, mt_stream s);
+mt_status mt_backend_mem_set(mt_backend *b, mt_devptr dst, uint8_t byte, size_t n, mt_stream s);
+mt_status mt_backend_stream_create(mt_backend *b, mt_stream *out);
+mt_status mt_backend_stream_destroy(mt_backend *b, mt_stream s);
+mt_status mt_backend_stream_sync(mt_backend *b, mt_stream s);
+mt_status mt_backend_event_create(mt_backend *b, mt_event *out);
+mt_status mt_backend_event_destroy(mt_backend *b, mt_event e);
+mt_status mt_backend_event_record(mt_backend *b, mt_event e, mt_stream s);
+mt_status mt_backend_event_sync(mt_backend *b, mt_event e);
+mt_status mt_backend_event_elapsed(mt_backend *b, mt_event start, mt_event end, float *ms);
+mt_status mt_backend_compiler_version(mt_backend *b, char *buf, size_t n);
+mt_status mt_backend_compile(mt_backend *b, const char *source, const char *source_name,
+                             const char *arch, const char *const *options, int n_options,
+                             mt_compile_result *out);
+void mt_backend_parse_resources(mt_backend *b, const char *log, const char *kernel,
+                                mt_kernel_resources *out);
+mt_status mt_backend_module_load(mt_backend *b, const void *code, size_t size, mt_module *out);
+mt_status mt_backend_module_unload(mt_backend *b, mt_module m);
+mt_status mt_backend_module_function(mt_backend *b, mt_module m, const char *name, mt_function *out);
+mt_status mt_backend_function_resources(mt_backend *b, mt_function f, mt_kernel_resources *out);
+mt_status mt_backend_launch(mt_backend *b, mt_function f, const unsigned grid[3],
+                            const unsigned block[3], size_t shared_bytes, mt_stream s, void **args);
+mt_status mt_backend_synchronize(mt_backend *b);
+
+/* --- helpers for implementations ----------------------------------------- */
+
+/* dlopen the first of `names` that loads; appends each name tried (and why it
+ * failed) to `looked_for`.  Returns the handle or NULL. */
+void *mt_dlopen_first(const char *const *names, int n, char *looked_for, size_t looked_for_size);
+
+/* Appends formatted text to a bounded buffer (no overflow, always NUL-terminated). */
+void mt_append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Implementations (each fills *b or fails with a message). */
+mt_status mt_backend_cuda_open(mt_backend *b);
+mt_status mt_backend_hip_open(mt_backend *b);
+mt_status mt_backend_clang_open(mt_backend *b);
+
+#endif

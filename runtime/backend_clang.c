@@ -1,0 +1,332 @@
+/*
+ * backend_clang.c - a compile-only backend for AMD targets that runs clang's
+ * HIP compiler as a subprocess (offloading the device code only).
+ *
+ * Why it exists: hiprtc comes with a ROCm install, which our CI and
+ * development hosts do not have.  Debian 12 ships clang-19 (which knows
+ * gfx942, not gfx950), the HIP 5.2 headers and the ROCm 5.2 device-library
+ * bitcode; with those, every kernel variant can be compiled for gfx942 and
+ * its register and LDS use read from clang's resource remarks.  This proves
+ * the source is valid HIP for the target and what it costs in resources; it
+ * does not prove it runs (see ../shared/AMD-COMPILE.md).  On a ROCm host the
+ * "hip" backend (hiprtc) is used instead.
+ *
+ * Devices, memory and launches are left NULL: the wrappers report them as
+ * unsupported by "hip-clang".
+ *
+ * Environment:
+ *   MLA_TUNE_HIP_CLANG     the clang to run (default: clang-19, clang-20, clang)
+ *   MLA_TUNE_HIP_INCLUDE   folder holding hip/hip_runtime.h (default /usr/include)
+ *   MLA_TUNE_ROCM_BITCODE  folder of the device-library .bc files
+ */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct clang_ctx {
+    char clang[256];
+    char include_dir[512];
+    char bitcode_dir[512];
+    char version[128];
+} clang_ctx;
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Runs argv with stdout+stderr into `log_path`; returns the exit status or -1. */
+static int run_process(char *const argv[], const char *log_path) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execvp(argv[0], argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char *read_whole_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = (n + 4096 + 1) * 2;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, 4096, f);
+        n += got;
+        if (got < 4096) break;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (size) *size = n;
+    return buf;
+}
+
+static int find_clang(clang_ctx *c, char *looked_for, size_t size) {
+    const char *override = getenv("MLA_TUNE_HIP_CLANG");
+    const char *candidates[] = {override ? override : "clang-19", "clang-20", "clang-21", "clang"};
+    int n = override ? 1 : 4;
+    char tmpdir[] = "/tmp/mla-tune-clang-XXXXXX";
+    if (!mkdtemp(tmpdir)) return 0;
+    char log[600];
+    snprintf(log, sizeof log, "%s/version.txt", tmpdir);
+    int found = 0;
+    for (int i = 0; i < n && !found; i++) {
+        char *argv[] = {(char *)candidates[i], "--version", NULL};
+        if (run_process(argv, log) == 0) {
+            char *text = read_whole_file(log, NULL);
+            /* clang 14 and older do not know gfx942 */
+            int major = 0;
+            const char *v = text ? strstr(text, "clang version ") : NULL;
+            if (v) major = atoi(v + 14);
+            if (major >= 17) {
+                snprintf(c->clang, sizeof c->clang, "%s", candidates[i]);
+                snprintf(c->version, sizeof c->version, "clang-%.*s", (int)strcspn(v + 14, " \n"), v + 14);
+                found = 1;
+            } else {
+                mt_append(looked_for, size, "%s%s (version %d too old, need >= 17)",
+                          looked_for[0] ? ", " : "", candidates[i], major);
+            }
+            free(text);
+        } else {
+            mt_append(looked_for, size, "%s%s (not runnable)", looked_for[0] ? ", " : "", candidates[i]);
+        }
+    }
+    unlink(log);
+    rmdir(tmpdir);
+    return found;
+}
+
+static int find_dirs(clang_ctx *c, char *looked_for, size_t size) {
+    const char *inc = getenv("MLA_TUNE_HIP_INCLUDE");
+    const char *incs[] = {inc ? inc : "/usr/include", "/opt/rocm/include"};
+    for (int i = 0; i < 2 && !c->include_dir[0]; i++) {
+        char probe[600];
+        snprintf(probe, sizeof probe, "%s/hip/hip_runtime.h", incs[i]);
+        if (file_exists(probe)) snprintf(c->include_dir, sizeof c->include_dir, "%s", incs[i]);
+    }
+    if (!c->include_dir[0]) {
+        mt_append(looked_for, size, "%ship/hip_runtime.h under %s, /opt/rocm/include (install libamdhip64-dev)",
+                  looked_for[0] ? ", " : "", incs[0]);
+        return 0;
+    }
+    const char *bc = getenv("MLA_TUNE_ROCM_BITCODE");
+    const char *bcs[] = {bc ? bc : "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode", "/opt/rocm/amdgcn/bitcode",
+                         "/usr/lib/amdgcn/bitcode"};
+    for (int i = 0; i < 3 && !c->bitcode_dir[0]; i++) {
+        char probe[600];
+        snprintf(probe, sizeof probe, "%s/ocml.bc", bcs[i]);
+        if (file_exists(probe)) snprintf(c->bitcode_dir, sizeof c->bitcode_dir, "%s", bcs[i]);
+    }
+    if (!c->bitcode_dir[0]) {
+        mt_append(looked_for, size, "%socml.bc under %s (install rocm-device-libs)", looked_for[0] ? ", " : "",
+                  bcs[0]);
+        return 0;
+    }
+    return 1;
+}
+
+static mt_status clang_compiler_version(mt_backend *b, char *buf, size_t n) {
+    clang_ctx *c = b->context;
+    snprintf(buf, n, "%s", c->version);
+    return MT_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static mt_status clang_compile(mt_backend *b, const char *source, const char *source_name,
+                               const char *arch, const char *const *options, int n_options,
+                               mt_compile_result *out) {
+    clang_ctx *c = b->context;
+    if (strncmp(arch, "gfx", 3) != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "clang HIP backend cannot compile for '%s'", arch);
+    /* The 5.2 device libraries lack an ISA file for newer chips (gfx942);
+     * the nearest lower one of the same family carries the same settings
+     * that matter to compilation here (see AMD-COMPILE.md). */
+    int isa = atoi(arch + 3);
+    char isa_file[700] = "";
+    for (int v = isa; v >= isa - 10 && v > 0; v--) {
+        char probe[700];
+        snprintf(probe, sizeof probe, "%s/oclc_isa_version_%d.bc", c->bitcode_dir, v);
+        if (file_exists(probe)) {
+            snprintf(isa_file, sizeof isa_file, "%s", probe);
+            break;
+        }
+    }
+    if (!isa_file[0])
+        return mt_fail(MT_ERR_COMPILE, "no oclc_isa_version bitcode near %s in %s", arch, c->bitcode_dir);
+
+    char dir[] = "/tmp/mla-tune-hip-XXXXXX";
+    if (!mkdtemp(dir)) return mt_fail(MT_ERR_IO, "cannot make a temporary folder: %s", strerror(errno));
+    char src_path[600], obj_path[600], log_path[600], rocm[600], path[700];
+    snprintf(src_path, sizeof src_path, "%s/%s", dir, "kernel.hip");
+    snprintf(obj_path, sizeof obj_path, "%s/kernel.o", dir);
+    snprintf(log_path, sizeof log_path, "%s/log.txt", dir);
+    /* a "ROCm path" that clang accepts: include/ and bin/.hipVersion */
+    snprintf(rocm, sizeof rocm, "%s/rocm", dir);
+    mkdir(rocm, 0700);
+    snprintf(path, sizeof path, "%s/include", rocm);
+    int ok = symlink(c->include_dir, path) == 0;
+    snprintf(path, sizeof path, "%s/bin", rocm);
+    ok = ok && mkdir(path, 0700) == 0;
+    snprintf(path, sizeof path, "%s/bin/.hipVersion", rocm);
+    FILE *f = ok ? fopen(path, "w") : NULL;
+    if (f) {
+        fputs("HIP_VERSION_MAJOR=5\nHIP_VERSION_MINOR=2\nHIP_VERSION_PATCH=3\n", f);
+        fclose(f);
+    }
+    f = fopen(src_path, "w");
+    if (f) {
+        fputs(source, f);
+        fclose(f);
+    }
+    mt_status st = MT_OK;
+    if (!f) {
+        st = mt_fail(MT_ERR_IO, "cannot write %s", src_path);
+        goto done;
+    }
+    {
+        static const char *const libs[] = {"hip", "ockl", "ocml", "opencl", NULL /* isa */,
+                                           "oclc_abi_version_400", "oclc_wavefrontsize64_on",
+                                           "oclc_daz_opt_off", "oclc_finite_only_off",
+                                           "oclc_unsafe_math_off", "oclc_correctly_rounded_sqrt_on"};
+        enum { NLIBS = sizeof libs / sizeof libs[0], MAXARGS = 64 + 4 * NLIBS };
+        if (n_options > 64 - 20) {
+            st = mt_fail(MT_ERR_INVALID_ARGUMENT, "too many compile options (%d)", n_options);
+            goto done;
+        }
+        char lib_paths[NLIBS][700];
+        char arch_opt[64], rocm_opt[700];
+        char *argv[MAXARGS];
+        int n = 0;
+        snprintf(arch_opt, sizeof arch_opt, "--offload-arch=%s", arch);
+        snprintf(rocm_opt, sizeof rocm_opt, "--rocm-path=%s", rocm);
+        argv[n++] = c->clang;
+        argv[n++] = "-x";
+        argv[n++] = "hip";
+        argv[n++] = arch_opt;
+        argv[n++] = "--cuda-device-only";
+        argv[n++] = "--no-gpu-bundle-output";
+        argv[n++] = rocm_opt;
+        argv[n++] = "-nogpulib";
+        argv[n++] = "-std=c++17";
+        argv[n++] = "-O3";
+        argv[n++] = "-Rpass-analysis=kernel-resource-usage";
+        for (int i = 0; i < n_options; i++) argv[n++] = (char *)options[i];
+        argv[n++] = "-c";
+        argv[n++] = src_path;
+        argv[n++] = "-o";
+        argv[n++] = obj_path;
+        for (int i = 0; i < NLIBS; i++) {
+            if (libs[i])
+                snprintf(lib_paths[i], sizeof lib_paths[i], "%s/%s.bc", c->bitcode_dir, libs[i]);
+            else
+                snprintf(lib_paths[i], sizeof lib_paths[i], "%s", isa_file);
+            argv[n++] = "-Xclang";
+            argv[n++] = "-mlink-builtin-bitcode";
+            argv[n++] = "-Xclang";
+            argv[n++] = lib_paths[i];
+        }
+        argv[n] = NULL;
+        int rc = run_process(argv, log_path);
+        out->log = read_whole_file(log_path, NULL);
+        if (!out->log) out->log = strdup("");
+        if (rc != 0) {
+            st = mt_fail(MT_ERR_COMPILE, "%s failed to compile %s for %s (exit %d):\n%s", c->clang,
+                         source_name, arch, rc, out->log ? out->log : "");
+            goto done;
+        }
+        out->code = read_whole_file(obj_path, &out->code_size);
+        if (!out->code || out->code_size == 0)
+            st = mt_fail(MT_ERR_COMPILE, "%s wrote no code object for %s", c->clang, arch);
+    }
+done:
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    return st;
+}
+
+/* clang -Rpass-analysis=kernel-resource-usage writes, per kernel:
+ *   remark: Function Name: NAME
+ *   remark:     VGPRs: 7
+ *   remark:     ScratchSize [bytes/lane]: 0
+ *   remark:     VGPRs Spill: 0
+ *   remark:     LDS Size [bytes/block]: 1024 */
+static void clang_parse_resources(mt_backend *b, const char *log, const char *kernel,
+                                  mt_kernel_resources *out) {
+    (void)b;
+    char marker[300];
+    snprintf(marker, sizeof marker, "Function Name: %s ", kernel);
+    const char *p = strstr(log, marker);
+    if (!p) return;
+    const char *end = strstr(p + 1, "Function Name:");
+    struct { const char *key; int *dst; } fields[] = {
+        {"VGPRs: ", &out->registers},
+        {"ScratchSize [bytes/lane]: ", &out->local_bytes},
+        {"VGPRs Spill: ", &out->spill_stores},
+        {"LDS Size [bytes/block]: ", &out->shared_bytes},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const char *q = strstr(p, fields[i].key);
+        if (q && (!end || q < end)) *fields[i].dst = atoi(q + strlen(fields[i].key));
+    }
+}
+
+static void clang_close(mt_backend *b) {
+    free(b->context);
+    b->context = NULL;
+}
+
+static const mt_backend_iface clang_iface = {
+    .compiler_version = clang_compiler_version,
+    .compile = clang_compile,
+    .parse_resources = clang_parse_resources,
+    .close = clang_close,
+};
+
+mt_status mt_backend_clang_open(mt_backend *b) {
+    clang_ctx *c = calloc(1, sizeof *c);
+    if (!c) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    b->name = "hip-clang";
+    if (!find_clang(c, b->looked_for, sizeof b->looked_for) ||
+        !find_dirs(c, b->looked_for, sizeof b->looked_for)) {
+        mt_status st = mt_fail(MT_ERR_NO_BACKEND, "offline HIP compiler not usable (tried %s)", b->looked_for);
+        free(c);
+        return st;
+    }
+    b->context = c;
+    b->iface = &clang_iface;
+    b->has_compiler = 1;
+    return MT_OK;
+}

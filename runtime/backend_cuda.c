@@ -1,0 +1,549 @@
+/*
+ * backend_cuda.c - the NVIDIA backend: CUDA driver API + NVRTC, both loaded
+ * with dlopen.
+ *
+ * We compile against the CUDA 13 headers for the types and prototypes, but
+ * never link libcuda or libnvrtc: every entry point is looked up by its
+ * exported (versioned) name.  That is what lets one mla-tune binary start on
+ * a host with no NVIDIA driver (CI) and still compile sm_* code with NVRTC.
+ *
+ * Environment overrides (tests use the first to simulate a missing driver on
+ * any machine):
+ *   MLA_TUNE_CUDA_DRIVER  path of libcuda to load instead of libcuda.so.1
+ *   MLA_TUNE_NVRTC        path of libnvrtc to load instead of libnvrtc.so.*
+ *
+ * Contexts: we use each device's primary context (the one the CUDA runtime
+ * and PyTorch share), made current per thread by set_device.
+ */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Function pointer types come from the header's own prototypes. */
+#define CU_FN(name) __typeof__(&name) name
+typedef struct cuda_api {
+    CU_FN(cuInit);
+    CU_FN(cuDriverGetVersion);
+    CU_FN(cuDeviceGetCount);
+    CU_FN(cuDeviceGet);
+    CU_FN(cuDeviceGetName);
+    CU_FN(cuDeviceGetAttribute);
+    CU_FN(cuDeviceTotalMem);
+    CU_FN(cuDevicePrimaryCtxRetain);
+    CU_FN(cuDevicePrimaryCtxRelease);
+    CU_FN(cuCtxSetCurrent);
+    CU_FN(cuCtxSynchronize);
+    CU_FN(cuMemAlloc);
+    CU_FN(cuMemFree);
+    CU_FN(cuMemcpyHtoDAsync);
+    CU_FN(cuMemcpyDtoHAsync);
+    CU_FN(cuMemcpyDtoDAsync);
+    CU_FN(cuMemsetD8Async);
+    CU_FN(cuStreamCreate);
+    CU_FN(cuStreamDestroy);
+    CU_FN(cuStreamSynchronize);
+    CU_FN(cuEventCreate);
+    CU_FN(cuEventDestroy);
+    CU_FN(cuEventRecord);
+    CU_FN(cuEventSynchronize);
+    CU_FN(cuEventElapsedTime);
+    CU_FN(cuModuleLoadData);
+    CU_FN(cuModuleUnload);
+    CU_FN(cuModuleGetFunction);
+    CU_FN(cuFuncGetAttribute);
+    CU_FN(cuFuncSetAttribute);
+    CU_FN(cuLaunchKernel);
+    CU_FN(cuGetErrorString);
+    CU_FN(cuGetErrorName);
+} cuda_api;
+
+typedef struct nvrtc_api {
+    CU_FN(nvrtcVersion);
+    CU_FN(nvrtcCreateProgram);
+    CU_FN(nvrtcDestroyProgram);
+    CU_FN(nvrtcCompileProgram);
+    CU_FN(nvrtcGetProgramLogSize);
+    CU_FN(nvrtcGetProgramLog);
+    CU_FN(nvrtcGetCUBINSize);
+    CU_FN(nvrtcGetCUBIN);
+    CU_FN(nvrtcGetErrorString);
+} nvrtc_api;
+
+/* A function handle remembers how much dynamic shared memory it has been
+ * allowed, so the opt-in attribute is set once, not on every launch. */
+struct mt_function_s {
+    CUfunction fn;
+    size_t dynamic_shared_allowed;
+};
+
+/* A module owns the function wrappers handed out for it; unloading frees them. */
+struct mt_module_s {
+    CUmodule mod;
+    struct mt_function_s **fns;
+    int n_fns;
+};
+
+typedef struct cuda_ctx {
+    void *driver_lib;
+    void *nvrtc_lib;
+    cuda_api cu;
+    nvrtc_api rtc;
+    int device_count;
+    CUcontext *primary;  /* per device, retained lazily */
+    pthread_mutex_t lock;
+} cuda_ctx;
+
+static cuda_ctx *ctx_of(mt_backend *b) { return b->context; }
+
+/* Turns a driver result into an mt_status with a message naming the call. */
+static mt_status cu_check(mt_backend *b, CUresult r, const char *what) {
+    if (r == CUDA_SUCCESS) return MT_OK;
+    const char *name = "?", *text = "?";
+    cuda_ctx *c = ctx_of(b);
+    if (c->cu.cuGetErrorName) c->cu.cuGetErrorName(r, &name);
+    if (c->cu.cuGetErrorString) c->cu.cuGetErrorString(r, &text);
+    mt_status code = (r == CUDA_ERROR_OUT_OF_MEMORY) ? MT_ERR_OUT_OF_MEMORY : MT_ERR_VENDOR;
+    return mt_fail(code, "%s failed: %s (%s, %d)", what, text, name, (int)r);
+}
+#define CU(b, call) cu_check((b), ctx_of(b)->cu.call, #call)
+
+static int load_symbols(void *lib, const char *const *names, void **slots, int n,
+                        char *looked_for, size_t size, const char *libname) {
+    for (int i = 0; i < n; i++) {
+        slots[i] = dlsym(lib, names[i]);
+        if (!slots[i]) {
+            mt_append(looked_for, size, "%s%s lacks %s", looked_for[0] ? ", " : "", libname, names[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int load_driver(mt_backend *b, cuda_ctx *c) {
+    const char *override = getenv("MLA_TUNE_CUDA_DRIVER");
+    const char *names[] = {override ? override : "libcuda.so.1", "libcuda.so"};
+    c->driver_lib = mt_dlopen_first(names, override ? 1 : 2, b->looked_for, sizeof b->looked_for);
+    if (!c->driver_lib) return 0;
+    /* exported names: the _v2 suffixes are what cuda.h's macros map to */
+    static const char *const syms[] = {
+        "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
+        "cuDeviceGetAttribute", "cuDeviceTotalMem_v2", "cuDevicePrimaryCtxRetain",
+        "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize", "cuMemAlloc_v2",
+        "cuMemFree_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2",
+        "cuMemsetD8Async", "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
+        "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventSynchronize",
+        "cuEventElapsedTime_v2", "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction",
+        "cuFuncGetAttribute", "cuFuncSetAttribute", "cuLaunchKernel", "cuGetErrorString",
+        "cuGetErrorName"};
+    _Static_assert(sizeof syms / sizeof syms[0] == sizeof(cuda_api) / sizeof(void *),
+                   "symbol list and cuda_api disagree");
+    if (!load_symbols(c->driver_lib, syms, (void **)&c->cu, (int)(sizeof syms / sizeof syms[0]),
+                      b->looked_for, sizeof b->looked_for, "libcuda")) {
+        dlclose(c->driver_lib);
+        c->driver_lib = NULL;
+        return 0;
+    }
+    CUresult r = c->cu.cuInit(0);
+    if (r == CUDA_SUCCESS) r = c->cu.cuDeviceGetCount(&c->device_count);
+    if (r != CUDA_SUCCESS) {
+        const char *text = "?";
+        c->cu.cuGetErrorString(r, &text);
+        mt_append(b->looked_for, sizeof b->looked_for, "%slibcuda loaded but cuInit failed: %s",
+                  b->looked_for[0] ? ", " : "", text);
+        c->device_count = 0;
+    }
+    return 1;
+}
+
+static int load_nvrtc(mt_backend *b, cuda_ctx *c) {
+    const char *override = getenv("MLA_TUNE_NVRTC");
+    const char *names[] = {override ? override : "libnvrtc.so.13", "libnvrtc.so.12",
+                           "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"};
+    c->nvrtc_lib = mt_dlopen_first(names, override ? 1 : 4, b->looked_for, sizeof b->looked_for);
+    if (!c->nvrtc_lib) return 0;
+    static const char *const syms[] = {"nvrtcVersion", "nvrtcCreateProgram", "nvrtcDestroyProgram",
+                                       "nvrtcCompileProgram", "nvrtcGetProgramLogSize",
+                                       "nvrtcGetProgramLog", "nvrtcGetCUBINSize", "nvrtcGetCUBIN",
+                                       "nvrtcGetErrorString"};
+    _Static_assert(sizeof syms / sizeof syms[0] == sizeof(nvrtc_api) / sizeof(void *),
+                   "symbol list and nvrtc_api disagree");
+    if (!load_symbols(c->nvrtc_lib, syms, (void **)&c->rtc, (int)(sizeof syms / sizeof syms[0]),
+                      b->looked_for, sizeof b->looked_for, "libnvrtc")) {
+        dlclose(c->nvrtc_lib);
+        c->nvrtc_lib = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+/* --- devices ------------------------------------------------------------- */
+
+static mt_status cuda_device_count(mt_backend *b, int *count) {
+    *count = ctx_of(b)->device_count;
+    if (*count == 0) return mt_fail(MT_ERR_NO_DEVICE, "CUDA driver loaded but reports 0 devices (%s)",
+                                    b->looked_for[0] ? b->looked_for : "cuDeviceGetCount = 0");
+    return MT_OK;
+}
+
+static mt_status check_ordinal(mt_backend *b, int ordinal) {
+    int n = ctx_of(b)->device_count;
+    if (ordinal < 0 || ordinal >= n)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist (%d devices)", ordinal, n);
+    return MT_OK;
+}
+
+static mt_status cuda_device_info(mt_backend *b, int ordinal, mt_device_info *info) {
+    mt_status st = check_ordinal(b, ordinal);
+    if (st != MT_OK) return st;
+    cuda_ctx *c = ctx_of(b);
+    CUdevice dev;
+    if ((st = CU(b, cuDeviceGet(&dev, ordinal))) != MT_OK) return st;
+    int major = 0, minor = 0, v = 0;
+    size_t mem = 0;
+    info->ordinal = ordinal;
+    snprintf(info->backend, sizeof info->backend, "cuda");
+    if ((st = CU(b, cuDeviceGetName(info->name, (int)sizeof info->name, dev))) != MT_OK) return st;
+    if ((st = CU(b, cuDeviceTotalMem(&mem, dev))) != MT_OK) return st;
+    info->total_memory = mem;
+    struct { CUdevice_attribute attr; int *dst; } attrs[] = {
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor},
+        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info->compute_units},
+        {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &info->warp_size},
+        {CU_DEVICE_ATTRIBUTE_CLOCK_RATE, &info->clock_khz},
+        {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &info->memory_clock_khz},
+        {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &info->memory_bus_bits},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        if ((st = CU(b, cuDeviceGetAttribute(attrs[i].dst, attrs[i].attr, dev))) != MT_OK) return st;
+    if ((st = CU(b, cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, dev))))
+        return st;
+    info->shared_per_group = (size_t)v;
+    if ((st = CU(b, cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev))))
+        return st;
+    info->shared_per_group_max = (size_t)v;
+    if ((st = CU(b, cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev)))) return st;
+    info->l2_bytes = (size_t)v;
+    snprintf(info->arch, sizeof info->arch, "sm_%d%d", major, minor);
+    int driver = 0;
+    c->cu.cuDriverGetVersion(&driver);
+    snprintf(info->driver_version, sizeof info->driver_version, "%d.%d", driver / 1000,
+             (driver % 1000) / 10);
+    return MT_OK;
+}
+
+static mt_status cuda_set_device(mt_backend *b, int ordinal) {
+    mt_status st = check_ordinal(b, ordinal);
+    if (st != MT_OK) return st;
+    cuda_ctx *c = ctx_of(b);
+    pthread_mutex_lock(&c->lock);
+    if (!c->primary[ordinal]) {
+        CUdevice dev;
+        st = CU(b, cuDeviceGet(&dev, ordinal));
+        if (st == MT_OK) st = CU(b, cuDevicePrimaryCtxRetain(&c->primary[ordinal], dev));
+    }
+    CUcontext ctx = c->primary[ordinal];
+    pthread_mutex_unlock(&c->lock);
+    if (st != MT_OK) return st;
+    return CU(b, cuCtxSetCurrent(ctx));
+}
+
+/* --- memory, streams, events ----------------------------------------------- */
+
+static mt_status cuda_mem_alloc(mt_backend *b, size_t bytes, mt_devptr *out) {
+    CUdeviceptr p = 0;
+    mt_status st = CU(b, cuMemAlloc(&p, bytes));
+    *out = (mt_devptr)p;
+    return st;
+}
+static mt_status cuda_mem_free(mt_backend *b, mt_devptr p) { return CU(b, cuMemFree((CUdeviceptr)p)); }
+static mt_status cuda_copy_to_device(mt_backend *b, mt_devptr d, const void *s, size_t n, mt_stream st) {
+    return CU(b, cuMemcpyHtoDAsync((CUdeviceptr)d, s, n, (CUstream)st));
+}
+static mt_status cuda_copy_to_host(mt_backend *b, void *d, mt_devptr s, size_t n, mt_stream st) {
+    mt_status r = CU(b, cuMemcpyDtoHAsync(d, (CUdeviceptr)s, n, (CUstream)st));
+    /* the host buffer is pageable and the caller reads it next: finish here */
+    return r == MT_OK ? CU(b, cuStreamSynchronize((CUstream)st)) : r;
+}
+static mt_status cuda_copy_on_device(mt_backend *b, mt_devptr d, mt_devptr s, size_t n, mt_stream st) {
+    return CU(b, cuMemcpyDtoDAsync((CUdeviceptr)d, (CUdeviceptr)s, n, (CUstream)st));
+}
+static mt_status cuda_mem_set(mt_backend *b, mt_devptr d, uint8_t v, size_t n, mt_stream st) {
+    return CU(b, cuMemsetD8Async((CUdeviceptr)d, v, n, (CUstream)st));
+}
+static mt_status cuda_stream_create(mt_backend *b, mt_stream *out) {
+    CUstream s = NULL;
+    mt_status st = CU(b, cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    *out = (mt_stream)s;
+    return st;
+}
+static mt_status cuda_stream_destroy(mt_backend *b, mt_stream s) { return CU(b, cuStreamDestroy((CUstream)s)); }
+static mt_status cuda_stream_sync(mt_backend *b, mt_stream s) { return CU(b, cuStreamSynchronize((CUstream)s)); }
+static mt_status cuda_event_create(mt_backend *b, mt_event *out) {
+    CUevent e = NULL;
+    mt_status st = CU(b, cuEventCreate(&e, CU_EVENT_DEFAULT));
+    *out = (mt_event)e;
+    return st;
+}
+static mt_status cuda_event_destroy(mt_backend *b, mt_event e) { return CU(b, cuEventDestroy((CUevent)e)); }
+static mt_status cuda_event_record(mt_backend *b, mt_event e, mt_stream s) {
+    return CU(b, cuEventRecord((CUevent)e, (CUstream)s));
+}
+static mt_status cuda_event_sync(mt_backend *b, mt_event e) { return CU(b, cuEventSynchronize((CUevent)e)); }
+static mt_status cuda_event_elapsed(mt_backend *b, mt_event s, mt_event e, float *ms) {
+    return CU(b, cuEventElapsedTime(ms, (CUevent)s, (CUevent)e));
+}
+
+/* --- compiler -------------------------------------------------------------- */
+
+static mt_status cuda_compiler_version(mt_backend *b, char *buf, size_t n) {
+    int major = 0, minor = 0;
+    ctx_of(b)->rtc.nvrtcVersion(&major, &minor);
+    snprintf(buf, n, "nvrtc-%d.%d", major, minor);
+    return MT_OK;
+}
+
+static mt_status cuda_compile(mt_backend *b, const char *source, const char *source_name,
+                              const char *arch, const char *const *options, int n_options,
+                              mt_compile_result *out) {
+    nvrtc_api *rtc = &ctx_of(b)->rtc;
+    if (strncmp(arch, "sm_", 3) != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "NVRTC cannot compile for '%s' (expected sm_NN)", arch);
+    /* our options, then the caller's: a real architecture so NVRTC emits a
+     * cubin (not PTX), and ptxas -v so the log carries register/spill use */
+    enum { OWN = 3, MAX_OPTIONS = 256 };
+    if (n_options > MAX_OPTIONS - OWN)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "too many compile options (%d)", n_options);
+    const char *opts[MAX_OPTIONS];
+    char arch_opt[64];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
+    opts[0] = arch_opt;
+    opts[1] = "--ptxas-options=-v";
+    opts[2] = "--std=c++17";
+    for (int i = 0; i < n_options; i++) opts[OWN + i] = options[i];
+
+    nvrtcProgram prog = NULL;
+    nvrtcResult r = rtc->nvrtcCreateProgram(&prog, source, source_name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS)
+        return mt_fail(MT_ERR_COMPILE, "nvrtcCreateProgram: %s", rtc->nvrtcGetErrorString(r));
+    nvrtcResult compiled = rtc->nvrtcCompileProgram(prog, OWN + n_options, opts);
+    size_t log_size = 0;
+    rtc->nvrtcGetProgramLogSize(prog, &log_size);
+    out->log = malloc(log_size + 1);
+    if (!out->log) {
+        rtc->nvrtcDestroyProgram(&prog);
+        return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    out->log[0] = '\0';
+    if (log_size > 0) rtc->nvrtcGetProgramLog(prog, out->log);
+    out->log[log_size] = '\0';
+    if (compiled != NVRTC_SUCCESS) {
+        rtc->nvrtcDestroyProgram(&prog);
+        return mt_fail(MT_ERR_COMPILE, "NVRTC failed to compile %s for %s: %s\n%s", source_name, arch,
+                       rtc->nvrtcGetErrorString(compiled), out->log);
+    }
+    size_t size = 0;
+    r = rtc->nvrtcGetCUBINSize(prog, &size);
+    if (r != NVRTC_SUCCESS || size == 0) {
+        rtc->nvrtcDestroyProgram(&prog);
+        return mt_fail(MT_ERR_COMPILE, "NVRTC produced no cubin for %s (%s)", arch,
+                       rtc->nvrtcGetErrorString(r));
+    }
+    out->code = malloc(size);
+    if (!out->code) {
+        rtc->nvrtcDestroyProgram(&prog);
+        return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    rtc->nvrtcGetCUBIN(prog, out->code);
+    out->code_size = size;
+    rtc->nvrtcDestroyProgram(&prog);
+    return MT_OK;
+}
+
+/* The integer that ends just before `at` (skipping spaces), or -1. */
+static int number_before(const char *start, const char *at) {
+    const char *end = at;
+    while (end > start && end[-1] == ' ') end--;
+    const char *num = end;
+    while (num > start && num[-1] >= '0' && num[-1] <= '9') num--;
+    return num < end ? atoi(num) : -1;
+}
+
+/* ptxas -v writes, per entry function:
+ *   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+ *   ptxas info    : Function properties for NAME
+ *   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ *   ptxas info    : Used 30 registers, used 1 barriers, 4096 bytes smem, ...
+ * We find the block for `kernel` and read the numbers that follow. */
+static void cuda_parse_resources(mt_backend *b, const char *log, const char *kernel,
+                                 mt_kernel_resources *out) {
+    (void)b;
+    char marker[300];
+    snprintf(marker, sizeof marker, "Compiling entry function '%s'", kernel);
+    const char *p = strstr(log, marker);
+    if (!p) return;
+    const char *next = strstr(p + 1, "Compiling entry function");
+    const char *q;
+    if ((q = strstr(p, "bytes stack frame")) && (!next || q < next)) {
+        out->local_bytes = number_before(p, q);
+        const char *stores = strstr(q, "bytes spill stores"), *loads = strstr(q, "bytes spill loads");
+        if (stores) out->spill_stores = number_before(q, stores);
+        if (loads) out->spill_loads = number_before(q, loads);
+    }
+    if ((q = strstr(p, "Used ")) && (!next || q < next)) {
+        sscanf(q, "Used %d registers", &out->registers);
+        const char *smem = strstr(q, "bytes smem");
+        const char *eol = strchr(q, '\n');
+        if (smem && (!eol || smem < eol)) {
+            out->shared_bytes = number_before(q, smem);
+        } else {
+            out->shared_bytes = 0;
+        }
+    }
+}
+
+/* --- modules and launches ---------------------------------------------------- */
+
+static mt_status cuda_module_load(mt_backend *b, const void *code, size_t size, mt_module *out) {
+    (void)size;
+    struct mt_module_s *w = calloc(1, sizeof *w);
+    if (!w) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    mt_status st = CU(b, cuModuleLoadData(&w->mod, code));
+    if (st != MT_OK) {
+        free(w);
+        return st;
+    }
+    *out = w;
+    return MT_OK;
+}
+
+static mt_status cuda_module_unload(mt_backend *b, mt_module m) {
+    mt_status st = CU(b, cuModuleUnload(m->mod));
+    for (int i = 0; i < m->n_fns; i++) free(m->fns[i]);
+    free(m->fns);
+    free(m);
+    return st;
+}
+
+static mt_status cuda_module_function(mt_backend *b, mt_module m, const char *name, mt_function *out) {
+    CUfunction f = NULL;
+    mt_status st = cu_check(b, ctx_of(b)->cu.cuModuleGetFunction(&f, m->mod, name), name);
+    if (st != MT_OK)
+        return mt_fail(st, "kernel '%s' not found in module: %s", name, mt_last_error());
+    struct mt_function_s *w = calloc(1, sizeof *w);
+    struct mt_function_s **grown = realloc(m->fns, (size_t)(m->n_fns + 1) * sizeof *grown);
+    if (!w || !grown) {
+        free(w);
+        if (grown) m->fns = grown;
+        return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    m->fns = grown;
+    m->fns[m->n_fns++] = w;
+    w->fn = f;
+    *out = w;
+    return MT_OK;
+}
+
+static mt_status cuda_function_resources(mt_backend *b, mt_function f, mt_kernel_resources *out) {
+    mt_status st;
+    if ((st = CU(b, cuFuncGetAttribute(&out->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f->fn)))) return st;
+    if ((st = CU(b, cuFuncGetAttribute(&out->shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f->fn))))
+        return st;
+    if ((st = CU(b, cuFuncGetAttribute(&out->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f->fn))))
+        return st;
+    return CU(b, cuFuncGetAttribute(&out->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->fn));
+}
+
+static mt_status cuda_launch(mt_backend *b, mt_function f, const unsigned grid[3],
+                             const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
+    mt_status st;
+    /* above 48 KiB, dynamic shared memory must be allowed per function */
+    if (shared_bytes > 48 * 1024 && shared_bytes > f->dynamic_shared_allowed) {
+        st = CU(b, cuFuncSetAttribute(f->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      (int)shared_bytes));
+        if (st != MT_OK) return st;
+        f->dynamic_shared_allowed = shared_bytes;
+    }
+    return CU(b, cuLaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                (unsigned)shared_bytes, (CUstream)s, args, NULL));
+}
+
+static mt_status cuda_synchronize(mt_backend *b) { return CU(b, cuCtxSynchronize()); }
+
+static void cuda_close(mt_backend *b) {
+    cuda_ctx *c = ctx_of(b);
+    if (!c) return;
+    if (c->primary) {
+        for (int i = 0; i < c->device_count; i++)
+            if (c->primary[i]) {
+                CUdevice dev;
+                if (c->cu.cuDeviceGet(&dev, i) == CUDA_SUCCESS) c->cu.cuDevicePrimaryCtxRelease(dev);
+            }
+        free(c->primary);
+    }
+    /* libcuda is never dlclosed: the driver keeps threads that outlive it */
+    if (c->nvrtc_lib) dlclose(c->nvrtc_lib);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    b->context = NULL;
+}
+
+/* The operations that need the driver, and those that need NVRTC.  A
+ * backend with only one half loaded gets a table with the other half NULL,
+ * so the wrappers in backend.c say what is missing. */
+#define CUDA_DRIVER_OPS                                                            \
+    .device_count = cuda_device_count, .device_info = cuda_device_info,            \
+    .set_device = cuda_set_device, .mem_alloc = cuda_mem_alloc,                    \
+    .mem_free = cuda_mem_free, .copy_to_device = cuda_copy_to_device,              \
+    .copy_to_host = cuda_copy_to_host, .copy_on_device = cuda_copy_on_device,      \
+    .mem_set = cuda_mem_set, .stream_create = cuda_stream_create,                  \
+    .stream_destroy = cuda_stream_destroy, .stream_sync = cuda_stream_sync,        \
+    .event_create = cuda_event_create, .event_destroy = cuda_event_destroy,        \
+    .event_record = cuda_event_record, .event_sync = cuda_event_sync,              \
+    .event_elapsed = cuda_event_elapsed, .module_load = cuda_module_load,          \
+    .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
+    .function_resources = cuda_function_resources, .launch = cuda_launch,          \
+    .synchronize = cuda_synchronize
+#define CUDA_COMPILER_OPS                                                          \
+    .compiler_version = cuda_compiler_version, .compile = cuda_compile,            \
+    .parse_resources = cuda_parse_resources
+
+static const mt_backend_iface cuda_full_iface = {CUDA_DRIVER_OPS, CUDA_COMPILER_OPS, .close = cuda_close};
+static const mt_backend_iface cuda_driver_only_iface = {CUDA_DRIVER_OPS, .close = cuda_close};
+static const mt_backend_iface cuda_compiler_only_iface = {CUDA_COMPILER_OPS, .close = cuda_close};
+
+mt_status mt_backend_cuda_open(mt_backend *b) {
+    cuda_ctx *c = calloc(1, sizeof *c);
+    if (!c) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    pthread_mutex_init(&c->lock, NULL);
+    b->name = "cuda";
+    b->context = c;
+    b->has_driver = load_driver(b, c);
+    b->has_compiler = load_nvrtc(b, c);
+    if (!b->has_driver && !b->has_compiler) {
+        mt_status st = mt_fail(MT_ERR_NO_BACKEND, "CUDA: neither the driver nor NVRTC loaded (tried %s)",
+                               b->looked_for);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        b->context = NULL;
+        return st;
+    }
+    if (b->has_driver && c->device_count > 0) {
+        c->primary = calloc((size_t)c->device_count, sizeof *c->primary);
+        if (!c->primary) {
+            b->iface = &cuda_full_iface;
+            cuda_close(b);
+            return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
+    b->iface = b->has_driver ? (b->has_compiler ? &cuda_full_iface : &cuda_driver_only_iface)
+                             : &cuda_compiler_only_iface;
+    return MT_OK;
+}

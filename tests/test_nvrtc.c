@@ -1,0 +1,66 @@
+/*
+ * NVRTC compiles for sm_90 on a host with no GPU: the test kernel and the
+ * default MLA decode variant become cubins (ELF), the ptxas report is parsed
+ * into registers / spills, and a broken source fails with the compiler's
+ * message.  Skipped (exit 77) only where libnvrtc cannot be loaded.
+ */
+#include "check.h"
+#include "kernels/kernels.h"
+#include "kernels/mla_decode.h"
+#include "runtime/backend.h"
+
+int main(void) {
+    mt_backend *b = NULL;
+    if (mt_backend_open_for_arch("sm_90", &b) != MT_OK) {
+        printf("SKIP: %s\n", mt_last_error());
+        return CHECK_SKIP_CODE;
+    }
+    char version[64];
+    CHECK_OK(mt_backend_compiler_version(b, version, sizeof version));
+    CHECK(strncmp(version, "nvrtc-", 6) == 0);
+
+    char *source = NULL;
+    CHECK_OK(mt_kernel_source("test_kernels.cu", &source));
+    mt_compile_result r;
+    const char *opts[] = {"-DTEST_BLOCK=128"};
+    CHECK_OK(mt_backend_compile(b, source, "test_kernels.cu", "sm_90", opts, 1, &r));
+    CHECK(r.code_size > 4 && memcmp(r.code, "\x7f" "ELF", 4) == 0);
+    mt_kernel_resources res;
+    mt_backend_parse_resources(b, r.log, "mt_test_axpy", &res);
+    CHECK_MSG(res.registers > 0 && res.registers < 255, "registers %d; log:\n%s", res.registers, r.log);
+    CHECK_MSG(res.shared_bytes == 128 * 4, "static shared %d", res.shared_bytes);
+    CHECK(res.spill_stores == 0 && res.local_bytes == 0);
+    mt_compile_result_free(&r);
+    free(source);
+
+    /* the real kernel, default variant */
+    CHECK_OK(mt_kernel_source("mla_decode.cu", &source));
+    mt_variant v;
+    mt_variant_default(&mt_family_mla_decode_simt, &v);
+    mt_decode_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_FP8_E4M3};
+    char storage[16][48];
+    const char *defines[16];
+    int n = mt_variant_defines(&v, &s, storage, defines, 16);
+    char dopts[16][52];
+    const char *optp[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(dopts[i], sizeof dopts[i], "-D%s", defines[i]);
+        optp[i] = dopts[i];
+    }
+    CHECK_OK(mt_backend_compile(b, source, "mla_decode.cu", "sm_90", optp, n, &r));
+    mt_backend_parse_resources(b, r.log, MT_MLA_DECODE_KERNEL, &res);
+    CHECK_MSG(res.registers > 0 && res.spill_stores == 0, "regs %d spills %d", res.registers, res.spill_stores);
+    mt_compile_result_free(&r);
+    free(source);
+
+    /* a compile error comes back with the compiler's own words */
+    CHECK_STATUS(mt_backend_compile(b, "extern \"C\" __global__ void k() { undefined_thing(); }", "bad.cu",
+                                    "sm_90", NULL, 0, &r),
+                 MT_ERR_COMPILE);
+    CHECK_MSG(strstr(mt_last_error(), "undefined_thing") != NULL, "message: %s", mt_last_error());
+    mt_compile_result_free(&r);
+    /* NVRTC does not pretend to compile for AMD */
+    CHECK_STATUS(mt_backend_compile(b, "x", "x.cu", "gfx942", NULL, 0, &r), MT_ERR_INVALID_ARGUMENT);
+    mt_backend_close(b);
+    return check_summary("test_nvrtc");
+}

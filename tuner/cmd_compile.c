@@ -1,0 +1,264 @@
+/*
+ * cmd_compile.c - `mla-tune compile --arch ARCH`: compile every variant of
+ * the architecture's search space and report, per variant, ok/failed, the
+ * compile time and the resources the compiler reports.
+ *
+ * Needs no GPU: sm_* compiles with NVRTC, gfx* with hiprtc or, on a host
+ * without ROCm, with clang's offline HIP compiler (the report names which).
+ * Variants compile on several CPU threads; results print in space order.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "kernels/kernels.h"
+#include "kernels/mla_decode.h"
+#include "runtime/jit.h"
+
+typedef struct compile_job {
+    mt_variant variant;
+    mt_decode_static problem;
+    mt_status status;
+    char error[512];
+    double ms;
+    mt_jit_origin origin;
+    mt_kernel_resources res;
+} compile_job;
+
+typedef struct compile_batch {
+    mt_jit *jit;
+    const char *arch;
+    const char *source;      /* prelude + family source */
+    compile_job *jobs;
+    int n_jobs;
+    int next;
+    pthread_mutex_t lock;
+} compile_batch;
+
+typedef struct collect_ctx {
+    compile_job *jobs;
+    int n, cap, limit;
+    mt_decode_static problem;
+} collect_ctx;
+
+static int collect(const mt_variant *v, void *user) {
+    collect_ctx *c = user;
+    if (c->limit > 0 && c->n >= c->limit) return 1;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        compile_job *grown = realloc(c->jobs, (size_t)c->cap * sizeof *grown);
+        if (!grown) return 1;
+        c->jobs = grown;
+    }
+    memset(&c->jobs[c->n], 0, sizeof c->jobs[c->n]);
+    c->jobs[c->n].variant = *v;
+    c->jobs[c->n].problem = c->problem;
+    c->n++;
+    return 0;
+}
+
+static void *compile_worker(void *arg) {
+    compile_batch *batch = arg;
+    mt_backend *b = mt_jit_backend(batch->jit);
+    for (;;) {
+        pthread_mutex_lock(&batch->lock);
+        int i = batch->next++;
+        pthread_mutex_unlock(&batch->lock);
+        if (i >= batch->n_jobs) return NULL;
+        compile_job *job = &batch->jobs[i];
+        char storage[16][48];
+        const char *defines[16];
+        int n = mt_variant_defines(&job->variant, &job->problem, storage, defines, 16);
+        mt_jit_request req = {.source = batch->source, .source_name = job->variant.family->source,
+                              .arch = batch->arch, .defines = defines, .n_defines = n};
+        const mt_code_object *obj = NULL;
+        job->status = mt_jit_compile(batch->jit, &req, &obj, &job->origin);
+        mt_kernel_resources_unknown(&job->res);
+        if (job->status != MT_OK) {
+            /* first line of the message is enough for the table */
+            snprintf(job->error, sizeof job->error, "%.*s", (int)strcspn(mt_last_error(), "\n"), mt_last_error());
+            continue;
+        }
+        job->ms = obj->compile_ms;
+        mt_backend_parse_resources(b, obj->log, MT_MLA_DECODE_KERNEL, &job->res);
+    }
+}
+
+static void usage(FILE *to) {
+    fprintf(to,
+            "usage: mla-tune compile --arch ARCH [options]\n\n"
+            "Compiles every variant of ARCH's search space and reports per variant: ok/failed,\n"
+            "compile time, registers, shared memory, stack/scratch and spills.\n\n"
+            "  --arch ARCH         sm_90, gfx942, ... (required)\n"
+            "  --family NAME       one kernel family (default: all)\n"
+            "  --q-dtype T         bf16|fp16 (default bf16)\n"
+            "  --kv-dtype T        bf16|fp16|fp8e4m3 (default bf16)\n"
+            "  --all-dtypes        every q/kv dtype pair\n"
+            "  --page-size N       (default 64)\n"
+            "  --d N, --dl N       head dims (default 576, 512)\n"
+            "  --limit N           only the first N variants per problem\n"
+            "  --jobs N            compiler threads (default: CPU count)\n"
+            "  --cache-dir DIR     code-object cache (default $XDG_CACHE_HOME/mla-tune)\n"
+            "  --no-cache          compile everything, keep nothing on disk\n");
+}
+
+static const char *origin_name(mt_jit_origin o) {
+    return o == MT_JIT_COMPILED ? "compiled" : o == MT_JIT_FROM_DISK ? "disk" : "memory";
+}
+
+int cmd_compile(int argc, char **argv) {
+    const char *arch = NULL, *family_name = NULL, *cache_dir = NULL;
+    int all_dtypes = 0, limit = 0, no_cache = 0;
+    long jobs = sysconf(_SC_NPROCESSORS_ONLN);
+    mt_decode_static base = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = (i + 1 < argc) ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--all-dtypes") == 0) {
+            all_dtypes = 1, takes = 0;
+        } else if (strcmp(a, "--no-cache") == 0) {
+            no_cache = 1, takes = 0;
+        } else if (!val) {
+            mt_cli_error("compile: %s needs a value", a);
+            return 2;
+        } else if (strcmp(a, "--arch") == 0) {
+            arch = val;
+        } else if (strcmp(a, "--family") == 0) {
+            family_name = val;
+        } else if (strcmp(a, "--cache-dir") == 0) {
+            cache_dir = val;
+        } else if (strcmp(a, "--q-dtype") == 0 || strcmp(a, "--kv-dtype") == 0) {
+            if (mt_dtype_parse(val, a[2] == 'q' ? &base.q_dtype : &base.kv_dtype) != MT_OK) {
+                mt_cli_error("compile: %s", mt_last_error());
+                return 2;
+            }
+        } else {
+            char *end = NULL;
+            long n = strtol(val, &end, 10);
+            if (!end || *end || n <= 0 || n > 1000000) {
+                mt_cli_error("compile: %s wants a positive integer, got '%s'", a, val);
+                return 2;
+            }
+            if (strcmp(a, "--page-size") == 0) base.page_size = (int)n;
+            else if (strcmp(a, "--d") == 0) base.d = (int)n;
+            else if (strcmp(a, "--dl") == 0) base.dl = (int)n;
+            else if (strcmp(a, "--limit") == 0) limit = (int)n;
+            else if (strcmp(a, "--jobs") == 0) jobs = n;
+            else {
+                mt_cli_error("compile: unknown option '%s'", a);
+                usage(stderr);
+                return 2;
+            }
+        }
+        i += takes;
+    }
+    if (!arch) {
+        mt_cli_error("compile: --arch is required");
+        usage(stderr);
+        return 2;
+    }
+    mt_target target;
+    if (mt_target_for_arch(arch, &target) != MT_OK) {
+        mt_cli_error("compile: %s", mt_last_error());
+        return 2;
+    }
+    if (family_name && !mt_family_find(family_name)) {
+        mt_cli_error("compile: unknown kernel family '%s'", family_name);
+        return 2;
+    }
+    mt_backend *b = NULL;
+    if (mt_backend_open_for_arch(arch, &b) != MT_OK) {
+        mt_cli_error("compile: %s", mt_last_error());
+        return 1;
+    }
+    mt_jit *jit = NULL;
+    if (mt_jit_create(b, no_cache ? "" : cache_dir, &jit) != MT_OK) {
+        mt_cli_error("compile: %s", mt_last_error());
+        mt_backend_close(b);
+        return 1;
+    }
+    char version[128];
+    mt_backend_compiler_version(b, version, sizeof version);
+    printf("compiling for %s with %s (%s backend), %ld threads, cache %s\n", arch, version, b->name, jobs,
+           mt_jit_cache_dir(jit)[0] ? mt_jit_cache_dir(jit) : "off");
+
+    static const mt_dtype q_types[] = {MT_BF16, MT_FP16};
+    static const mt_dtype kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
+    int total = 0, failed = 0, pruned_total = 0;
+    for (int fi = 0; mt_families[fi]; fi++) {
+        const mt_family *f = mt_families[fi];
+        if (family_name && strcmp(family_name, f->name) != 0) continue;
+        char *source = NULL;
+        if (mt_kernel_source(f->source, &source) != MT_OK) {
+            mt_cli_error("compile: %s", mt_last_error());
+            failed++;
+            continue;
+        }
+        for (int qi = 0; qi < 2; qi++)
+            for (int ki = 0; ki < 3; ki++) {
+                mt_decode_static problem = base;
+                if (all_dtypes) {
+                    problem.q_dtype = q_types[qi];
+                    problem.kv_dtype = kv_types[ki];
+                } else if (qi + ki > 0) {
+                    continue;
+                }
+                mt_space space;
+                mt_space_full(f, &space);
+                collect_ctx cc = {.limit = limit, .problem = problem};
+                int pruned = 0;
+                mt_space_enumerate(&space, &problem, &target, collect, &cc, &pruned);
+                pruned_total += pruned;
+                printf("\n%s  D=%d Dl=%d page=%d q=%s kv=%s: %d variants (%d pruned by constraints)\n", f->name,
+                       problem.d, problem.dl, problem.page_size, mt_dtype_name(problem.q_dtype),
+                       mt_dtype_name(problem.kv_dtype), cc.n, pruned);
+                compile_batch batch = {.jit = jit, .arch = arch, .source = source, .jobs = cc.jobs, .n_jobs = cc.n};
+                pthread_mutex_init(&batch.lock, NULL);
+                int n_threads = (int)(jobs < 1 ? 1 : jobs > 64 ? 64 : jobs);
+                pthread_t threads[64];
+                int started = 0;
+                for (int t = 0; t < n_threads; t++)
+                    if (pthread_create(&threads[t], NULL, compile_worker, &batch) == 0) started++;
+                if (started == 0) compile_worker(&batch);
+                for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
+                pthread_mutex_destroy(&batch.lock);
+                printf("%-7s %9s %-8s %5s %7s %6s %6s  %s\n", "status", "ms", "origin", "regs", "shared", "stack",
+                       "spill", "variant");
+                for (int i = 0; i < cc.n; i++) {
+                    compile_job *job = &cc.jobs[i];
+                    char name[256];
+                    mt_variant_format(&job->variant, name, sizeof name);
+                    total++;
+                    if (job->status != MT_OK) {
+                        failed++;
+                        printf("%-7s %9s %-8s %5s %7s %6s %6s  %s\n        %s\n", "FAILED", "-", "-", "-", "-", "-",
+                               "-", name, job->error);
+                        continue;
+                    }
+                    mt_kernel_resources *r = &job->res;
+                    size_t dyn = mt_mla_decode_shared_bytes(job->variant.values, &job->problem);
+                    int spill = r->spill_stores < 0 ? -1 : r->spill_stores + (r->spill_loads > 0 ? r->spill_loads : 0);
+                    printf("%-7s %9.1f %-8s %5d %7zu %6d %6d  %s\n", "ok", job->ms, origin_name(job->origin),
+                           r->registers, dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0), r->local_bytes,
+                           spill, name);
+                }
+                free(cc.jobs);
+            }
+        free(source);
+    }
+    mt_jit_stats stats = mt_jit_get_stats(jit);
+    printf("\n%d variants: %d ok, %d failed; %d pruned before compiling; %ld compiled, %ld from disk cache\n", total,
+           total - failed, failed, pruned_total, stats.compiles, stats.disk_hits);
+    printf("(shared = dynamic + static bytes per group; -1 = not reported by this compiler)\n");
+    mt_jit_destroy(jit);
+    mt_backend_close(b);
+    return failed ? 1 : 0;
+}

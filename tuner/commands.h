@@ -1,0 +1,15 @@
+/*
+ * commands.h - the subcommands of mla-tune.  Each takes the arguments after
+ * its own name and returns the process exit status (0 ok, 1 failure, 2 bad
+ * usage).
+ */
+#ifndef MT_COMMANDS_H
+#define MT_COMMANDS_H
+
+int cmd_devices(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+
+/* Prints "mla-tune: <message>" to stderr. */
+void mt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
