@@ -98,6 +98,9 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: Sq=%d outside 1..8", a->sq);
     if (a->batch < 1 || a->batch > 65535)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: batch %d outside 1..65535", a->batch);
+    if (a->page_size != s->page_size)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: page size %d not supported by this variant (compiled for %d)",
+                       a->page_size, s->page_size);
     if (a->max_blocks < 1)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: block table has %d columns", a->max_blocks);
     if (!(a->scale > 0.0f) || a->scale != a->scale || a->scale > 1e30f)

@@ -29,6 +29,7 @@ typedef struct mt_mla_decode_args {
     int n_heads;            /* N, 1..128 */
     int sq;                 /* query tokens per request, 1..8 */
     int max_blocks;         /* block-table columns */
+    int page_size;          /* tokens per KV page: must be the variant's */
     float scale;            /* softmax scale */
     float kv_scale;         /* per-tensor dequantisation scale (1 unless fp8) */
     mt_devptr q;            /* [B, Sq, N, D] q_dtype */

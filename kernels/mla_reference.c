@@ -1,0 +1,119 @@
+/*
+ * mla_reference.c - double-precision CPU reference of MLA decode (see
+ * mla_reference.h).  Per request, the KV rows it uses are converted to
+ * double once; then each query row is a plain two-pass softmax.  Requests
+ * are spread over threads.
+ */
+#define _GNU_SOURCE
+#include "mla_reference.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dtype.h"
+
+static double load(const void *base, mt_dtype t, size_t i) {
+    switch (t) {
+    case MT_BF16: return mt_host_bf16_to_f32(((const uint16_t *)base)[i]);
+    case MT_FP16: return mt_host_f16_to_f32(((const uint16_t *)base)[i]);
+    case MT_FP8_E4M3: return mt_host_fp8e4m3_to_f32(((const uint8_t *)base)[i]);
+    }
+    return NAN;
+}
+
+typedef struct ref_work {
+    const mt_mla_host_problem *p;
+    double *out, *lse;
+    int next;
+    pthread_mutex_t lock;
+} ref_work;
+
+static void reference_request(const mt_mla_host_problem *p, int b, double *out, double *lse) {
+    const int d = p->s.d, dl = p->s.dl, page = p->s.page_size;
+    const int len = p->seq_lens[b] > 0 ? p->seq_lens[b] : 0;
+    const int rows = p->sq * p->n_heads;
+    double *kv = malloc(sizeof(double) * ((size_t)len * d + 1));
+    double *scores = malloc(sizeof(double) * ((size_t)len + 1));
+    double *qrow = malloc(sizeof(double) * (size_t)d);
+    for (int j = 0; j < len; j++) {
+        size_t token = (size_t)p->block_table[(size_t)b * p->max_blocks + j / page] * page + (size_t)(j % page);
+        for (int k = 0; k < d; k++) kv[(size_t)j * d + k] = load(p->kv, p->s.kv_dtype, token * d + k) * p->kv_scale;
+    }
+    for (int row = 0; row < rows; row++) {
+        int t = row / p->n_heads;
+        int limit = len - p->sq + t + 1;
+        if (limit > len) limit = len;
+        size_t r = (size_t)b * rows + row;
+        double *o = out + r * dl;
+        if (limit <= 0) {
+            memset(o, 0, sizeof(double) * (size_t)dl);
+            lse[r] = -INFINITY;
+            continue;
+        }
+        for (int k = 0; k < d; k++) qrow[k] = load(p->q, p->s.q_dtype, r * d + k);
+        double m = -INFINITY;
+        for (int j = 0; j < limit; j++) {
+            const double *kj = kv + (size_t)j * d;
+            double s = 0;
+            for (int k = 0; k < d; k++) s += qrow[k] * kj[k];
+            scores[j] = s * p->scale;
+            if (scores[j] > m) m = scores[j];
+        }
+        double sum = 0;
+        for (int j = 0; j < limit; j++) sum += (scores[j] = exp(scores[j] - m));
+        memset(o, 0, sizeof(double) * (size_t)dl);
+        for (int j = 0; j < limit; j++) {
+            const double *vj = kv + (size_t)j * d;
+            double w = scores[j] / sum;
+            for (int k = 0; k < dl; k++) o[k] += w * vj[k];
+        }
+        lse[r] = m + log(sum);
+    }
+    free(kv);
+    free(scores);
+    free(qrow);
+}
+
+static void *reference_worker(void *arg) {
+    ref_work *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        int b = w->next++;
+        pthread_mutex_unlock(&w->lock);
+        if (b >= w->p->batch) return NULL;
+        reference_request(w->p, b, w->out, w->lse);
+    }
+}
+
+void mt_mla_reference(const mt_mla_host_problem *p, double *out, double *lse, int threads) {
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads > 64) threads = 64;
+    if (threads > p->batch) threads = p->batch;
+    ref_work w = {.p = p, .out = out, .lse = lse};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_t tids[64];
+    int started = 0;
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&tids[started], NULL, reference_worker, &w) == 0) started++;
+    reference_worker(&w);
+    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    pthread_mutex_destroy(&w.lock);
+}
+
+double mt_relative_error(const double *a, const double *b, long n) {
+    double diff = 0, norm = 0;
+    for (long i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i])) return INFINITY;
+        if (isinf(a[i]) || isinf(b[i])) {
+            if (a[i] != b[i]) return INFINITY;
+            continue;
+        }
+        diff += (a[i] - b[i]) * (a[i] - b[i]);
+        norm += b[i] * b[i];
+    }
+    if (norm == 0) return diff == 0 ? 0 : INFINITY;
+    return sqrt(diff / norm);
+}

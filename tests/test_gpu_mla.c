@@ -1,0 +1,286 @@
+/*
+ * GPU test (label "gpu"): the MLA decode kernels against the CPU reference
+ * on randomly drawn shapes.
+ *
+ * Coverage, drawn per case: heads 1, 3, 8, 16, 64, 128; Sq 1..8 (causal);
+ * page size 1, 16, 64 through a shuffled block table; ragged lengths up to
+ * 20000 including 0 and fewer keys than Sq; every q/kv dtype pair (bf16,
+ * fp16 q; bf16, fp16, fp8 e4m3 KV with a per-tensor scale); a random valid
+ * variant of the full space for this GPU (so many tile_q, kv_granularity,
+ * num_splits, block_threads, kv_chunk values).  Fresh random data per case;
+ * out, lse and the workspace are poisoned with NaN before every launch.
+ *
+ * Pass: ||out - ref|| / ||ref|| < 1e-2 (bf16 out) or 5e-3 (fp16 out), lse
+ * relative error < 1e-3 with -inf exactly where a row has no keys, NaN never.
+ *
+ * MLA_TUNE_TEST_SEED sets the seed (printed), MLA_TUNE_TEST_CASES the count.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "check.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/mla_decode.h"
+#include "kernels/mla_reference.h"
+#include "runtime/jit.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
+
+typedef struct test_case {
+    mt_decode_static s;
+    mt_variant v;
+    int n_heads, sq, batch;
+    int *lens;
+    double scale, kv_scale;
+    const mt_code_object *obj;
+    mt_status compile_status;
+    char error[300];
+} test_case;
+
+typedef struct compile_ctx {
+    mt_jit *jit;
+    const char *source, *arch;
+    test_case *cases;
+    int n, next;
+    pthread_mutex_t lock;
+} compile_ctx;
+
+static void *compile_worker(void *arg) {
+    compile_ctx *c = arg;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        int i = c->next++;
+        pthread_mutex_unlock(&c->lock);
+        if (i >= c->n) return NULL;
+        test_case *tc = &c->cases[i];
+        char storage[16][48];
+        const char *defines[16];
+        int n = mt_variant_defines(&tc->v, &tc->s, storage, defines, 16);
+        mt_jit_request req = {.source = c->source, .source_name = "mla_decode.cu", .arch = c->arch,
+                              .defines = defines, .n_defines = n};
+        tc->compile_status = mt_jit_compile(c->jit, &req, &tc->obj, NULL);
+        if (tc->compile_status != MT_OK) snprintf(tc->error, sizeof tc->error, "%.299s", mt_last_error());
+    }
+}
+
+typedef struct variant_list {
+    mt_variant *items;
+    int n, cap;
+} variant_list;
+
+static int collect(const mt_variant *v, void *user) {
+    variant_list *l = user;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        l->items = realloc(l->items, sizeof *l->items * (size_t)l->cap);
+    }
+    l->items[l->n++] = *v;
+    return 0;
+}
+
+static void fill_storage(void *dst, mt_dtype t, size_t n, double kv_scale) {
+    for (size_t i = 0; i < n; i++) {
+        float x = (float)rnd_unit();
+        if (t == MT_BF16) ((uint16_t *)dst)[i] = mt_host_f32_to_bf16(x);
+        else if (t == MT_FP16) ((uint16_t *)dst)[i] = mt_host_f32_to_f16(x);
+        else ((uint8_t *)dst)[i] = mt_host_f32_to_fp8e4m3((float)(x / kv_scale));
+    }
+}
+
+static double to_double(const void *src, mt_dtype t, size_t i) {
+    return t == MT_BF16 ? mt_host_bf16_to_f32(((const uint16_t *)src)[i]) : mt_host_f16_to_f32(((const uint16_t *)src)[i]);
+}
+
+int main(void) {
+    mt_backend *b = NULL;
+    if (mt_backend_discover(&b) != MT_OK) {
+        printf("SKIP: %s\n", mt_last_error());
+        return CHECK_SKIP_CODE;
+    }
+    mt_device_info info;
+    CHECK_OK(mt_backend_device_info(b, 0, &info));
+    CHECK_OK(mt_backend_set_device(b, 0));
+    mt_target target = {.warp_size = info.warp_size, .shared_max = info.shared_per_group_max};
+    snprintf(target.arch, sizeof target.arch, "%s", info.arch);
+
+    const char *seed_env = getenv("MLA_TUNE_TEST_SEED"), *cases_env = getenv("MLA_TUNE_TEST_CASES");
+    uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL);
+    int n_cases = cases_env ? atoi(cases_env) : 144;
+    rng_state = seed * 2654435761u + 1;
+    printf("seed %llu, %d cases on %s (%s)\n", (unsigned long long)seed, n_cases, info.name, info.arch);
+
+    static const int heads[] = {1, 3, 8, 16, 64, 128}, pages[] = {1, 16, 64}, lmax_class[] = {16, 300, 3000, 20000};
+    static const mt_dtype q_types[] = {MT_BF16, MT_FP16}, kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
+    test_case *cases = calloc((size_t)n_cases, sizeof *cases);
+    variant_list spaces[3][2][3] = {{{{0}}}};  /* by page, q, kv: built lazily */
+    const double budget = 3e9;                 /* reference multiply-adds per case */
+    for (int i = 0; i < n_cases; i++) {
+        test_case *tc = &cases[i];
+        int pi = i % 3, dt = (i + i / 6) % 6;
+        tc->n_heads = heads[i % 6];
+        tc->sq = 1 + (i % 8);
+        tc->s = (mt_decode_static){.d = 576, .dl = 512, .page_size = pages[pi], .q_dtype = q_types[dt / 3],
+                                   .kv_dtype = kv_types[dt % 3]};
+        variant_list *vl = &spaces[pi][dt / 3][dt % 3];
+        if (!vl->n) {
+            mt_space sp;
+            mt_space_full(&mt_family_mla_decode_simt, &sp);
+            mt_space_enumerate(&sp, &tc->s, &target, collect, vl, NULL);
+        }
+        tc->v = vl->items[rnd() % (uint64_t)vl->n];
+        int rows = tc->sq * tc->n_heads;
+        double per_key = (double)rows * (576 + 512);
+        int lmax = lmax_class[(i / 3) % 4];
+        if (lmax * per_key > budget) lmax = (int)(budget / per_key);
+        if (lmax < 1) lmax = 1;
+        tc->batch = (int)fmin(8, fmax(1, budget / (lmax * per_key / 2)));
+        tc->lens = calloc((size_t)tc->batch, sizeof(int));
+        for (int r = 0; r < tc->batch; r++) {
+            int kind = rnd_int(0, 7);
+            if (kind == 0) tc->lens[r] = 0;
+            else if (kind == 1 && tc->sq > 1) tc->lens[r] = rnd_int(1, tc->sq - 1);
+            else tc->lens[r] = rnd_int(1, lmax);
+        }
+        tc->scale = (rnd() & 1 ? 3.0 : 1.0) / sqrt(576.0);
+        tc->kv_scale = tc->s.kv_dtype == MT_FP8_E4M3 ? 1.0 / 224.0 : 1.0;
+    }
+
+    /* compile every case's variant on all cores first */
+    char *source = NULL;
+    CHECK_OK(mt_kernel_source("mla_decode.cu", &source));
+    mt_jit *jit = NULL;
+    CHECK_OK(mt_jit_create(b, NULL, &jit));
+    compile_ctx cc = {.jit = jit, .source = source, .arch = info.arch, .cases = cases, .n = n_cases};
+    pthread_mutex_init(&cc.lock, NULL);
+    pthread_t threads[16];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int t = 0; t < 16; t++) pthread_create(&threads[t], NULL, compile_worker, &cc);
+    for (int t = 0; t < 16; t++) pthread_join(threads[t], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    mt_jit_stats js = mt_jit_get_stats(jit);
+    printf("compiled %ld variants (%ld from disk) in %.1f s\n", js.compiles, js.disk_hits,
+           (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+
+    mt_stream stream = NULL;
+    CHECK_OK(mt_backend_stream_create(b, &stream));
+    double worst_out[2] = {0, 0}, worst_lse = 0;
+    int passed = 0, nan_cases = 0, keyless_rows = 0;
+    long total_keys = 0;
+    for (int i = 0; i < n_cases; i++) {
+        test_case *tc = &cases[i];
+        char vname[200];
+        mt_variant_format(&tc->v, vname, sizeof vname);
+        if (tc->compile_status != MT_OK) {
+            CHECK_MSG(0, "case %d: compile failed: %s", i, tc->error);
+            continue;
+        }
+        mt_function fdec = NULL, fred = NULL;
+        CHECK_OK(mt_jit_function(jit, tc->obj, MT_MLA_DECODE_KERNEL, &fdec));
+        CHECK_OK(mt_jit_function(jit, tc->obj, MT_MLA_REDUCE_KERNEL, &fred));
+        const int page = tc->s.page_size, rows = tc->sq * tc->n_heads;
+        int max_blocks = 1, total_pages = 0;
+        for (int r = 0; r < tc->batch; r++) {
+            int nb = (tc->lens[r] + page - 1) / page;
+            if (nb > max_blocks) max_blocks = nb;
+            total_pages += nb;
+            total_keys += tc->lens[r];
+        }
+        if (total_pages == 0) total_pages = 1;
+        /* pages handed out in a shuffled order */
+        int *perm = malloc(sizeof(int) * (size_t)total_pages);
+        for (int p = 0; p < total_pages; p++) perm[p] = p;
+        for (int p = total_pages - 1; p > 0; p--) {
+            int j = (int)(rnd() % (uint64_t)(p + 1)), t = perm[p];
+            perm[p] = perm[j], perm[j] = t;
+        }
+        int32_t *table = calloc((size_t)tc->batch * max_blocks, sizeof(int32_t));
+        int next_page = 0;
+        for (int r = 0; r < tc->batch; r++)
+            for (int k = 0; k < (tc->lens[r] + page - 1) / page; k++) table[(size_t)r * max_blocks + k] = perm[next_page++];
+        size_t q_elems = (size_t)tc->batch * rows * 576, kv_elems = (size_t)total_pages * page * 576;
+        size_t out_elems = (size_t)tc->batch * rows * 512, lse_elems = (size_t)tc->batch * rows;
+        void *q = malloc(q_elems * 2), *kv = malloc(kv_elems * mt_dtype_size(tc->s.kv_dtype));
+        fill_storage(q, tc->s.q_dtype, q_elems, 1.0);
+        fill_storage(kv, tc->s.kv_dtype, kv_elems, tc->kv_scale);
+        mt_devptr dq, dkv, dtable, dlens, dout, dlse, dws = 0;
+        CHECK_OK(mt_backend_mem_alloc(b, q_elems * 2, &dq));
+        CHECK_OK(mt_backend_mem_alloc(b, kv_elems * mt_dtype_size(tc->s.kv_dtype), &dkv));
+        CHECK_OK(mt_backend_mem_alloc(b, sizeof(int32_t) * (size_t)tc->batch * max_blocks, &dtable));
+        CHECK_OK(mt_backend_mem_alloc(b, sizeof(int32_t) * (size_t)tc->batch, &dlens));
+        CHECK_OK(mt_backend_mem_alloc(b, out_elems * 2, &dout));
+        CHECK_OK(mt_backend_mem_alloc(b, lse_elems * 4, &dlse));
+        size_t ws = mt_mla_decode_workspace_bytes(&tc->v, &tc->s, tc->batch, tc->n_heads, tc->sq);
+        if (ws) CHECK_OK(mt_backend_mem_alloc(b, ws, &dws));
+        CHECK_OK(mt_backend_copy_to_device(b, dq, q, q_elems * 2, stream));
+        CHECK_OK(mt_backend_copy_to_device(b, dkv, kv, kv_elems * mt_dtype_size(tc->s.kv_dtype), stream));
+        CHECK_OK(mt_backend_copy_to_device(b, dtable, table, sizeof(int32_t) * (size_t)tc->batch * max_blocks, stream));
+        CHECK_OK(mt_backend_copy_to_device(b, dlens, tc->lens, sizeof(int32_t) * (size_t)tc->batch, stream));
+        /* poison: 0xffff is NaN in bf16 and fp16, 0xffffffff in fp32 */
+        CHECK_OK(mt_backend_mem_set(b, dout, 0xff, out_elems * 2, stream));
+        CHECK_OK(mt_backend_mem_set(b, dlse, 0xff, lse_elems * 4, stream));
+        if (ws) CHECK_OK(mt_backend_mem_set(b, dws, 0xff, ws, stream));
+        mt_mla_decode_args a = {.batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq, .max_blocks = max_blocks,
+                                .page_size = page, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
+                                .q = dq, .kv = dkv, .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse,
+                                .workspace = dws, .workspace_bytes = ws};
+        CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));
+        uint16_t *out16 = malloc(out_elems * 2);
+        float *lse32 = malloc(lse_elems * 4);
+        mt_status st = mt_backend_copy_to_host(b, out16, dout, out_elems * 2, stream);
+        if (st == MT_OK) st = mt_backend_copy_to_host(b, lse32, dlse, lse_elems * 4, stream);
+        CHECK_MSG(st == MT_OK, "case %d: %s", i, mt_last_error());
+        if (st != MT_OK) return check_summary("test_gpu_mla"); /* the context is gone */
+
+        double *got = malloc(sizeof(double) * out_elems), *ref = malloc(sizeof(double) * out_elems);
+        double *got_lse = malloc(sizeof(double) * lse_elems), *ref_lse = malloc(sizeof(double) * lse_elems);
+        int has_nan = 0;
+        for (size_t k = 0; k < out_elems; k++) has_nan |= isnan(got[k] = to_double(out16, tc->s.q_dtype, k));
+        for (size_t k = 0; k < lse_elems; k++) {
+            has_nan |= isnan(got_lse[k] = lse32[k]);
+        }
+        mt_mla_host_problem hp = {.s = tc->s, .batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq,
+                                  .max_blocks = max_blocks, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
+                                  .q = q, .kv = kv, .block_table = table, .seq_lens = tc->lens};
+        mt_mla_reference(&hp, ref, ref_lse, 0);
+        for (size_t k = 0; k < lse_elems; k++) keyless_rows += isinf(ref_lse[k]) != 0;
+        double e_out = mt_relative_error(got, ref, (long)out_elems);
+        double e_lse = mt_relative_error(got_lse, ref_lse, (long)lse_elems);
+        double tol = tc->s.q_dtype == MT_BF16 ? 1e-2 : 5e-3;
+        int ok = !has_nan && e_out < tol && e_lse < 1e-3;
+        int qi = tc->s.q_dtype == MT_BF16 ? 0 : 1;
+        if (e_out > worst_out[qi]) worst_out[qi] = e_out;
+        if (e_lse > worst_lse) worst_lse = e_lse;
+        nan_cases += has_nan;
+        passed += ok;
+        char lens_text[64];
+        snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
+        printf("case %3d %s N=%3d Sq=%d page=%2d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
+               ok ? "ok  " : "FAIL", tc->n_heads, tc->sq, page, tc->batch, lens_text, mt_dtype_name(tc->s.q_dtype),
+               mt_dtype_name(tc->s.kv_dtype), vname, e_out, e_lse, has_nan ? " NaN" : "");
+        CHECK_MSG(ok, "case %d failed (seed %llu)", i, (unsigned long long)seed);
+        free(got), free(ref), free(got_lse), free(ref_lse), free(out16), free(lse32);
+        free(q), free(kv), free(table), free(perm);
+        mt_backend_mem_free(b, dq), mt_backend_mem_free(b, dkv), mt_backend_mem_free(b, dtable);
+        mt_backend_mem_free(b, dlens), mt_backend_mem_free(b, dout), mt_backend_mem_free(b, dlse);
+        mt_backend_mem_free(b, dws);
+    }
+    printf("\n%d/%d cases passed; worst relative error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; "
+           "%d keyless rows; %ld keys in all\n",
+           passed, n_cases, worst_out[0], worst_out[1], worst_lse, nan_cases, keyless_rows, total_keys);
+    CHECK(keyless_rows > 0);  /* the draw must cover requests shorter than Sq */
+    mt_jit_destroy(jit);
+    mt_backend_stream_destroy(b, stream);
+    mt_backend_close(b);
+    free(source);
+    return check_summary("test_gpu_mla");
+}

@@ -1,0 +1,127 @@
+/*
+ * Variant descriptions: parsing and formatting, validation of values and
+ * constraints (with messages naming what is wrong), space enumeration and
+ * pruning, and host-side rejection of bad launch arguments before anything
+ * reaches the GPU (a counting backend proves no launch happened).
+ */
+#include "check.h"
+#include "kernels/mla_decode.h"
+
+static int launches;
+static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
+                                 mt_stream s, void **args) {
+    (void)b, (void)f, (void)g, (void)bl, (void)sh, (void)s, (void)args;
+    launches++;
+    return MT_OK;
+}
+static const mt_backend_iface counting_iface = {.launch = counting_launch};
+static mt_backend counting_backend = {.name = "counting", .iface = &counting_iface, .has_driver = 1};
+
+static int count_visits(const mt_variant *v, void *user) {
+    (void)v;
+    (*(int *)user)++;
+    return 0;
+}
+
+int main(void) {
+    const mt_family *f = &mt_family_mla_decode_simt;
+    CHECK(mt_family_find("mla_decode_simt") == f);
+    CHECK(mt_family_find("nope") == NULL);
+    mt_decode_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    mt_target sm90, gfx942;
+    CHECK_OK(mt_target_for_arch("sm_90", &sm90));
+    CHECK_OK(mt_target_for_arch("gfx942", &gfx942));
+    CHECK_STATUS(mt_target_for_arch("gfx1", &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "unknown architecture 'gfx1'") != NULL);
+
+    /* format and parse round-trip */
+    mt_variant v, w;
+    mt_variant_default(f, &v);
+    char text[256];
+    mt_variant_format(&v, text, sizeof text);
+    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32") == 0);
+    CHECK_OK(mt_variant_parse(f, text, &w));
+    CHECK(memcmp(v.values, w.values, sizeof v.values) == 0);
+    CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "'kv_granularity' missing") != NULL);
+    CHECK_STATUS(mt_variant_parse(f, "tile_q=16,tile_q=8,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32", &w),
+                 MT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(mt_variant_parse(f, "tile_q=x,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32", &w),
+                 MT_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(mt_variant_parse(f, "warp_specialise=1", &w), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "no parameter 'warp_specialise'") != NULL);
+
+    /* validation: allowed values, then constraints */
+    CHECK_OK(mt_variant_validate(&v, &s, &sm90));
+    w = v;
+    w.values[MT_P_TILE_Q] = 12;
+    CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "tile_q=12 is not an allowed value") != NULL, "%s", mt_last_error());
+    w = v;
+    w.values[MT_P_TILE_Q] = 32;
+    w.values[MT_P_KV_CHUNK] = 64;
+    CHECK_OK(mt_variant_validate(&w, &s, &sm90));               /* 227 KiB on sm_90 */
+    CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT); /* 64 KiB LDS */
+    CHECK_MSG(strstr(mt_last_error(), "shared memory") && strstr(mt_last_error(), "gfx942"), "%s", mt_last_error());
+    w = v;
+    w.values[MT_P_TILE_Q] = 64;
+    w.values[MT_P_BLOCK_THREADS] = 128;
+    CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "would spill") != NULL);
+    mt_decode_static bad = s;
+    bad.q_dtype = MT_FP8_E4M3;
+    CHECK_STATUS(mt_variant_validate(&v, &bad, &sm90), MT_ERR_INVALID_ARGUMENT);
+    bad = s;
+    bad.page_size = 48;
+    CHECK_STATUS(mt_variant_validate(&v, &bad, &sm90), MT_ERR_INVALID_ARGUMENT);
+
+    /* enumeration visits exactly the valid points */
+    mt_space sp;
+    mt_space_full(f, &sp);
+    int visited = 0, pruned = 0, total = 1;
+    for (int i = 0; i < f->n_params; i++) total *= sp.n_values[i];
+    int n = mt_space_enumerate(&sp, &s, &gfx942, count_visits, &visited, &pruned);
+    CHECK(n == visited && n + pruned == total && pruned > 0 && n > 0);
+    sp.n_values[MT_P_TILE_Q] = 1;
+    sp.values[MT_P_TILE_Q][0] = 16;
+    visited = 0;
+    n = mt_space_enumerate(&sp, &s, &sm90, count_visits, &visited, NULL);
+    /* tile_q=16 fits every other combination on sm_90 (64 accumulators at
+     * 128 threads is the limit, 189 KB of shared memory at kv_chunk=64) */
+    CHECK_MSG(n == 5 * 6 * 3 * 3 && visited == n, "visited %d", n);
+
+    /* launch arguments: each bad one is named, and nothing is launched */
+    mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .scale = 0.04f,
+                            .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000, .seq_lens = 0x4000,
+                            .out = 0x5000, .lse = 0x6000, .workspace = 0x7000};
+    a.workspace_bytes = mt_mla_decode_workspace_bytes(&v, &s, 2, 16, 1);
+    CHECK(a.workspace_bytes == (size_t)4 * 2 * 16 * 513 * 4);
+    CHECK_OK(mt_mla_decode_check_args(&v, &s, &a));
+    mt_mla_decode_args bad_a = a;
+    bad_a.n_heads = 0;
+    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &bad_a, NULL),
+                 MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "head count 0") != NULL);
+    bad_a = a, bad_a.n_heads = 129;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    bad_a = a, bad_a.page_size = 16;
+    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &bad_a, NULL),
+                 MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "page size 16 not supported") != NULL);
+    bad_a = a, bad_a.kv = 0;
+    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &bad_a, NULL),
+                 MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "kv cache pointer is null") != NULL);
+    bad_a = a, bad_a.workspace_bytes = 10;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "workspace") != NULL);
+    bad_a = a, bad_a.sq = 9;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    bad_a = a, bad_a.scale = -1.0f;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    CHECK(launches == 0);
+    /* and a good call launches decode and reduce (the default splits in 4) */
+    CHECK_OK(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &a, NULL));
+    CHECK(launches == 2);
+    return check_summary("test_variant");
+}
