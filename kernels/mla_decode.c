@@ -14,6 +14,8 @@
  *   - tile_q * ceil(dl / block_threads) <= 64: the output accumulator lives
  *     in registers, and past 64 floats per thread it spills;
  *   - block_threads is a multiple of the target's warp width;
+ *   - with num_splits = 1, kv_granularity changes nothing: only 16 is kept,
+ *     so the space holds no duplicate kernels;
  *   - the problem: 1 <= dl <= d <= 1024, page size a power of two <= 1024.
  */
 #include "mla_decode.h"
@@ -56,6 +58,10 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
     if (t->warp_size > 0 && threads % t->warp_size != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
+    if (values[MT_P_NUM_SPLITS] == 1 && values[MT_P_KV_GRANULARITY] != 16)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
+                       values[MT_P_KV_GRANULARITY]);
     int cols = (s->dl + threads - 1) / threads;
     if (values[MT_P_TILE_Q] * cols > 64)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,

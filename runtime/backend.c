@@ -324,3 +324,8 @@ mt_status mt_backend_synchronize(mt_backend *b) {
     CHECK_OP(b, synchronize);
     return b->iface->synchronize(b);
 }
+
+mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_bytes) {
+    if (!b || !f) return mt_fail(MT_ERR_INVALID_ARGUMENT, "prepare_launch: null argument");
+    return b->iface->prepare_launch ? b->iface->prepare_launch(b, f, shared_bytes) : MT_OK;
+}

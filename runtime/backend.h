@@ -110,6 +110,10 @@ typedef struct mt_backend_iface {
                                  const unsigned block[3], size_t shared_bytes, mt_stream s,
                                  void **args);
     mt_status (*synchronize)    (mt_backend *b);
+    /* (optional) do once what a launch with this much dynamic shared memory
+     * needs (the opt-in above 48 KiB on NVIDIA), so later launches from any
+     * thread change nothing */
+    mt_status (*prepare_launch) (mt_backend *b, mt_function f, size_t shared_bytes);
     /* teardown: unloads the vendor libraries and frees the context */
     void      (*close)          (mt_backend *b);
 } mt_backend_iface;
@@ -173,6 +177,7 @@ mt_status mt_backend_function_resources(mt_backend *b, mt_function f, mt_kernel_
 mt_status mt_backend_launch(mt_backend *b, mt_function f, const unsigned grid[3],
                             const unsigned block[3], size_t shared_bytes, mt_stream s, void **args);
 mt_status mt_backend_synchronize(mt_backend *b);
+mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_bytes);
 
 /* --- helpers for implementations ----------------------------------------- */
 

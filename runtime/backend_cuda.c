@@ -461,16 +461,21 @@ static mt_status cuda_function_resources(mt_backend *b, mt_function f, mt_kernel
     return CU(b, cuFuncGetAttribute(&out->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->fn));
 }
 
-static mt_status cuda_launch(mt_backend *b, mt_function f, const unsigned grid[3],
-                             const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
-    mt_status st;
+static mt_status cuda_prepare_launch(mt_backend *b, mt_function f, size_t shared_bytes) {
     /* above 48 KiB, dynamic shared memory must be allowed per function */
     if (shared_bytes > 48 * 1024 && shared_bytes > f->dynamic_shared_allowed) {
-        st = CU(b, cuFuncSetAttribute(f->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                      (int)shared_bytes));
+        mt_status st = CU(b, cuFuncSetAttribute(f->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                (int)shared_bytes));
         if (st != MT_OK) return st;
         f->dynamic_shared_allowed = shared_bytes;
     }
+    return MT_OK;
+}
+
+static mt_status cuda_launch(mt_backend *b, mt_function f, const unsigned grid[3],
+                             const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
+    mt_status st = cuda_prepare_launch(b, f, shared_bytes);
+    if (st != MT_OK) return st;
     return CU(b, cuLaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                 (unsigned)shared_bytes, (CUstream)s, args, NULL));
 }
@@ -510,7 +515,7 @@ static void cuda_close(mt_backend *b) {
     .event_elapsed = cuda_event_elapsed, .module_load = cuda_module_load,          \
     .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
     .function_resources = cuda_function_resources, .launch = cuda_launch,          \
-    .synchronize = cuda_synchronize
+    .synchronize = cuda_synchronize, .prepare_launch = cuda_prepare_launch
 #define CUDA_COMPILER_OPS                                                          \
     .compiler_version = cuda_compiler_version, .compile = cuda_compile,            \
     .parse_resources = cuda_parse_resources

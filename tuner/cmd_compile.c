@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/mla_decode.h"
 #include "runtime/jit.h"
+#include "config.h"
 
 typedef struct compile_job {
     mt_variant variant;
@@ -97,7 +98,10 @@ static void usage(FILE *to) {
             "  --family NAME       one kernel family (default: all)\n"
             "  --q-dtype T         bf16|fp16 (default bf16)\n"
             "  --kv-dtype T        bf16|fp16|fp8e4m3 (default bf16)\n"
+            "  --space FILE        search space (default: configs/spaces/ARCH.yaml)\n"
+            "  --defaults-only     only each family's default variant\n"
             "  --all-dtypes        every q/kv dtype pair\n"
+            "  --all-pages         page sizes 1, 16 and 64\n"
             "  --page-size N       (default 64)\n"
             "  --d N, --dl N       head dims (default 576, 512)\n"
             "  --limit N           only the first N variants per problem\n"
@@ -111,8 +115,8 @@ static const char *origin_name(mt_jit_origin o) {
 }
 
 int cmd_compile(int argc, char **argv) {
-    const char *arch = NULL, *family_name = NULL, *cache_dir = NULL;
-    int all_dtypes = 0, limit = 0, no_cache = 0;
+    const char *arch = NULL, *family_name = NULL, *cache_dir = NULL, *space_file = NULL;
+    int all_dtypes = 0, all_pages = 0, defaults_only = 0, limit = 0, no_cache = 0;
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
     mt_decode_static base = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
     for (int i = 1; i < argc; i++) {
@@ -126,6 +130,10 @@ int cmd_compile(int argc, char **argv) {
             all_dtypes = 1, takes = 0;
         } else if (strcmp(a, "--no-cache") == 0) {
             no_cache = 1, takes = 0;
+        } else if (strcmp(a, "--all-pages") == 0) {
+            all_pages = 1, takes = 0;
+        } else if (strcmp(a, "--defaults-only") == 0) {
+            defaults_only = 1, takes = 0;
         } else if (!val) {
             mt_cli_error("compile: %s needs a value", a);
             return 2;
@@ -135,6 +143,8 @@ int cmd_compile(int argc, char **argv) {
             family_name = val;
         } else if (strcmp(a, "--cache-dir") == 0) {
             cache_dir = val;
+        } else if (strcmp(a, "--space") == 0) {
+            space_file = val;
         } else if (strcmp(a, "--q-dtype") == 0 || strcmp(a, "--kv-dtype") == 0) {
             if (mt_dtype_parse(val, a[2] == 'q' ? &base.q_dtype : &base.kv_dtype) != MT_OK) {
                 mt_cli_error("compile: %s", mt_last_error());
@@ -174,6 +184,25 @@ int cmd_compile(int argc, char **argv) {
         mt_cli_error("compile: unknown kernel family '%s'", family_name);
         return 2;
     }
+    char space_path[1024];
+    if (!space_file) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "spaces/%s.yaml", arch);
+        if (mt_config_file(rel, space_path, sizeof space_path) != MT_OK) {
+            mt_cli_error("compile: %s", mt_last_error());
+            return 1;
+        }
+        space_file = space_path;
+    }
+    mt_space_config spaces;
+    if (mt_load_space(space_file, &spaces) != MT_OK) {
+        mt_cli_error("compile: %s", mt_last_error());
+        return 1;
+    }
+    if (strcmp(spaces.arch, arch) != 0) {
+        mt_cli_error("compile: %s describes %s, not %s", space_file, spaces.arch, arch);
+        return 1;
+    }
     mt_backend *b = NULL;
     if (mt_backend_open_for_arch(arch, &b) != MT_OK) {
         mt_cli_error("compile: %s", mt_last_error());
@@ -187,14 +216,15 @@ int cmd_compile(int argc, char **argv) {
     }
     char version[128];
     mt_backend_compiler_version(b, version, sizeof version);
-    printf("compiling for %s with %s (%s backend), %ld threads, cache %s\n", arch, version, b->name, jobs,
-           mt_jit_cache_dir(jit)[0] ? mt_jit_cache_dir(jit) : "off");
+    printf("compiling for %s with %s (%s backend), %ld threads, cache %s\nspace: %s\n", arch, version, b->name, jobs,
+           mt_jit_cache_dir(jit)[0] ? mt_jit_cache_dir(jit) : "off", space_file);
 
     static const mt_dtype q_types[] = {MT_BF16, MT_FP16};
     static const mt_dtype kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
     int total = 0, failed = 0, pruned_total = 0;
-    for (int fi = 0; mt_families[fi]; fi++) {
-        const mt_family *f = mt_families[fi];
+    static const int page_sizes[] = {1, 16, 64};
+    for (int fi = 0; fi < spaces.n_spaces; fi++) {
+        const mt_family *f = spaces.spaces[fi].family;
         if (family_name && strcmp(family_name, f->name) != 0) continue;
         char *source = NULL;
         if (mt_kernel_source(f->source, &source) != MT_OK) {
@@ -202,6 +232,7 @@ int cmd_compile(int argc, char **argv) {
             failed++;
             continue;
         }
+        for (int pi = 0; pi < 3; pi++)
         for (int qi = 0; qi < 2; qi++)
             for (int ki = 0; ki < 3; ki++) {
                 mt_decode_static problem = base;
@@ -211,8 +242,14 @@ int cmd_compile(int argc, char **argv) {
                 } else if (qi + ki > 0) {
                     continue;
                 }
-                mt_space space;
-                mt_space_full(f, &space);
+                if (all_pages) problem.page_size = page_sizes[pi];
+                else if (pi > 0) continue;
+                mt_space space = spaces.spaces[fi];
+                if (defaults_only)
+                    for (int p = 0; p < f->n_params; p++) {
+                        space.n_values[p] = 1;
+                        space.values[p][0] = f->params[p].default_value;
+                    }
                 collect_ctx cc = {.limit = limit, .problem = problem};
                 int pruned = 0;
                 mt_space_enumerate(&space, &problem, &target, collect, &cc, &pruned);

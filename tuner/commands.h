@@ -8,6 +8,11 @@
 
 int cmd_devices(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_lookup(int argc, char **argv);
 
 /* Prints "mla-tune: <message>" to stderr. */
 void mt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "protocol.h"
+#include "sweep.h"
 
 void mt_cli_error(const char *fmt, ...) {
     va_list ap;
@@ -23,6 +25,12 @@ static const struct {
 } commands[] = {
     {"devices", cmd_devices, "list the GPUs this host has (backend, arch, CUs, memory)"},
     {"compile", cmd_compile, "compile every kernel variant of an architecture's search space"},
+    {"sweep", cmd_sweep, "measure every variant of a plan's problem keys into a tuning database"},
+    {"show", cmd_show, "print the chosen variant per architecture and problem key"},
+    {"export", cmd_export, "write a deployable database for one architecture"},
+    {"import", cmd_import, "add a database's measurements to the user database"},
+    {"merge", cmd_merge, "join two databases into a new one"},
+    {"lookup", cmd_lookup, "print what the runtime would run for a problem, and why"},
 };
 
 static void usage(FILE *to) {
@@ -41,6 +49,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "__worker") == 0) return cmd_worker(argc - 1, argv + 1);  /* internal: see protocol.h */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     mt_cli_error("unknown command '%s'", argv[1]);

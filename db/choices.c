@@ -1,0 +1,293 @@
+/*
+ * choices.c - deriving the chosen variant per (architecture, problem key)
+ * from the measurements, and loading choices for the runtime and tools.
+ *
+ * The rule (documented in README "How a winner is chosen"):
+ *   1. For each (arch, problem, variant) only the latest measurement counts
+ *      (by measured_at, over every device of that arch), and a variant that
+ *      ever gave a wrong result for that key on that arch is out for good.
+ *   2. Candidates are the variants whose latest measurement is ok.  The best
+ *      is the lowest median.
+ *   3. Noise: every candidate whose median is within max(its spread, the
+ *      best's spread) of the best is tied with it (spread = p90 - p10 of the
+ *      timed runs).  If the best is alone it wins ("fastest").  Otherwise
+ *      the family's default variant wins if it is among the tied ("tie:
+ *      default kept"), else the tied variant whose parameter string sorts
+ *      first ("tie: first by name").  Stable: the same measurements always
+ *      give the same choice, and noise never moves a deployment off the
+ *      default.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db_internal.h"
+
+typedef struct candidate {
+    int64_t variant_id;
+    char family[40];
+    char params[200];
+    int status_ok;
+    int ever_wrong;
+    double median, spread;
+} candidate;
+
+typedef struct group {
+    char arch[32];
+    int64_t problem_id;
+    candidate *c;
+    int n, cap;
+} group;
+
+static int is_default(const candidate *c) {
+    const mt_family *f = mt_family_find(c->family);
+    if (!f) return 0;
+    mt_variant v;
+    char text[200];
+    mt_variant_default(f, &v);
+    mt_variant_format(&v, text, sizeof text);
+    return strcmp(text, c->params) == 0;
+}
+
+static mt_status choose_and_store(mt_db *db, sqlite3_stmt *ins, group *g) {
+    const candidate *best = NULL;
+    double default_ms = 0;
+    for (int i = 0; i < g->n; i++) {
+        const candidate *c = &g->c[i];
+        if (!c->status_ok || c->ever_wrong || !mt_family_find(c->family)) continue;
+        if (!best || c->median < best->median) best = c;
+        if (is_default(c)) default_ms = c->median;
+    }
+    if (!best) return MT_OK;  /* nothing usable measured: the runtime falls back and says so */
+    const candidate *pick = best;
+    const char *reason = "fastest";
+    int tied = 0;
+    const candidate *first_by_name = NULL, *dflt = NULL;
+    for (int i = 0; i < g->n; i++) {
+        const candidate *c = &g->c[i];
+        if (!c->status_ok || c->ever_wrong || !mt_family_find(c->family)) continue;
+        double window = c->spread > best->spread ? c->spread : best->spread;
+        if (c->median - best->median > window) continue;
+        tied++;
+        if (is_default(c)) dflt = c;
+        if (!first_by_name || strcmp(c->params, first_by_name->params) < 0) first_by_name = c;
+    }
+    if (tied > 1) {
+        pick = dflt ? dflt : first_by_name;
+        reason = dflt ? "tie: default kept" : "tie: first by name";
+    }
+    sqlite3_reset(ins);
+    sqlite3_bind_text(ins, 1, g->arch, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(ins, 2, g->problem_id);
+    sqlite3_bind_int64(ins, 3, pick->variant_id);
+    sqlite3_bind_double(ins, 4, pick->median);
+    if (default_ms > 0) sqlite3_bind_double(ins, 5, default_ms);
+    else sqlite3_bind_null(ins, 5);
+    sqlite3_bind_text(ins, 6, reason, -1, SQLITE_STATIC);
+    if (step(ins) != SQLITE_DONE) return db_error(db, "insert choice");
+    return MT_OK;
+}
+
+mt_status mt_db_recompute_choices(mt_db *db) {
+    mt_status st = begin_write(db);
+    if (st != MT_OK) return st;
+    sqlite3_stmt *sel = NULL, *ins = NULL;
+    group g = {0};
+    if (sqlite3_exec(db->h, "DELETE FROM choices", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db->h,
+                           "SELECT d.arch, m.problem_id, m.variant_id, v.family, v.params, m.status, m.median_ms, "
+                           "coalesce(m.spread_ms, 0) FROM measurements m "
+                           "JOIN devices d ON d.id = m.device_id JOIN variants v ON v.id = m.variant_id "
+                           "ORDER BY d.arch, m.problem_id, m.variant_id, m.measured_at, m.id",
+                           -1, &sel, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db->h,
+                           "INSERT INTO choices(arch, problem_id, variant_id, median_ms, default_ms, reason) "
+                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                           -1, &ins, NULL) != SQLITE_OK) {
+        st = db_error(db, "recompute choices");
+        goto out;
+    }
+    int rc;
+    while ((rc = step(sel)) == SQLITE_ROW) {
+        const char *arch = (const char *)sqlite3_column_text(sel, 0);
+        int64_t problem = sqlite3_column_int64(sel, 1), variant = sqlite3_column_int64(sel, 2);
+        if (g.n > 0 && (strcmp(arch, g.arch) != 0 || problem != g.problem_id)) {
+            if ((st = choose_and_store(db, ins, &g)) != MT_OK) goto out;
+            g.n = 0;
+        }
+        snprintf(g.arch, sizeof g.arch, "%s", arch);
+        g.problem_id = problem;
+        candidate *c = g.n > 0 && g.c[g.n - 1].variant_id == variant ? &g.c[g.n - 1] : NULL;
+        if (!c) {
+            if (g.n == g.cap) {
+                g.cap = g.cap ? 2 * g.cap : 64;
+                candidate *grown = realloc(g.c, sizeof *grown * (size_t)g.cap);
+                if (!grown) {
+                    st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+                    goto out;
+                }
+                g.c = grown;
+            }
+            c = &g.c[g.n++];
+            memset(c, 0, sizeof *c);
+            c->variant_id = variant;
+            snprintf(c->family, sizeof c->family, "%s", (const char *)sqlite3_column_text(sel, 3));
+            snprintf(c->params, sizeof c->params, "%s", (const char *)sqlite3_column_text(sel, 4));
+        }
+        /* rows come oldest first: the last one seen is the latest */
+        const char *status = (const char *)sqlite3_column_text(sel, 5);
+        c->status_ok = strcmp(status, "ok") == 0;
+        c->ever_wrong |= strcmp(status, "wrong-result") == 0;
+        c->median = sqlite3_column_double(sel, 6);
+        c->spread = sqlite3_column_double(sel, 7);
+    }
+    if (rc != SQLITE_DONE) {
+        st = db_error(db, "read measurements");
+        goto out;
+    }
+    if (g.n > 0) st = choose_and_store(db, ins, &g);
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(ins);
+    free(g.c);
+    if (st != MT_OK) {
+        rollback(db);
+        return st;
+    }
+    return commit(db);
+}
+
+mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db->h,
+                           "SELECT c.arch, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.d, p.dl, p.page_size, "
+                           "p.batch, p.seq_len, v.family, v.params, c.median_ms, coalesce(c.default_ms, 0), c.reason "
+                           "FROM choices c JOIN problems p ON p.id = c.problem_id JOIN variants v ON v.id = c.variant_id "
+                           "WHERE ?1 IS NULL OR c.arch = ?1 "
+                           "ORDER BY c.arch, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.page_size, p.batch, p.seq_len",
+                           -1, &s, NULL) != SQLITE_OK)
+        return db_error(db, "read choices");
+    if (arch) sqlite3_bind_text(s, 1, arch, -1, SQLITE_TRANSIENT);
+    mt_choice *list = NULL;
+    int count = 0, cap = 0, rc;
+    mt_status st = MT_OK;
+    while ((rc = step(s)) == SQLITE_ROW) {
+        if (count == cap) {
+            cap = cap ? 2 * cap : 64;
+            mt_choice *grown = realloc(list, sizeof *grown * (size_t)cap);
+            if (!grown) {
+                st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+                break;
+            }
+            list = grown;
+        }
+        mt_choice *c = &list[count];
+        memset(c, 0, sizeof *c);
+        snprintf(c->arch, sizeof c->arch, "%s", (const char *)sqlite3_column_text(s, 0));
+        snprintf(c->key.kind, sizeof c->key.kind, "%s", (const char *)sqlite3_column_text(s, 1));
+        const char *qd = (const char *)sqlite3_column_text(s, 2), *kd = (const char *)sqlite3_column_text(s, 3);
+        c->key.n_heads = sqlite3_column_int(s, 4);
+        c->key.sq = sqlite3_column_int(s, 5);
+        c->key.s.d = sqlite3_column_int(s, 6);
+        c->key.s.dl = sqlite3_column_int(s, 7);
+        c->key.s.page_size = sqlite3_column_int(s, 8);
+        c->key.batch = sqlite3_column_int(s, 9);
+        c->key.seq_len = sqlite3_column_int(s, 10);
+        snprintf(c->family, sizeof c->family, "%s", (const char *)sqlite3_column_text(s, 11));
+        snprintf(c->params, sizeof c->params, "%s", (const char *)sqlite3_column_text(s, 12));
+        c->median_ms = sqlite3_column_double(s, 13);
+        c->default_ms = sqlite3_column_double(s, 14);
+        snprintf(c->reason, sizeof c->reason, "%s", (const char *)sqlite3_column_text(s, 15));
+        /* every stored value is checked before anyone can launch with it */
+        const mt_family *f = mt_family_find(c->family);
+        mt_target t;
+        mt_variant v;
+        const char *what = NULL;
+        if (mt_dtype_parse(qd, &c->key.s.q_dtype) != MT_OK || mt_dtype_parse(kd, &c->key.s.kv_dtype) != MT_OK)
+            what = "dtype";
+        else if (!f)
+            what = "family", mt_fail(MT_ERR_CORRUPT, "unknown kernel family '%s'", c->family);
+        else if (mt_target_for_arch(c->arch, &t) != MT_OK)
+            what = "arch";
+        else if (mt_variant_parse(f, c->params, &v) != MT_OK || mt_variant_validate(&v, &c->key.s, &t) != MT_OK)
+            what = "variant";
+        if (what) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: invalid choice for %s N=%d Sq=%d batch=%d seq_len=%d (%s): %s",
+                         db->path, c->arch, c->key.n_heads, c->key.sq, c->key.batch, c->key.seq_len, what,
+                         mt_last_error());
+            break;
+        }
+        count++;
+    }
+    if (st == MT_OK && rc != SQLITE_DONE) st = db_error(db, "read choices");
+    sqlite3_finalize(s);
+    if (st != MT_OK) {
+        free(list);
+        return st;
+    }
+    *out = list;
+    *n = count;
+    return MT_OK;
+}
+
+int mt_choice_same_key(const mt_choice *a, const mt_choice *b) {
+    return strcmp(a->arch, b->arch) == 0 && strcmp(a->key.kind, b->key.kind) == 0 &&
+           a->key.s.q_dtype == b->key.s.q_dtype && a->key.s.kv_dtype == b->key.s.kv_dtype && a->key.s.d == b->key.s.d &&
+           a->key.s.dl == b->key.s.dl && a->key.s.page_size == b->key.s.page_size && a->key.n_heads == b->key.n_heads &&
+           a->key.sq == b->key.sq && a->key.batch == b->key.batch && a->key.seq_len == b->key.seq_len;
+}
+
+static mt_status load_one(const char *path, int required, const char *arch, mt_choice **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    if (!path || !path[0]) {
+        if (required) return mt_fail(MT_ERR_INVALID_ARGUMENT, "no database path given");
+        return MT_OK;
+    }
+    if (access(path, F_OK) != 0 && !required) return MT_OK;
+    mt_db *db = NULL;
+    mt_status st = mt_db_open(path, MT_DB_READ, &db);
+    if (st == MT_OK) st = mt_db_load_choices(db, arch, out, n);
+    mt_db_close(db);
+    return st;
+}
+
+mt_status mt_db_load_overlay(const char *user_path, int user_required, const char *system_path, int system_required,
+                             const char *arch, mt_choice **out, mt_choice_source **sources, int *n) {
+    mt_choice *sys = NULL, *usr = NULL;
+    int n_sys = 0, n_usr = 0;
+    *out = NULL;
+    *n = 0;
+    if (sources) *sources = NULL;
+    mt_status st = load_one(system_path, system_required, arch, &sys, &n_sys);
+    if (st == MT_OK) st = load_one(user_path, user_required, arch, &usr, &n_usr);
+    if (st != MT_OK) {
+        free(sys);
+        free(usr);
+        return st;
+    }
+    mt_choice *all = malloc(sizeof *all * (size_t)(n_sys + n_usr + 1));
+    mt_choice_source *src = malloc(sizeof *src * (size_t)(n_sys + n_usr + 1));
+    if (!all || !src) {
+        free(sys), free(usr), free(all), free(src);
+        return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    int count = 0;
+    for (int i = 0; i < n_usr; i++) all[count] = usr[i], src[count++] = MT_FROM_USER_DB;
+    for (int i = 0; i < n_sys; i++) {
+        int shadowed = 0;
+        for (int j = 0; j < n_usr && !shadowed; j++) shadowed = mt_choice_same_key(&sys[i], &usr[j]);
+        if (!shadowed) all[count] = sys[i], src[count++] = MT_FROM_SYSTEM_DB;
+    }
+    free(sys);
+    free(usr);
+    *out = all;
+    *n = count;
+    if (sources) *sources = src;
+    else free(src);
+    return MT_OK;
+}

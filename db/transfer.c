@@ -1,0 +1,140 @@
+/*
+ * transfer.c - moving measurements between databases (export, import,
+ * merge) and the default database paths.
+ *
+ * Merge rule: a measurement is identified by its uid (a random 128-bit id
+ * given when it was first recorded), so copying A into B twice, or merging
+ * files that share history, never duplicates a row.  Measurements keep
+ * their origin (host:pid of the sweep that made them), time and tool
+ * version.  Devices, problems and variants are matched by their natural
+ * keys.  Conflicts (two measurements of the same variant and key) are not
+ * resolved by dropping one: both are kept, and the choices are recomputed
+ * from the union (choices.c: the latest measurement per variant counts).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db_internal.h"
+
+#ifndef MT_INSTALL_DATADIR
+#define MT_INSTALL_DATADIR "/usr/local/share"
+#endif
+
+void mt_db_default_paths(char *user, size_t user_size, char *system_db, size_t system_size) {
+    const char *env = getenv("MLA_TUNE_DB");
+    if (user) {
+        if (env && env[0]) snprintf(user, user_size, "%s", env);
+        else if (getenv("XDG_DATA_HOME") && getenv("XDG_DATA_HOME")[0])
+            snprintf(user, user_size, "%s/mla-tune/tuning.db", getenv("XDG_DATA_HOME"));
+        else snprintf(user, user_size, "%s/.local/share/mla-tune/tuning.db", getenv("HOME") ? getenv("HOME") : ".");
+    }
+    if (!system_db) return;
+    env = getenv("MLA_TUNE_SYSTEM_DB");
+    if (env && env[0]) {
+        snprintf(system_db, system_size, "%s", env);
+        return;
+    }
+    const char *search = getenv("MLA_TUNE_SYSTEM_DB_PATH");
+    if (search && search[0]) {
+        char *copy = strdup(search), *save = NULL;
+        for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save))
+            if (access(p, R_OK) == 0) {
+                snprintf(system_db, system_size, "%s", p);
+                free(copy);
+                return;
+            }
+        free(copy);
+    }
+    snprintf(system_db, system_size, "%s/mla-tune/tuning.db", MT_INSTALL_DATADIR);
+}
+
+mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied) {
+    *copied = 0;
+    sqlite3_stmt *sel = NULL, *ins = NULL;
+    if (sqlite3_prepare_v2(src->h,
+                           "SELECT d.arch, d.name, d.compute_units, d.memory_bytes, d.driver_version, d.compiler_version,"
+                           " p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.d, p.dl, p.page_size, p.batch, p.seq_len,"
+                           " v.family, v.params, m.status, m.median_ms, m.min_ms, m.max_ms, m.spread_ms, m.reps,"
+                           " m.error, m.tool_version, m.measured_at, m.origin, m.uid "
+                           "FROM measurements m JOIN devices d ON d.id = m.device_id "
+                           "JOIN problems p ON p.id = m.problem_id JOIN variants v ON v.id = m.variant_id "
+                           "WHERE ?1 IS NULL OR d.arch = ?1 ORDER BY m.id",
+                           -1, &sel, NULL) != SQLITE_OK)
+        return db_error(src, "read measurements");
+    if (arch) sqlite3_bind_text(sel, 1, arch, -1, SQLITE_TRANSIENT);
+    mt_status st = begin_write(dst);
+    if (st != MT_OK) {
+        sqlite3_finalize(sel);
+        return st;
+    }
+    if (sqlite3_prepare_v2(dst->h,
+                           "INSERT OR IGNORE INTO measurements(problem_id, variant_id, device_id, status, median_ms,"
+                           " min_ms, max_ms, spread_ms, reps, error, tool_version, measured_at, origin, uid) "
+                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                           -1, &ins, NULL) != SQLITE_OK) {
+        st = db_error(dst, "prepare copy");
+        goto out;
+    }
+    int rc;
+    while ((rc = step(sel)) == SQLITE_ROW) {
+        mt_device_info dev = {0};
+        snprintf(dev.arch, sizeof dev.arch, "%s", (const char *)sqlite3_column_text(sel, 0));
+        snprintf(dev.name, sizeof dev.name, "%s", (const char *)sqlite3_column_text(sel, 1));
+        dev.compute_units = sqlite3_column_int(sel, 2);
+        dev.total_memory = (size_t)sqlite3_column_int64(sel, 3);
+        snprintf(dev.driver_version, sizeof dev.driver_version, "%s", (const char *)sqlite3_column_text(sel, 4));
+        mt_problem_key key = {0};
+        snprintf(key.kind, sizeof key.kind, "%s", (const char *)sqlite3_column_text(sel, 6));
+        if (mt_dtype_parse((const char *)sqlite3_column_text(sel, 7), &key.s.q_dtype) != MT_OK ||
+            mt_dtype_parse((const char *)sqlite3_column_text(sel, 8), &key.s.kv_dtype) != MT_OK) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: %s", src->path, mt_last_error());
+            goto out;
+        }
+        key.n_heads = sqlite3_column_int(sel, 9);
+        key.sq = sqlite3_column_int(sel, 10);
+        key.s.d = sqlite3_column_int(sel, 11);
+        key.s.dl = sqlite3_column_int(sel, 12);
+        key.s.page_size = sqlite3_column_int(sel, 13);
+        key.batch = sqlite3_column_int(sel, 14);
+        key.seq_len = sqlite3_column_int(sel, 15);
+        const mt_family *f = mt_family_find((const char *)sqlite3_column_text(sel, 16));
+        mt_variant v;
+        if (!f || mt_variant_parse(f, (const char *)sqlite3_column_text(sel, 17), &v) != MT_OK) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: variant '%s' of family '%s' cannot be read: %s", src->path,
+                         (const char *)sqlite3_column_text(sel, 17), (const char *)sqlite3_column_text(sel, 16),
+                         f ? mt_last_error() : "unknown family");
+            goto out;
+        }
+        int64_t device_id, problem_id, variant_id;
+        if ((st = mt_db_put_device(dst, &dev, (const char *)sqlite3_column_text(sel, 5), &device_id)) != MT_OK ||
+            (st = mt_db_put_problem(dst, &key, &problem_id)) != MT_OK ||
+            (st = mt_db_put_variant(dst, &v, &variant_id)) != MT_OK)
+            goto out;
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 1, problem_id);
+        sqlite3_bind_int64(ins, 2, variant_id);
+        sqlite3_bind_int64(ins, 3, device_id);
+        for (int c = 18; c <= 26; c++) sqlite3_bind_value(ins, c - 14, sqlite3_column_value(sel, c));
+        const char *origin = (const char *)sqlite3_column_text(sel, 27);
+        sqlite3_bind_text(ins, 13, origin && origin[0] ? origin : src->path, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_value(ins, 14, sqlite3_column_value(sel, 28));
+        if (step(ins) != SQLITE_DONE) {
+            st = db_error(dst, "copy measurement");
+            goto out;
+        }
+        *copied += sqlite3_changes(dst->h);
+    }
+    if (rc != SQLITE_DONE) st = db_error(src, "read measurements");
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(ins);
+    if (st != MT_OK) {
+        rollback(dst);
+        return st;
+    }
+    if ((st = commit(dst)) != MT_OK) return st;
+    return mt_db_recompute_choices(dst);
+}

@@ -1,0 +1,308 @@
+/*
+ * api.c - the public runtime API (include/mlatune.h) over the backend, the
+ * JIT, the tuning databases and the dispatcher.
+ *
+ * Where the work happens:
+ *   mlt_runtime_create: open the GPU, read both DBs into memory (the only
+ *     SQLite access the runtime ever makes);
+ *   mlt_plan_create: build the plan's dispatch table, compile or load every
+ *     variant it can dispatch to, and prepare each for launch;
+ *   mlt_plan_run: argument checks, table lookup, launch.  No allocation,
+ *     no lock, no I/O.
+ */
+#define _GNU_SOURCE
+#include "include/mlatune.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../db/db.h"
+#include "../kernels/kernels.h"
+#include "../kernels/mla_decode.h"
+#include "backend.h"
+#include "dispatch.h"
+#include "jit.h"
+
+struct mlt_runtime {
+    mt_backend *backend;
+    mt_jit *jit;
+    mt_device_info info;
+    mt_target target;
+    int device;
+    mlt_log_level log_level;
+    mt_choice *choices;
+    mt_choice_source *sources;
+    int n_choices;
+    char *source;            /* mla_decode.cu with the prelude */
+};
+
+typedef struct plan_kernels {
+    mt_function decode, reduce;
+} plan_kernels;
+
+struct mlt_plan {
+    mlt_runtime *rt;
+    mt_problem_key shape;
+    float scale, kv_scale;
+    int max_batch;
+    mt_dispatch_table table;
+    plan_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
+    size_t workspace;
+};
+
+static mlt_status to_public(mt_status st) {
+    switch (st) {
+    case MT_OK: return MLT_OK;
+    case MT_ERR_INVALID_ARGUMENT: return MLT_ERR_INVALID_ARGUMENT;
+    case MT_ERR_NO_BACKEND: return MLT_ERR_NO_BACKEND;
+    case MT_ERR_NO_DEVICE: return MLT_ERR_NO_DEVICE;
+    case MT_ERR_COMPILE: return MLT_ERR_COMPILE;
+    case MT_ERR_DATABASE:
+    case MT_ERR_CORRUPT:
+    case MT_ERR_NOT_FOUND: return MLT_ERR_DATABASE;
+    case MT_ERR_OUT_OF_MEMORY: return MLT_ERR_OUT_OF_MEMORY;
+    case MT_ERR_VENDOR: return MLT_ERR_LAUNCH;
+    case MT_ERR_IO: return MLT_ERR_IO;
+    default: return MLT_ERR_INTERNAL;
+    }
+}
+
+const char *mlt_status_string(mlt_status s) {
+    switch (s) {
+    case MLT_OK: return "ok";
+    case MLT_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case MLT_ERR_NO_BACKEND: return "no GPU runtime library";
+    case MLT_ERR_NO_DEVICE: return "no such GPU";
+    case MLT_ERR_COMPILE: return "kernel compilation failed";
+    case MLT_ERR_DATABASE: return "tuning database unusable";
+    case MLT_ERR_OUT_OF_MEMORY: return "out of memory";
+    case MLT_ERR_LAUNCH: return "kernel launch failed";
+    case MLT_ERR_IO: return "cache folder unusable";
+    case MLT_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *mlt_last_error(void) { return mt_last_error(); }
+
+static void log_at(const mlt_runtime *rt, mlt_log_level level, const char *fmt, ...) {
+    if (!rt || rt->log_level < level) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mla-tune: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void mlt_runtime_options_default(mlt_runtime_options *o) {
+    memset(o, 0, sizeof *o);
+    o->log_level = MLT_LOG_WARN;
+}
+
+mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **out) {
+    if (!out) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_runtime_create: out is NULL"));
+    *out = NULL;
+    mlt_runtime_options o;
+    if (options) o = *options;
+    else mlt_runtime_options_default(&o);
+    if (o.device < 0) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "device %d is negative", o.device));
+    mlt_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    rt->device = o.device;
+    rt->log_level = o.log_level;
+    mt_status st = mt_backend_discover(&rt->backend);
+    if (st == MT_OK) st = mt_backend_device_info(rt->backend, o.device, &rt->info);
+    if (st == MT_OK) st = mt_backend_set_device(rt->backend, o.device);
+    if (st == MT_OK) st = mt_jit_create(rt->backend, o.cache_dir, &rt->jit);
+    if (st == MT_OK) st = mt_kernel_source("mla_decode.cu", &rt->source);
+    if (st == MT_OK) {
+        snprintf(rt->target.arch, sizeof rt->target.arch, "%s", rt->info.arch);
+        rt->target.warp_size = rt->info.warp_size;
+        rt->target.shared_max = rt->info.shared_per_group_max;
+        char user[1024], sys[1024];
+        mt_db_default_paths(user, sizeof user, sys, sizeof sys);
+        st = mt_db_load_overlay(o.user_db ? o.user_db : user, o.user_db != NULL, o.system_db ? o.system_db : sys,
+                                o.system_db != NULL, rt->info.arch, &rt->choices, &rt->sources, &rt->n_choices);
+        if (st == MT_OK)
+            log_at(rt, MLT_LOG_INFO, "%s (%s): %d tuning entries from %s and %s", rt->info.name, rt->info.arch,
+                   rt->n_choices, o.user_db ? o.user_db : user, o.system_db ? o.system_db : sys);
+    }
+    if (st != MT_OK) {
+        mlt_status ps = to_public(st);
+        mlt_runtime_destroy(rt);
+        return ps;
+    }
+    *out = rt;
+    return MLT_OK;
+}
+
+void mlt_runtime_destroy(mlt_runtime *rt) {
+    if (!rt) return;
+    mt_jit_destroy(rt->jit);
+    mt_backend_close(rt->backend);
+    free(rt->choices);
+    free(rt->sources);
+    free(rt->source);
+    free(rt);
+}
+
+mlt_status mlt_runtime_bind_thread(mlt_runtime *rt) {
+    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "runtime is NULL"));
+    return to_public(mt_backend_set_device(rt->backend, rt->device));
+}
+
+const char *mlt_runtime_arch(const mlt_runtime *rt) { return rt ? rt->info.arch : ""; }
+
+static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k) {
+    memset(k, 0, sizeof *k);
+    snprintf(k->kind, sizeof k->kind, "mla_decode");
+    if (p->q_dtype != MLT_BF16 && p->q_dtype != MLT_FP16)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "q_dtype must be MLT_BF16 or MLT_FP16 (got %d)", (int)p->q_dtype);
+    if ((int)p->kv_dtype < 0 || p->kv_dtype > MLT_FP8_E4M3)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "kv_dtype %d is not a known dtype", (int)p->kv_dtype);
+    if (p->n_heads < 1 || p->n_heads > 128)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "head count %d outside 1..128", p->n_heads);
+    if (p->sq < 1 || p->sq > 8) return mt_fail(MT_ERR_INVALID_ARGUMENT, "sq %d outside 1..8", p->sq);
+    if (p->max_batch < 1 || p->max_batch > 65535)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "max_batch %d outside 1..65535", p->max_batch);
+    if (!(p->softmax_scale > 0.0f) || p->softmax_scale > 1e30f)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "softmax_scale %g is not a positive finite number",
+                       (double)p->softmax_scale);
+    if (!(p->kv_scale > 0.0f) || p->kv_scale > 1e30f)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "kv_scale %g is not a positive finite number", (double)p->kv_scale);
+    k->s = (mt_decode_static){.d = p->d, .dl = p->dl, .page_size = p->page_size, .q_dtype = (mt_dtype)p->q_dtype,
+                              .kv_dtype = (mt_dtype)p->kv_dtype};
+    k->n_heads = p->n_heads;
+    k->sq = p->sq;
+    return MT_OK;
+}
+
+mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, mlt_plan **out) {
+    if (!rt || !problem || !out)
+        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_create: null argument"));
+    *out = NULL;
+    mlt_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    plan->rt = rt;
+    plan->scale = problem->softmax_scale;
+    plan->kv_scale = problem->kv_scale;
+    plan->max_batch = problem->max_batch;
+    mt_status st = problem_to_shape(problem, &plan->shape);
+    if (st == MT_OK)
+        st = mt_dispatch_build(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target,
+                               rt->info.compute_units, &plan->table);
+    if (st == MT_OK && plan->table.heuristic)
+        log_at(rt, MLT_LOG_WARN,
+               "no tuning entry for %s N=%d Sq=%d D=%d/%d page %d %s/%s: using the built-in heuristic for this plan",
+               rt->info.arch, problem->n_heads, problem->sq, problem->d, problem->dl, problem->page_size,
+               mt_dtype_name((mt_dtype)problem->q_dtype), mt_dtype_name((mt_dtype)problem->kv_dtype));
+    for (int i = 0; st == MT_OK && i < plan->table.n_variants; i++) {
+        const mt_variant *v = &plan->table.variants[i];
+        char storage[16][48];
+        const char *defines[16];
+        int n = mt_variant_defines(v, &plan->shape.s, storage, defines, 16);
+        mt_jit_request req = {.source = rt->source, .source_name = v->family->source, .arch = rt->info.arch,
+                              .defines = defines, .n_defines = n};
+        const mt_code_object *obj = NULL;
+        st = mt_jit_compile(rt->jit, &req, &obj, NULL);
+        if (st == MT_OK) st = mt_jit_function(rt->jit, obj, MT_MLA_DECODE_KERNEL, &plan->kernels[i].decode);
+        if (st == MT_OK) st = mt_jit_function(rt->jit, obj, MT_MLA_REDUCE_KERNEL, &plan->kernels[i].reduce);
+        if (st == MT_OK)
+            st = mt_backend_prepare_launch(rt->backend, plan->kernels[i].decode,
+                                           mt_mla_decode_shared_bytes(v->values, &plan->shape.s));
+        size_t ws = mt_mla_decode_workspace_bytes(v, &plan->shape.s, plan->max_batch, problem->n_heads, problem->sq);
+        if (ws > plan->workspace) plan->workspace = ws;
+    }
+    if (st != MT_OK) {
+        mlt_status ps = to_public(st);
+        mlt_plan_destroy(plan);
+        return ps;
+    }
+    *out = plan;
+    return MLT_OK;
+}
+
+void mlt_plan_destroy(mlt_plan *plan) {
+    if (!plan) return;
+    mt_dispatch_free(&plan->table);
+    free(plan);
+}
+
+size_t mlt_plan_workspace_size(const mlt_plan *plan) { return plan ? plan->workspace : 0; }
+
+mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) {
+    if (!plan || !a) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_run: null argument"));
+    if (a->batch < 1 || a->batch > plan->max_batch)
+        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "batch %d outside 1..%d (the plan's max_batch)", a->batch,
+                                 plan->max_batch));
+    if (a->seq_len_hint < 0)
+        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d is negative", a->seq_len_hint));
+    mt_dispatch_result r;
+    mt_dispatch_lookup(&plan->table, a->batch, a->seq_len_hint, &r);
+    const mt_variant *v = &plan->table.variants[r.variant];
+    mt_mla_decode_args k = {.batch = a->batch, .n_heads = plan->shape.n_heads, .sq = plan->shape.sq,
+                            .max_blocks = a->max_blocks_per_seq, .page_size = plan->shape.s.page_size,
+                            .scale = plan->scale, .kv_scale = plan->kv_scale, .q = (mt_devptr)(uintptr_t)a->q,
+                            .kv = (mt_devptr)(uintptr_t)a->kv_cache, .block_table = (mt_devptr)(uintptr_t)a->block_table,
+                            .seq_lens = (mt_devptr)(uintptr_t)a->seq_lens, .out = (mt_devptr)(uintptr_t)a->out,
+                            .lse = (mt_devptr)(uintptr_t)a->lse, .workspace = (mt_devptr)(uintptr_t)a->workspace,
+                            .workspace_bytes = a->workspace_size};
+    return to_public(mt_mla_decode_launch(plan->rt->backend, plan->kernels[r.variant].decode,
+                                          plan->kernels[r.variant].reduce, v, &plan->shape.s, &k, (mt_stream)stream));
+}
+
+mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, mlt_choice_info *out) {
+    if (!plan || !out) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_explain: null argument"));
+    memset(out, 0, sizeof *out);
+    mt_dispatch_result r;
+    mt_dispatch_lookup(&plan->table, batch, seq_len_hint, &r);
+    const mt_variant *v = &plan->table.variants[r.variant];
+    snprintf(out->family, sizeof out->family, "%s", v->family->name);
+    mt_variant_format(v, out->variant, sizeof out->variant);
+    if (!r.entry) {
+        out->reason = MLT_CHOICE_HEURISTIC;
+        snprintf(out->source, sizeof out->source, "heuristic");
+        return MLT_OK;
+    }
+    out->reason = r.exact ? MLT_CHOICE_EXACT_KEY : MLT_CHOICE_NEAREST_KEY;
+    out->key_batch = r.entry->batch;
+    out->key_seq_len = r.entry->seq_len;
+    out->distance = r.distance;
+    out->measured_ms = r.entry->median_ms;
+    snprintf(out->source, sizeof out->source, "%s", r.entry->source == MT_FROM_USER_DB ? "user" : "system");
+    return MLT_OK;
+}
+
+mlt_status mlt_device_alloc(mlt_runtime *rt, size_t bytes, void **ptr) {
+    if (!rt || !ptr) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_device_alloc: null argument"));
+    mt_devptr p = 0;
+    mt_status st = mt_backend_mem_alloc(rt->backend, bytes, &p);
+    *ptr = (void *)(uintptr_t)p;
+    return to_public(st);
+}
+
+mlt_status mlt_device_free(mlt_runtime *rt, void *ptr) {
+    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_device_free: runtime is NULL"));
+    return to_public(mt_backend_mem_free(rt->backend, (mt_devptr)(uintptr_t)ptr));
+}
+
+mlt_status mlt_copy_to_device(mlt_runtime *rt, void *dst, const void *src, size_t bytes) {
+    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_copy_to_device: runtime is NULL"));
+    mt_status st = mt_backend_copy_to_device(rt->backend, (mt_devptr)(uintptr_t)dst, src, bytes, NULL);
+    if (st == MT_OK) st = mt_backend_stream_sync(rt->backend, NULL);
+    return to_public(st);
+}
+
+mlt_status mlt_copy_to_host(mlt_runtime *rt, void *dst, const void *src, size_t bytes) {
+    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_copy_to_host: runtime is NULL"));
+    return to_public(mt_backend_copy_to_host(rt->backend, dst, (mt_devptr)(uintptr_t)src, bytes, NULL));
+}
+
+mlt_status mlt_synchronize(mlt_runtime *rt) {
+    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_synchronize: runtime is NULL"));
+    return to_public(mt_backend_synchronize(rt->backend));
+}

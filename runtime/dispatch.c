@@ -1,0 +1,128 @@
+/*
+ * dispatch.c - the choice table and nearest-key lookup (see dispatch.h).
+ */
+#include "dispatch.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/mla_decode.h"
+
+static const int heuristic_splits[] = {1, 2, 4, 8, 16};
+
+void mt_dispatch_heuristic(const mt_problem_key *shape, int batch, int seq_len, int compute_units, mt_variant *out) {
+    mt_variant_default(&mt_family_mla_decode_simt, out);
+    int tile_q = out->values[MT_P_TILE_Q];
+    long tiles = (long)((shape->sq * shape->n_heads + tile_q - 1) / tile_q) * (batch > 0 ? batch : 1);
+    int splits = 1;
+    while (splits < 16 && tiles * splits < 2L * compute_units && seq_len / (splits * 2) >= 256) splits *= 2;
+    out->values[MT_P_NUM_SPLITS] = splits;
+    if (splits == 1) out->values[MT_P_KV_GRANULARITY] = 16;
+}
+
+static int same_shape(const mt_choice *c, const mt_problem_key *k, const char *arch) {
+    return strcmp(c->arch, arch) == 0 && strcmp(c->key.kind, k->kind) == 0 && c->key.s.q_dtype == k->s.q_dtype &&
+           c->key.s.kv_dtype == k->s.kv_dtype && c->key.s.d == k->s.d && c->key.s.dl == k->s.dl &&
+           c->key.s.page_size == k->s.page_size && c->key.n_heads == k->n_heads && c->key.sq == k->sq;
+}
+
+static int add_variant(mt_dispatch_table *t, const mt_variant *v) {
+    for (int i = 0; i < t->n_variants; i++)
+        if (t->variants[i].family == v->family && memcmp(t->variants[i].values, v->values, sizeof v->values) == 0)
+            return i;
+    if (t->n_variants == MT_DISPATCH_MAX_VARIANTS) return -1;
+    t->variants[t->n_variants] = *v;
+    return t->n_variants++;
+}
+
+static int by_key(const void *a, const void *b) {
+    const mt_dispatch_entry *x = a, *y = b;
+    if (x->batch != y->batch) return x->batch - y->batch;
+    return x->seq_len - y->seq_len;
+}
+
+mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
+                            const mt_problem_key *shape, const mt_target *t, int compute_units,
+                            mt_dispatch_table *out) {
+    memset(out, 0, sizeof *out);
+    out->shape = *shape;
+    out->compute_units = compute_units > 0 ? compute_units : 1;
+    out->entries = calloc((size_t)n + 1, sizeof *out->entries);
+    if (!out->entries) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int i = 0; i < n; i++) {
+        const mt_choice *c = &choices[i];
+        if (!same_shape(c, shape, t->arch)) continue;
+        const mt_family *f = mt_family_find(c->family);
+        mt_variant v;
+        if (!f) return mt_fail(MT_ERR_CORRUPT, "tuning entry names unknown kernel family '%s'", c->family);
+        mt_status st = mt_variant_parse(f, c->params, &v);
+        if (st == MT_OK) st = mt_variant_validate(&v, &shape->s, t);
+        if (st != MT_OK)
+            return mt_fail(MT_ERR_CORRUPT, "tuning entry for batch %d, length %d is not usable: %s", c->key.batch,
+                           c->key.seq_len, mt_last_error());
+        int idx = add_variant(out, &v);
+        if (idx < 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "more than %d distinct variants for one problem",
+                                    MT_DISPATCH_MAX_VARIANTS);
+        mt_dispatch_entry *e = &out->entries[out->n_entries++];
+        e->batch = c->key.batch;
+        e->seq_len = c->key.seq_len;
+        e->log_batch = (float)log2(c->key.batch > 0 ? c->key.batch : 1);
+        e->log_len = (float)log2(c->key.seq_len > 0 ? c->key.seq_len : 1);
+        e->variant = idx;
+        e->median_ms = c->median_ms;
+        e->source = sources ? sources[i] : MT_FROM_USER_DB;
+    }
+    qsort(out->entries, (size_t)out->n_entries, sizeof *out->entries, by_key);
+    if (out->n_entries == 0) {
+        out->heuristic = 1;
+        /* the heuristic only ever varies the split count */
+        for (size_t i = 0; i < sizeof heuristic_splits / sizeof heuristic_splits[0]; i++) {
+            mt_variant v;
+            mt_variant_default(&mt_family_mla_decode_simt, &v);
+            v.values[MT_P_NUM_SPLITS] = heuristic_splits[i];
+            if (heuristic_splits[i] == 1) v.values[MT_P_KV_GRANULARITY] = 16;
+            if (mt_variant_validate(&v, &shape->s, t) != MT_OK)
+                return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and the built-in variant does not fit: %s",
+                               mt_last_error());
+            add_variant(out, &v);
+        }
+    }
+    return MT_OK;
+}
+
+void mt_dispatch_free(mt_dispatch_table *table) {
+    free(table->entries);
+    table->entries = NULL;
+    table->n_entries = 0;
+}
+
+void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, mt_dispatch_result *out) {
+    out->exact = 0;
+    out->entry = NULL;
+    out->distance = 0;
+    if (table->heuristic) {
+        mt_variant v;
+        mt_dispatch_heuristic(&table->shape, batch, seq_len, table->compute_units, &v);
+        out->variant = 0;
+        for (int i = 0; i < table->n_variants; i++)
+            if (table->variants[i].values[MT_P_NUM_SPLITS] == v.values[MT_P_NUM_SPLITS]) out->variant = i;
+        return;
+    }
+    float lb = log2f((float)(batch > 0 ? batch : 1)), ll = log2f((float)(seq_len > 0 ? seq_len : 1));
+    const mt_dispatch_entry *best = NULL;
+    float best_d = 0;
+    for (int i = 0; i < table->n_entries; i++) {
+        const mt_dispatch_entry *e = &table->entries[i];
+        if (e->batch == batch && e->seq_len == seq_len) {
+            best = e, best_d = 0;
+            out->exact = 1;
+            break;
+        }
+        float d = fabsf(lb - e->log_batch) + fabsf(ll - e->log_len);
+        if (!best || d < best_d) best = e, best_d = d;
+    }
+    out->entry = best;
+    out->variant = best->variant;
+    out->distance = best_d;
+}

@@ -1,0 +1,160 @@
+/*
+ * mlatune.h - the mla-tune runtime: MLA decode attention that runs, for each
+ * call, the kernel variant a tuning database names for this GPU
+ * architecture and problem shape.
+ *
+ *   mlt_runtime_create     load the vendor runtime (CUDA or HIP) and read
+ *                          the system and user tuning DBs into memory
+ *   mlt_plan_create        describe an MLA decode problem; the plan resolves
+ *                          the variants it may dispatch to and compiles them
+ *                          (memory cache, disk cache, JIT)
+ *   mlt_plan_run           pick the variant for this call's batch and length
+ *                          (no SQLite, no allocation) and launch it
+ *   mlt_plan_explain       which variant a call would run, and why
+ *
+ * Errors: every function returns an mlt_status; mlt_last_error() gives the
+ * calling thread's message for the last failure, naming what is wrong.
+ *
+ * Threads: a runtime and its plans may be used from several threads at once
+ * (plans are immutable once created; runs share no mutable state).  The
+ * calling thread must have the runtime's device current: true for a thread
+ * that has used the CUDA runtime (or PyTorch) on that device; otherwise call
+ * mlt_runtime_bind_thread first.  Creating and destroying plans is
+ * thread-safe too.
+ *
+ * Databases (read once, at mlt_runtime_create):
+ *   user DB:   options.user_db, else $MLA_TUNE_DB, else
+ *              $XDG_DATA_HOME/mla-tune/tuning.db (~/.local/share/...)
+ *   system DB: options.system_db, else $MLA_TUNE_SYSTEM_DB, else the first
+ *              existing file in $MLA_TUNE_SYSTEM_DB_PATH (colon-separated),
+ *              else PREFIX/share/mla-tune/tuning.db
+ * Where both name a variant for the same architecture and key, the user DB
+ * wins.  Missing default files are fine (the built-in heuristic is used, and
+ * the log says so once per plan); a missing file named explicitly, or any
+ * damaged one, is an error.
+ */
+#ifndef MLATUNE_H
+#define MLATUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLT_VERSION_MAJOR 0
+#define MLT_VERSION_MINOR 1
+
+typedef enum mlt_status {
+    MLT_OK = 0,
+    MLT_ERR_INVALID_ARGUMENT,  /* a bad argument: nothing was launched */
+    MLT_ERR_NO_BACKEND,        /* no CUDA / HIP runtime library found */
+    MLT_ERR_NO_DEVICE,         /* the runtime found no (such) GPU */
+    MLT_ERR_COMPILE,           /* a kernel variant failed to compile */
+    MLT_ERR_DATABASE,          /* a tuning DB is unreadable, damaged or too new */
+    MLT_ERR_OUT_OF_MEMORY,
+    MLT_ERR_LAUNCH,            /* the GPU runtime refused a launch */
+    MLT_ERR_IO,                /* the code-object cache folder is unusable */
+    MLT_ERR_INTERNAL
+} mlt_status;
+
+/* A short constant description of a status ("invalid argument"). */
+const char *mlt_status_string(mlt_status s);
+/* The calling thread's message for its most recent failure. */
+const char *mlt_last_error(void);
+
+typedef enum mlt_log_level { MLT_LOG_QUIET = 0, MLT_LOG_WARN = 1, MLT_LOG_INFO = 2 } mlt_log_level;
+
+typedef struct mlt_runtime_options {
+    int device;              /* GPU ordinal (default 0) */
+    const char *user_db;     /* NULL: default (see above) */
+    const char *system_db;   /* NULL: default */
+    const char *cache_dir;   /* NULL: $MLA_TUNE_CACHE_DIR, $XDG_CACHE_HOME/mla-tune, ~/.cache/mla-tune; "" = off */
+    mlt_log_level log_level; /* messages go to stderr (default MLT_LOG_WARN) */
+} mlt_runtime_options;
+
+typedef struct mlt_runtime mlt_runtime;
+
+void mlt_runtime_options_default(mlt_runtime_options *options);
+mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **out);
+void mlt_runtime_destroy(mlt_runtime *rt);
+/* Makes the runtime's device current on the calling thread. */
+mlt_status mlt_runtime_bind_thread(mlt_runtime *rt);
+/* "sm_90", "gfx942", ... */
+const char *mlt_runtime_arch(const mlt_runtime *rt);
+
+/* Device memory helpers, for programs that have no GPU runtime of their
+ * own (engines normally pass their framework's allocations instead).  Copies
+ * are synchronous. */
+mlt_status mlt_device_alloc(mlt_runtime *rt, size_t bytes, void **ptr);
+mlt_status mlt_device_free(mlt_runtime *rt, void *ptr);
+mlt_status mlt_copy_to_device(mlt_runtime *rt, void *dst, const void *src, size_t bytes);
+mlt_status mlt_copy_to_host(mlt_runtime *rt, void *dst, const void *src, size_t bytes);
+mlt_status mlt_synchronize(mlt_runtime *rt);
+
+typedef enum mlt_dtype { MLT_BF16 = 0, MLT_FP16 = 1, MLT_FP8_E4M3 = 2 } mlt_dtype;
+
+/* The static facts of an MLA decode problem (DESIGN.md section 2). */
+typedef struct mlt_decode_problem {
+    int n_heads;            /* 1..128 */
+    int sq;                 /* query tokens per request, 1..8 (causal among them) */
+    int d;                  /* q/k head dim: kv_lora_rank + rope dim (576) */
+    int dl;                 /* latent (value) dim (512) */
+    int page_size;          /* tokens per KV-cache page (1, 16, 64, ...) */
+    mlt_dtype q_dtype;      /* q and out: MLT_BF16 or MLT_FP16 */
+    mlt_dtype kv_dtype;     /* MLT_BF16, MLT_FP16 or MLT_FP8_E4M3 */
+    float softmax_scale;
+    float kv_scale;         /* per-tensor dequantisation scale (1 unless fp8) */
+    int max_batch;          /* largest batch a run will pass: sizes the workspace */
+} mlt_decode_problem;
+
+typedef struct mlt_plan mlt_plan;
+
+mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, mlt_plan **out);
+void mlt_plan_destroy(mlt_plan *plan);
+/* Bytes of device workspace mlt_plan_run needs (0 is possible). */
+size_t mlt_plan_workspace_size(const mlt_plan *plan);
+
+/* One decode call.  All pointers are device pointers; seq_len_hint is the
+ * host-side mean number of keys per request (the dispatcher's input: it
+ * never reads device memory). */
+typedef struct mlt_decode_args {
+    int batch;                   /* 1..max_batch */
+    int seq_len_hint;            /* mean keys per request, >= 0 */
+    int max_blocks_per_seq;      /* block-table columns */
+    const void *q;               /* [batch, sq, n_heads, d] q_dtype */
+    const void *kv_cache;        /* [num_pages, page_size, d] kv_dtype */
+    const int32_t *block_table;  /* [batch, max_blocks_per_seq] */
+    const int32_t *seq_lens;     /* [batch]: keys of each request, new tokens included */
+    void *out;                   /* [batch, sq, n_heads, dl] q_dtype */
+    float *lse;                  /* [batch, sq, n_heads] natural-log LSE */
+    void *workspace;             /* mlt_plan_workspace_size() bytes */
+    size_t workspace_size;
+} mlt_decode_args;
+
+/* stream: a CUstream / hipStream_t, or NULL for the default stream. */
+mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *args, void *stream);
+
+typedef enum mlt_choice_reason {
+    MLT_CHOICE_EXACT_KEY,    /* the DB measured this batch and length */
+    MLT_CHOICE_NEAREST_KEY,  /* the nearest measured key (log-distance on batch and length) */
+    MLT_CHOICE_HEURISTIC     /* no entry for this arch and problem: built-in rule */
+} mlt_choice_reason;
+
+typedef struct mlt_choice_info {
+    mlt_choice_reason reason;
+    char family[40];
+    char variant[200];       /* "tile_q=16,kv_granularity=64,..." */
+    int key_batch, key_seq_len;  /* the key used (exact/nearest) */
+    double distance;         /* |log2(batch/key_batch)| + |log2(len/key_len)| */
+    double measured_ms;      /* the key's measured median, 0 for heuristic */
+    char source[16];         /* "user", "system" or "heuristic" */
+} mlt_choice_info;
+
+mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, mlt_choice_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

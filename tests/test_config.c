@@ -1,0 +1,146 @@
+/*
+ * YAML configs: every shipped space and plan loads and validates; bad files
+ * fail with a message naming the file, line and column, and what is wrong;
+ * the command line refuses them with a non-zero status and writes nothing.
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "tuner/config.h"
+#include "tuner/yaml_tree.h"
+
+static char dir[256];
+
+static const char *write_file(const char *name, const char *text) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void expect_plan_error(const char *name, const char *text, const char *where, const char *what) {
+    const char *path = write_file(name, text);
+    mt_plan p;
+    mt_status st = mt_load_plan(path, &p);
+    CHECK_MSG(st != MT_OK, "%s loaded", name);
+    CHECK_MSG(strstr(mt_last_error(), path) && strstr(mt_last_error(), where) && strstr(mt_last_error(), what),
+              "%s: message '%s' lacks '%s' / '%s'", name, mt_last_error(), where, what);
+}
+
+static void expect_space_error(const char *name, const char *text, const char *where, const char *what) {
+    const char *path = write_file(name, text);
+    mt_space_config sc;
+    mt_status st = mt_load_space(path, &sc);
+    CHECK_MSG(st != MT_OK, "%s loaded", name);
+    CHECK_MSG(strstr(mt_last_error(), path) && strstr(mt_last_error(), where) && strstr(mt_last_error(), what),
+              "%s: message '%s' lacks '%s' / '%s'", name, mt_last_error(), where, what);
+}
+
+static const char *good_plan =
+    "name: t\n"
+    "problems:\n"
+    "  - kind: mla_decode\n"
+    "    heads: [8, 16]\n"
+    "    sq: [1, 2]\n"
+    "    kv_dtype: [bf16, fp8e4m3]\n"
+    "    batch: [1, 32]\n"
+    "    seq_len: 4096\n"
+    "timing: {warmup: 2, reps: 10}\n"
+    "search: {strategy: halving, budget: 16, keep_percent: 50, seed: 3}\n";
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/mla-tune-test-config-XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+
+    /* the shipped configs */
+    const char *spaces[] = {"spaces/sm_90.yaml", "spaces/gfx942.yaml", "spaces/gfx950.yaml"};
+    for (int i = 0; i < 3; i++) {
+        char path[1024];
+        mt_space_config sc;
+        CHECK_OK(mt_config_file(spaces[i], path, sizeof path));
+        CHECK_OK(mt_load_space(path, &sc));
+        CHECK(sc.n_spaces == 1);
+    }
+    const char *plans[] = {"plans/quick.yaml", "plans/deepseek-v3-tp8.yaml", "plans/deepseek-v3-tp1.yaml",
+                           "plans/kimi-k2-tp8.yaml"};
+    for (int i = 0; i < 4; i++) {
+        char path[1024];
+        mt_plan p;
+        CHECK_OK(mt_config_file(plans[i], path, sizeof path));
+        CHECK_OK(mt_load_plan(path, &p));
+        CHECK(p.n_keys > 0);
+        mt_plan_free(&p);
+    }
+
+    /* a good plan expands to the product of its lists */
+    mt_plan p;
+    CHECK_OK(mt_load_plan(write_file("good.yaml", good_plan), &p));
+    CHECK(p.n_keys == 2 * 2 * 2 * 2 * 1);
+    CHECK(p.warmup == 2 && p.reps == 10 && p.strategy == MT_SEARCH_HALVING && p.budget == 16 && p.keep == 0.5);
+    CHECK(p.keys[0].s.d == 576 && p.keys[0].s.page_size == 64 && p.keys[0].s.q_dtype == MT_BF16);
+    mt_plan_free(&p);
+
+    /* bad plans: each names file:line:column and the problem */
+    expect_plan_error("empty.yaml", "", "empty.yaml", "empty YAML document");
+    expect_plan_error("comment.yaml", "# nothing here\n", "comment.yaml", "empty YAML document");
+    expect_plan_error("malformed.yaml", "name: t\nproblems: [\n  - kind: x\n", ":", "malformed YAML");
+    expect_plan_error("tabs.yaml", "name: t\n\tproblems: 1\n", ":2:", "malformed YAML");
+    expect_plan_error("unknown.yaml", "name: t\nproblemz: []\n", ":2:1:", "unknown key 'problemz'");
+    expect_plan_error("heads.yaml",
+                      "name: t\nproblems:\n  - heads: 129\n    batch: 1\n    seq_len: 1\n", ":3:12:",
+                      "heads: 129 is out of range [1, 128]");
+    expect_plan_error("sq.yaml", "name: t\nproblems:\n  - heads: 16\n    sq: [1, 9]\n    batch: 1\n    seq_len: 1\n",
+                      ":4:13:", "sq: 9 is out of range");
+    expect_plan_error("page.yaml",
+                      "name: t\nproblems:\n  - heads: 16\n    page_size: [48]\n    batch: 1\n    seq_len: 1\n",
+                      ":4:17:", "not a power of two");
+    expect_plan_error("dtype.yaml",
+                      "name: t\nproblems:\n  - heads: 16\n    q_dtype: fp8e4m3\n    batch: 1\n    seq_len: 1\n",
+                      ":4:14:", "fp8 is supported for KV only");
+    expect_plan_error("int.yaml", "name: t\nproblems:\n  - heads: sixteen\n    batch: 1\n    seq_len: 1\n", ":3:12:",
+                      "'sixteen' is not an integer");
+    expect_plan_error("missing.yaml", "name: t\nproblems:\n  - heads: 16\n    batch: 1\n", ":3:5:", "lacks 'seq_len'");
+    expect_plan_error("strategy.yaml", "name: t\nproblems:\n  - {heads: 1, batch: 1, seq_len: 1}\nsearch: {strategy: best}\n",
+                      ":4:20:", "strategy: expected exhaustive, random or halving");
+    expect_plan_error("alias.yaml", "name: &n t\nproblems: []\n", ":1:7:", "anchors are not accepted");
+    expect_plan_error("twice.yaml", "name: t\nname: u\nproblems: []\n", ":2:1:", "given twice");
+    expect_plan_error("open.yaml", "x: [", ":", "malformed YAML");
+
+    /* bad spaces */
+    expect_space_error("s_arch.yaml", "arch: sm_91\nfamilies: {mla_decode_simt: {}}\n", ":1:7:", "unknown architecture");
+    expect_space_error("s_family.yaml", "arch: sm_90\nfamilies:\n  mla_fast: {}\n", ":3:3:", "unknown kernel family");
+    expect_space_error("s_param.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt: {tile_k: [1]}\n", ":3:21:",
+                       "unknown key 'tile_k'");
+    expect_space_error("s_value.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: [16, 12]\n", ":4:18:",
+                       "tile_q=12 is not a value mla_decode_simt supports");
+    expect_space_error("s_empty.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: []\n", ":4:13:",
+                       "empty list");
+
+    /* the command line: bad plan, non-zero exit, no database written */
+    const char *bin = getenv("MLA_TUNE_BIN");
+    if (bin) {
+        char cmd[2048], db[512];
+        snprintf(db, sizeof db, "%s/never.db", dir);
+        snprintf(cmd, sizeof cmd, "'%s' sweep --config '%s/heads.yaml' --db '%s' --fake-device '' >/dev/null 2>&1", bin,
+                 dir, db);
+        int status = system(cmd);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+        CHECK(access(db, F_OK) != 0);
+        snprintf(cmd, sizeof cmd, "'%s' sweep --config '%s/good.yaml' --dry-run --arch gfx942 2>&1", bin, dir);
+        FILE *out = popen(cmd, "r");
+        char text[8192] = "";
+        size_t n = fread(text, 1, sizeof text - 1, out);
+        text[n] = '\0';
+        status = pclose(out);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(text, "16 keys"), "%s", text);
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_config");
+}

@@ -1,0 +1,172 @@
+/*
+ * The sweep's own logic against the fake device (the worker's --fake mode:
+ * real worker processes, real crashes and hangs, simulated GPU times):
+ *   - a variant that crashes its worker is recorded as launch-failed, one
+ *     that hangs as timeout, wrong results as wrong-result, and the sweep
+ *     finishes with every other variant measured;
+ *   - a second run resumes: nothing re-measured; --force re-measures;
+ *   - a sweep killed with SIGKILL part-way and started again ends with every
+ *     job measured exactly once;
+ *   - --devices all spreads keys over several workers; --shard i/n splits
+ *     the plan and merge joins the parts;
+ *   - --dry-run works on every shipped plan without a GPU.
+ * The real GPU path is exercised by the GPU suite and the device scripts.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static char dir[256];
+static const char *bin;
+
+static int run(const char *args, char *out, size_t out_size) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, bin, args);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, out_size - 1, p) : 0;
+    out[n] = '\0';
+    int status = p ? pclose(p) : -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int count(const char *db, const char *sql) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, db);
+    sqlite3 *h = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+            n = sqlite3_column_int(s, 0);
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(h);
+    return n;
+}
+
+static void write_file(const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+#define FAULTS "crash:tile_q=32,hang:tile_q=4+num_splits=16,wrong:tile_q=8+num_splits=2"
+
+int main(void) {
+    bin = getenv("MLA_TUNE_BIN");
+    if (!bin) {
+        printf("SKIP: MLA_TUNE_BIN not set\n");
+        return CHECK_SKIP_CODE;
+    }
+    snprintf(dir, sizeof dir, "/tmp/mla-tune-test-sweep-XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    char out[65536];
+    /* a small space (15 points: 3 tile_q x (1 + 2 x 2) split/granularity) and 2 keys */
+    char spaces[600];
+    snprintf(spaces, sizeof spaces, "mkdir -p '%s/spaces'", dir);
+    CHECK(system(spaces) == 0);
+    write_file("spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: [4, 8, 32]\n"
+                                    "    num_splits: [1, 2, 16]\n    kv_granularity: [16, 64]\n"
+                                    "    block_threads: [256]\n    kv_chunk: [32]\n");
+    write_file("plan.yaml", "name: small\nspaces: spaces\nproblems:\n  - heads: 16\n    batch: [1, 2]\n"
+                            "    seq_len: 1024\ntiming: {warmup: 1, reps: 5}\n");
+    /* 15 points per key, plus the family default (tile_q=16, outside this
+     * space) which every sweep measures for the gain figure: 16 jobs a key.
+     * Per key: tile_q=32 crashes (5), tile_q=4+splits=16 hangs (2),
+     * tile_q=8+splits=2 is wrong (2), the other 7 are ok. */
+    int rc = run("sweep --config plan.yaml --db a.db --fake-device '" FAULTS "' --job-timeout 1", out, sizeof out);
+    CHECK_MSG(rc == 0, "sweep exit %d:\n%s", rc, out);
+    CHECK_MSG(count("a.db", "SELECT count(*) FROM measurements") == 32, "%d rows\n%s",
+              count("a.db", "SELECT count(*) FROM measurements"), out);
+    CHECK(count("a.db", "SELECT count(*) FROM measurements WHERE status = 'launch-failed'") == 10);
+    CHECK(count("a.db", "SELECT count(*) FROM measurements WHERE status = 'launch-failed' AND error LIKE '%signal 11%'") == 10);
+    CHECK(count("a.db", "SELECT count(*) FROM measurements WHERE status = 'timeout'") == 4);
+    CHECK(count("a.db", "SELECT count(*) FROM measurements WHERE status = 'wrong-result'") == 4);
+    CHECK(count("a.db", "SELECT count(*) FROM measurements WHERE status = 'ok'") == 14);
+    CHECK(count("a.db", "SELECT count(DISTINCT problem_id || '/' || variant_id) FROM measurements") == 32);
+    /* the fake landscape's best point here is tile_q=8 with 16 splits (8
+     * splits is not in this space; tile_q=8 with 2 splits is wrong) */
+    CHECK(count("a.db", "SELECT count(*) FROM choices c JOIN variants v ON v.id = c.variant_id "
+                        "WHERE v.params LIKE 'tile_q=8,%num_splits=16%'") == 2);
+    CHECK_MSG(strstr(out, "32 measured, 0 skipped") != NULL, "%s", out);
+    CHECK(strstr(out, "gain") != NULL);
+
+    /* resume: everything is there, nothing is measured again */
+    rc = run("sweep --config plan.yaml --db a.db --fake-device '" FAULTS "' --job-timeout 1", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "0 measured, 32 skipped"));
+    CHECK(count("a.db", "SELECT count(*) FROM measurements") == 32);
+    /* --force re-measures every job */
+    rc = run("sweep --config plan.yaml --db a.db --fake-device 'crash:tile_q=32' --force", out, sizeof out);
+    CHECK(rc == 0 && count("a.db", "SELECT count(*) FROM measurements") == 64);
+
+    /* SIGKILL part-way, then resume: each job exactly once */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' sweep --config plan.yaml --db b.db --fake-device 'sleep:ms=60' "
+                              ">/dev/null 2>&1", dir, bin);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    usleep(900 * 1000);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    int before = count("b.db", "SELECT count(*) FROM measurements");
+    CHECK_MSG(before > 0 && before < 32, "%d rows before the kill", before);
+    rc = run("sweep --config plan.yaml --db b.db --fake-device 'sleep:ms=1'", out, sizeof out);
+    CHECK(rc == 0);
+    CHECK_MSG(count("b.db", "SELECT count(*) FROM measurements") == 32, "%d rows after resume",
+              count("b.db", "SELECT count(*) FROM measurements"));
+    CHECK(count("b.db", "SELECT count(DISTINCT problem_id || '/' || variant_id) FROM measurements") == 32);
+    printf("killed after %d of 32 jobs; resume measured the other %d\n", before, 32 - before);
+
+    /* several workers; shards and merge */
+    rc = run("sweep --config plan.yaml --db c.db --fake-device '' --devices all", out, sizeof out);
+    CHECK_MSG(rc == 0 && count("c.db", "SELECT count(*) FROM measurements") == 32, "%s", out);
+    CHECK(strstr(out, "on 4 GPU(s)") != NULL);
+    rc = run("sweep --config plan.yaml --db s0.db --fake-device '' --shard 0/2", out, sizeof out);
+    CHECK(rc == 0 && count("s0.db", "SELECT count(*) FROM measurements") == 16);
+    rc = run("sweep --config plan.yaml --db s1.db --fake-device '' --shard 1/2", out, sizeof out);
+    CHECK(rc == 0 && count("s1.db", "SELECT count(*) FROM measurements") == 16);
+    rc = run("merge s0.db s1.db -o merged.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && count("merged.db", "SELECT count(*) FROM measurements") == 32, "%s", out);
+    CHECK(count("merged.db", "SELECT count(*) FROM choices") == 2);
+    rc = run("merge s0.db s1.db -o merged.db", out, sizeof out);  /* never overwrites */
+    CHECK(rc == 1 && strstr(out, "already exists"));
+    CHECK(run("sweep --config plan.yaml --db x.db --fake-device '' --shard 2/2", out, sizeof out) == 2);
+    CHECK(run("sweep --config plan.yaml --db x.db --fake-device '' --devices 0,7", out, sizeof out) == 2);
+    CHECK(strstr(out, "device 7 does not exist") != NULL);
+
+    /* dry runs of the shipped plans, for each architecture */
+    const char *plans[] = {"quick", "deepseek-v3-tp8", "deepseek-v3-tp1", "kimi-k2-tp8"};
+    const char *archs[] = {"sm_90", "gfx942", "gfx950"};
+    for (int i = 0; i < 4; i++)
+        for (int a = 0; a < 3; a++) {
+            char args[1024];
+            snprintf(args, sizeof args, "sweep --config '%s/plans/%s.yaml' --dry-run --arch %s", MT_CONFIG_DIR, plans[i],
+                     archs[a]);
+            rc = run(args, out, sizeof out);
+            CHECK_MSG(rc == 0 && strstr(out, "distinct compiles"), "%s %s: %s", plans[i], archs[a], out);
+        }
+    /* no GPU and no fake: a plain message, non-zero */
+    snprintf(cmd, sizeof cmd, "cd '%s' && MLA_TUNE_CUDA_DRIVER=/nonexistent MLA_TUNE_HIP_RUNTIME=/nonexistent '%s' "
+                              "sweep --config plan.yaml --db nogpu.db 2>&1", dir, bin);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    status = pclose(p);
+    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "no GPU"), "%s", out);
+    CHECK(count("nogpu.db", "SELECT 1") == -1 || count("nogpu.db", "SELECT count(*) FROM measurements") <= 0);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_sweep");
+}

@@ -1,0 +1,233 @@
+/*
+ * cmd_db.c - the database commands: show, export, import, merge.
+ *
+ *   mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json]
+ *   mla-tune export --arch ARCH -o FILE [--db FILE]
+ *   mla-tune import FILE [--db FILE]
+ *   mla-tune merge A B -o C
+ *
+ * Files that are read are never written; a file that is to be created by
+ * export or merge must not exist yet, and is removed again if anything
+ * fails, so a failed command leaves nothing behind.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "db/db.h"
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+int cmd_show(int argc, char **argv) {
+    const char *user = NULL, *sys = NULL, *arch = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json]\n\n"
+                   "Prints the chosen variant per (architecture, problem key): the user DB over the system DB.\n");
+            return 0;
+        } else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--system-db") == 0) sys = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
+        else {
+            mt_cli_error("show: unexpected argument '%s'", argv[i]);
+            return 2;
+        }
+    }
+    char user_default[1024], sys_default[1024];
+    mt_db_default_paths(user_default, sizeof user_default, sys_default, sizeof sys_default);
+    const char *u = user ? user : user_default, *s = sys ? sys : sys_default;
+    if (!user && !sys && access(u, F_OK) != 0 && access(s, F_OK) != 0) {
+        mt_cli_error("show: no tuning database: neither %s nor %s exists (give --db FILE)", u, s);
+        return 1;
+    }
+    mt_choice *c = NULL;
+    mt_choice_source *src = NULL;
+    int n = 0;
+    if (mt_db_load_overlay(u, user != NULL, s, sys != NULL, arch, &c, &src, &n) != MT_OK) {
+        mt_cli_error("show: %s", mt_last_error());
+        return 1;
+    }
+    if (json) {
+        printf("[");
+        for (int i = 0; i < n; i++) {
+            printf("%s\n  {\"arch\": ", i ? "," : "");
+            json_string(c[i].arch);
+            printf(", \"kind\": ");
+            json_string(c[i].key.kind);
+            printf(", \"q_dtype\": \"%s\", \"kv_dtype\": \"%s\", \"heads\": %d, \"sq\": %d, \"d\": %d, \"dl\": %d, "
+                   "\"page_size\": %d, \"batch\": %d, \"seq_len\": %d, \"family\": ",
+                   mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype), c[i].key.n_heads,
+                   c[i].key.sq, c[i].key.s.d, c[i].key.s.dl, c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len);
+            json_string(c[i].family);
+            printf(", \"params\": ");
+            json_string(c[i].params);
+            printf(", \"median_ms\": %.6f, \"default_ms\": %.6f, \"reason\": ", c[i].median_ms, c[i].default_ms);
+            json_string(c[i].reason);
+            printf(", \"source\": \"%s\"}", src[i] == MT_FROM_USER_DB ? "user" : "system");
+        }
+        printf("%s]\n", n ? "\n" : "");
+    } else {
+        printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-13s %10s %7s  %s\n", "source", "arch", "heads", "Sq", "page",
+               "batch", "len", "q/kv", "ms", "gain", "variant (reason)");
+        for (int i = 0; i < n; i++) {
+            char dt[32], gain[16] = "-";
+            snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype));
+            if (c[i].default_ms > 0) snprintf(gain, sizeof gain, "%.2fx", c[i].default_ms / c[i].median_ms);
+            printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-13s %10.4f %7s  %s:%s (%s)\n",
+                   src[i] == MT_FROM_USER_DB ? "user" : "system", c[i].arch, c[i].key.n_heads, c[i].key.sq,
+                   c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len, dt, c[i].median_ms, gain, c[i].family,
+                   c[i].params, c[i].reason);
+        }
+        printf("%d choices (user DB %s, system DB %s)\n", n, u, s);
+    }
+    free(c);
+    free(src);
+    return 0;
+}
+
+/* Copies `arch` (NULL = all) of each source into `out`, which must not
+ * exist; removes `out` again on failure. */
+static int copy_to_new(const char *const *sources, int n_sources, const char *arch, const char *out, const char *cmd) {
+    if (access(out, F_OK) == 0) {
+        mt_cli_error("%s: %s already exists; choose a new file (or use import to add to a database)", cmd, out);
+        return 1;
+    }
+    mt_db *src[8] = {0};
+    for (int i = 0; i < n_sources; i++)
+        if (mt_db_open(sources[i], MT_DB_READ, &src[i]) != MT_OK) {
+            mt_cli_error("%s: %s", cmd, mt_last_error());
+            for (int j = 0; j < i; j++) mt_db_close(src[j]);
+            return 1;
+        }
+    mt_db *dst = NULL;
+    int rc = 0, total = 0;
+    if (mt_db_open(out, MT_DB_WRITE, &dst) != MT_OK) {
+        mt_cli_error("%s: %s", cmd, mt_last_error());
+        rc = 1;
+    }
+    for (int i = 0; i < n_sources && rc == 0; i++) {
+        int copied = 0;
+        if (mt_db_copy_into(src[i], dst, arch, &copied) != MT_OK) {
+            mt_cli_error("%s: %s", cmd, mt_last_error());
+            rc = 1;
+        }
+        printf("%s: %d measurements from %s\n", cmd, copied, sources[i]);
+        total += copied;
+    }
+    mt_db_close(dst);
+    for (int i = 0; i < n_sources; i++) mt_db_close(src[i]);
+    if (rc != 0) {
+        char path[1100];
+        unlink(out);
+        snprintf(path, sizeof path, "%s-wal", out);
+        unlink(path);
+        snprintf(path, sizeof path, "%s-shm", out);
+        unlink(path);
+    } else {
+        printf("%s: wrote %s (%d measurements%s%s)\n", cmd, out, total, arch ? " for " : "", arch ? arch : "");
+    }
+    return rc;
+}
+
+int cmd_export(int argc, char **argv) {
+    const char *arch = NULL, *out = NULL, *user = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: mla-tune export --arch ARCH -o FILE [--db FILE]\n\n"
+                   "Writes a new database holding what the user DB measured on ARCH, ready to ship.\n");
+            return 0;
+        } else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-o") == 0) out = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
+        else {
+            mt_cli_error("export: unexpected argument '%s'", argv[i]);
+            return 2;
+        }
+    }
+    if (!arch || !out) {
+        mt_cli_error("export: --arch and -o are required");
+        return 2;
+    }
+    mt_target t;
+    if (mt_target_for_arch(arch, &t) != MT_OK) {
+        mt_cli_error("export: %s", mt_last_error());
+        return 2;
+    }
+    char user_default[1024];
+    mt_db_default_paths(user_default, sizeof user_default, NULL, 0);
+    const char *src = user ? user : user_default;
+    return copy_to_new(&src, 1, arch, out, "export");
+}
+
+int cmd_import(int argc, char **argv) {
+    const char *file = NULL, *user = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: mla-tune import FILE [--db FILE]\n\n"
+                   "Adds FILE's measurements to the user DB (no duplicates; choices recomputed).\n");
+            return 0;
+        } else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
+        else if (!file && argv[i][0] != '-') file = argv[i];
+        else {
+            mt_cli_error("import: unexpected argument '%s'", argv[i]);
+            return 2;
+        }
+    }
+    if (!file) {
+        mt_cli_error("import: which file?");
+        return 2;
+    }
+    char user_default[1024];
+    mt_db_default_paths(user_default, sizeof user_default, NULL, 0);
+    const char *dst_path = user ? user : user_default;
+    mt_db *src = NULL, *dst = NULL;
+    if (mt_db_open(file, MT_DB_READ, &src) != MT_OK) {
+        mt_cli_error("import: %s", mt_last_error());
+        return 1;
+    }
+    int copied = 0, rc = 0;
+    if (mt_db_open(dst_path, MT_DB_WRITE, &dst) != MT_OK || mt_db_copy_into(src, dst, NULL, &copied) != MT_OK) {
+        mt_cli_error("import: %s", mt_last_error());
+        rc = 1;
+    } else {
+        printf("import: %d new measurements from %s into %s\n", copied, file, dst_path);
+    }
+    mt_db_close(src);
+    mt_db_close(dst);
+    return rc;
+}
+
+int cmd_merge(int argc, char **argv) {
+    const char *in[2] = {NULL, NULL}, *out = NULL;
+    int n_in = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: mla-tune merge A B -o C\n\n"
+                   "Writes a new database C with every measurement of A and B, each once, provenance kept.\n");
+            return 0;
+        } else if (i + 1 < argc && strcmp(argv[i], "-o") == 0) out = argv[++i];
+        else if (n_in < 2 && argv[i][0] != '-') in[n_in++] = argv[i];
+        else {
+            mt_cli_error("merge: unexpected argument '%s'", argv[i]);
+            return 2;
+        }
+    }
+    if (n_in != 2 || !out) {
+        mt_cli_error("merge: usage: mla-tune merge A B -o C");
+        return 2;
+    }
+    return copy_to_new(in, 2, NULL, out, "merge");
+}

@@ -1,0 +1,128 @@
+/*
+ * cmd_lookup.c - `mla-tune lookup`: what the runtime would run for a
+ * problem, and why (exact key, nearest key with its distance, or the
+ * built-in heuristic).  Reads the same databases as the runtime, through the
+ * same dispatcher; needs no GPU when --arch is given.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "runtime/dispatch.h"
+
+static void usage(FILE *to) {
+    fprintf(to, "usage: mla-tune lookup --heads N --batch B --seq-len L [options]\n\n"
+                "  --arch ARCH        target (default: the local GPU's)\n"
+                "  --sq N             query tokens per request (default 1)\n"
+                "  --q-dtype T        bf16|fp16 (default bf16)\n"
+                "  --kv-dtype T       bf16|fp16|fp8e4m3 (default bf16)\n"
+                "  --page-size N      (default 64)\n"
+                "  --d N, --dl N      (default 576, 512)\n"
+                "  --cus N            compute units for the heuristic (default: the device's, or 132)\n"
+                "  --db FILE, --system-db FILE   as the runtime (default paths otherwise)\n");
+}
+
+int cmd_lookup(int argc, char **argv) {
+    mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
+    const char *arch = NULL, *user = NULL, *sys = NULL;
+    int batch = 0, len = -1, cus = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v) {
+            mt_cli_error("lookup: %s needs a value", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--arch") == 0) arch = v;
+        else if (strcmp(a, "--db") == 0) user = v;
+        else if (strcmp(a, "--system-db") == 0) sys = v;
+        else if (strcmp(a, "--q-dtype") == 0 || strcmp(a, "--kv-dtype") == 0) {
+            if (mt_dtype_parse(v, a[2] == 'q' ? &k.s.q_dtype : &k.s.kv_dtype) != MT_OK) {
+                mt_cli_error("lookup: %s", mt_last_error());
+                return 2;
+            }
+        } else {
+            char *end = NULL;
+            long n = strtol(v, &end, 10);
+            if (!end || *end || n < 0 || n > 10000000) {
+                mt_cli_error("lookup: %s wants a non-negative integer, got '%s'", a, v);
+                return 2;
+            }
+            if (strcmp(a, "--heads") == 0) k.n_heads = (int)n;
+            else if (strcmp(a, "--sq") == 0) k.sq = (int)n;
+            else if (strcmp(a, "--batch") == 0) batch = (int)n;
+            else if (strcmp(a, "--seq-len") == 0) len = (int)n;
+            else if (strcmp(a, "--page-size") == 0) k.s.page_size = (int)n;
+            else if (strcmp(a, "--d") == 0) k.s.d = (int)n;
+            else if (strcmp(a, "--dl") == 0) k.s.dl = (int)n;
+            else if (strcmp(a, "--cus") == 0) cus = (int)n;
+            else {
+                mt_cli_error("lookup: unknown option '%s'", a);
+                usage(stderr);
+                return 2;
+            }
+        }
+    }
+    if (k.n_heads < 1 || k.n_heads > 128 || k.sq < 1 || k.sq > 8 || batch < 1 || len < 0) {
+        mt_cli_error("lookup: --heads (1..128), --batch (>= 1) and --seq-len (>= 0) are required; --sq is 1..8");
+        return 2;
+    }
+    mt_target t;
+    mt_device_info info = {0};
+    if (!arch) {
+        mt_backend *b = NULL;
+        if (mt_backend_discover(&b) != MT_OK || mt_backend_device_info(b, 0, &info) != MT_OK) {
+            mt_cli_error("lookup: give --arch (no GPU to ask: %s)", mt_last_error());
+            mt_backend_close(b);
+            return 1;
+        }
+        mt_backend_close(b);
+        arch = info.arch;
+        snprintf(t.arch, sizeof t.arch, "%s", info.arch);
+        t.warp_size = info.warp_size;
+        t.shared_max = info.shared_per_group_max;
+        if (!cus) cus = info.compute_units;
+    } else if (mt_target_for_arch(arch, &t) != MT_OK) {
+        mt_cli_error("lookup: %s", mt_last_error());
+        return 2;
+    }
+    if (!cus) cus = 132;
+    char user_default[1024], sys_default[1024];
+    mt_db_default_paths(user_default, sizeof user_default, sys_default, sizeof sys_default);
+    mt_choice *choices = NULL;
+    mt_choice_source *sources = NULL;
+    int n = 0;
+    mt_dispatch_table table;
+    if (mt_db_load_overlay(user ? user : user_default, user != NULL, sys ? sys : sys_default, sys != NULL, t.arch,
+                           &choices, &sources, &n) != MT_OK ||
+        mt_dispatch_build(choices, sources, n, &k, &t, cus, &table) != MT_OK) {
+        mt_cli_error("lookup: %s", mt_last_error());
+        free(choices);
+        free(sources);
+        return 1;
+    }
+    mt_dispatch_result r;
+    mt_dispatch_lookup(&table, batch, len, &r);
+    char name[256];
+    mt_variant_format(&table.variants[r.variant], name, sizeof name);
+    printf("%s N=%d Sq=%d D=%d/%d page=%d %s/%s batch=%d seq_len=%d\n", t.arch, k.n_heads, k.sq, k.s.d, k.s.dl,
+           k.s.page_size, mt_dtype_name(k.s.q_dtype), mt_dtype_name(k.s.kv_dtype), batch, len);
+    printf("  runs   %s:%s\n", table.variants[r.variant].family->name, name);
+    if (!r.entry)
+        printf("  why    heuristic: no tuning entry for this arch, dtypes, head count and Sq "
+               "(%d entries read for %s; split count chosen for %d compute units)\n", n, t.arch, cus);
+    else
+        printf("  why    %s key (batch=%d, seq_len=%d, distance %.2f) from the %s DB, measured %.4f ms\n",
+               r.exact ? "exact" : "nearest", r.entry->batch, r.entry->seq_len, r.distance,
+               r.entry->source == MT_FROM_USER_DB ? "user" : "system", r.entry->median_ms);
+    mt_dispatch_free(&table);
+    free(choices);
+    free(sources);
+    return 0;
+}

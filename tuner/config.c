@@ -1,0 +1,282 @@
+/*
+ * config.c - loading and validating search spaces and sweep plans (see
+ * config.h and configs/README.md).
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "yaml_tree.h"
+
+mt_status mt_load_space(const char *path, mt_space_config *out) {
+    memset(out, 0, sizeof *out);
+    yt_node *root = NULL;
+    mt_status st = yt_parse_file(path, &root);
+    if (st != MT_OK) return st;
+    static const char *const top_keys[] = {"arch", "families", NULL};
+    if ((st = yt_check_keys(path, root, top_keys)) != MT_OK) goto out;
+    const yt_node *arch = yt_get(root, "arch"), *families = yt_get(root, "families");
+    if (!arch || arch->kind != YT_SCALAR) {
+        st = yt_error(path, arch ? arch : root, "'arch' (a name such as sm_90 or gfx942) is required");
+        goto out;
+    }
+    mt_target t;
+    if (mt_target_for_arch(arch->scalar, &t) != MT_OK) {
+        st = yt_error(path, arch, "%s", mt_last_error());
+        goto out;
+    }
+    snprintf(out->arch, sizeof out->arch, "%s", arch->scalar);
+    if (!families || families->kind != YT_MAPPING || families->n_items == 0) {
+        st = yt_error(path, families ? families : root, "'families' must map family names to parameter lists");
+        goto out;
+    }
+    for (int i = 0; i + 1 < families->n_items; i += 2) {
+        const yt_node *name = families->items[i], *params = families->items[i + 1];
+        const mt_family *f = name->kind == YT_SCALAR ? mt_family_find(name->scalar) : NULL;
+        if (!f) {
+            st = yt_error(path, name, "unknown kernel family '%s'", name->kind == YT_SCALAR ? name->scalar : "?");
+            goto out;
+        }
+        if (out->n_spaces == MT_MAX_FAMILIES) {
+            st = yt_error(path, name, "too many families");
+            goto out;
+        }
+        const char *known[MT_MAX_PARAMS + 1] = {0};
+        for (int p = 0; p < f->n_params; p++) known[p] = f->params[p].name;
+        if ((st = yt_check_keys(path, params, known)) != MT_OK) goto out;
+        mt_space *sp = &out->spaces[out->n_spaces++];
+        mt_space_full(f, sp);  /* a parameter not listed keeps all its values */
+        for (int p = 0; p < f->n_params; p++) {
+            const yt_node *list = yt_get(params, f->params[p].name);
+            if (!list) continue;
+            int count = 0;
+            if ((st = yt_int_list(path, list, f->params[p].name, -1000000, 1000000, sp->values[p], MT_MAX_VALUES,
+                                  &count)) != MT_OK)
+                goto out;
+            sp->n_values[p] = count;
+            for (int k = 0; k < count; k++) {
+                int allowed = 0;
+                for (int a = 0; a < f->params[p].n_values; a++) allowed |= f->params[p].values[a] == sp->values[p][k];
+                if (!allowed) {
+                    const yt_node *at = list->kind == YT_SEQUENCE ? list->items[k] : list;
+                    char values[200] = "";
+                    for (int a = 0; a < f->params[p].n_values; a++)
+                        snprintf(values + strlen(values), sizeof values - strlen(values), "%s%d", a ? ", " : "",
+                                 f->params[p].values[a]);
+                    st = yt_error(path, at, "%s=%d is not a value %s supports (allowed: %s)", f->params[p].name,
+                                  sp->values[p][k], f->name, values);
+                    goto out;
+                }
+            }
+        }
+    }
+out:
+    yt_free(root);
+    return st;
+}
+
+const char *mt_search_strategy_name(mt_search_strategy s) {
+    return s == MT_SEARCH_RANDOM ? "random" : s == MT_SEARCH_HALVING ? "halving" : "exhaustive";
+}
+
+void mt_plan_free(mt_plan *p) {
+    free(p->keys);
+    p->keys = NULL;
+    p->n_keys = 0;
+}
+
+static mt_status dtype_list(const char *path, const yt_node *n, const char *what, mt_dtype *out, int *count,
+                            int allow_fp8) {
+    *count = 0;
+    const yt_node *one[1] = {n};
+    const yt_node *const *items = one;
+    int n_items = 1;
+    if (n && n->kind == YT_SEQUENCE) items = (const yt_node *const *)n->items, n_items = n->n_items;
+    if (!n || n_items == 0 || n_items > 3) return yt_error(path, n, "%s: expected a dtype or a list of 1 to 3", what);
+    for (int i = 0; i < n_items; i++) {
+        if (items[i]->kind != YT_SCALAR) return yt_error(path, items[i], "%s: expected a dtype name", what);
+        mt_dtype t;
+        if (mt_dtype_parse(items[i]->scalar, &t) != MT_OK) return yt_error(path, items[i], "%s: %s", what, mt_last_error());
+        if (t == MT_FP8_E4M3 && !allow_fp8) return yt_error(path, items[i], "%s: fp8 is supported for KV only", what);
+        out[(*count)++] = t;
+    }
+    return MT_OK;
+}
+
+static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p) {
+    if (!list || list->kind != YT_SEQUENCE || list->n_items == 0)
+        return yt_error(path, list, "'problems' must be a non-empty list");
+    static const char *const keys[] = {"kind", "heads", "sq", "d", "dl", "page_size", "q_dtype", "kv_dtype", "batch",
+                                       "seq_len", NULL};
+    for (int e = 0; e < list->n_items; e++) {
+        const yt_node *m = list->items[e];
+        mt_status st = yt_check_keys(path, m, keys);
+        if (st != MT_OK) return st;
+        const yt_node *kind = yt_get(m, "kind");
+        if (kind && (kind->kind != YT_SCALAR || strcmp(kind->scalar, "mla_decode") != 0))
+            return yt_error(path, kind, "kind: only 'mla_decode' is supported");
+        for (const char *const *req = (const char *const[]){"heads", "batch", "seq_len", NULL}; *req; req++)
+            if (!yt_get(m, *req)) return yt_error(path, m, "problem entry lacks '%s'", *req);
+        int heads[16], sqs[8], pages[4], batches[16], lens[16], n_heads, n_sq = 1, n_pages = 1, n_batch, n_len;
+        long d = 576, dl = 512;
+        mt_dtype qt[3] = {MT_BF16}, kvt[3] = {MT_BF16};
+        int n_qt = 1, n_kvt = 1;
+        sqs[0] = 1;
+        pages[0] = 64;
+        if ((st = yt_int_list(path, yt_get(m, "heads"), "heads", 1, 128, heads, 16, &n_heads)) != MT_OK) return st;
+        if (yt_get(m, "sq") && (st = yt_int_list(path, yt_get(m, "sq"), "sq", 1, 8, sqs, 8, &n_sq)) != MT_OK) return st;
+        if (yt_get(m, "page_size") &&
+            (st = yt_int_list(path, yt_get(m, "page_size"), "page_size", 1, 1024, pages, 4, &n_pages)) != MT_OK)
+            return st;
+        for (int i = 0; i < n_pages; i++)
+            if (pages[i] & (pages[i] - 1)) {
+                const yt_node *at = yt_get(m, "page_size");
+                return yt_error(path, at->kind == YT_SEQUENCE ? at->items[i] : at,
+                                "page_size: %d is not a power of two", pages[i]);
+            }
+        if (yt_get(m, "d") && (st = yt_int(path, yt_get(m, "d"), "d", 1, 1024, &d)) != MT_OK) return st;
+        if (yt_get(m, "dl") && (st = yt_int(path, yt_get(m, "dl"), "dl", 1, d, &dl)) != MT_OK) return st;
+        if (yt_get(m, "q_dtype") && (st = dtype_list(path, yt_get(m, "q_dtype"), "q_dtype", qt, &n_qt, 0)) != MT_OK)
+            return st;
+        if (yt_get(m, "kv_dtype") && (st = dtype_list(path, yt_get(m, "kv_dtype"), "kv_dtype", kvt, &n_kvt, 1)) != MT_OK)
+            return st;
+        if ((st = yt_int_list(path, yt_get(m, "batch"), "batch", 1, 65535, batches, 16, &n_batch)) != MT_OK) return st;
+        if ((st = yt_int_list(path, yt_get(m, "seq_len"), "seq_len", 1, 1000000, lens, 16, &n_len)) != MT_OK) return st;
+        int add = n_heads * n_sq * n_pages * n_qt * n_kvt * n_batch * n_len;
+        mt_problem_key *grown = realloc(p->keys, sizeof *grown * (size_t)(p->n_keys + add));
+        if (!grown) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+        p->keys = grown;
+        for (int a = 0; a < n_qt; a++)
+            for (int b = 0; b < n_kvt; b++)
+                for (int c = 0; c < n_pages; c++)
+                    for (int h = 0; h < n_heads; h++)
+                        for (int s = 0; s < n_sq; s++)
+                            for (int x = 0; x < n_batch; x++)
+                                for (int y = 0; y < n_len; y++) {
+                                    mt_problem_key *k = &p->keys[p->n_keys++];
+                                    memset(k, 0, sizeof *k);
+                                    snprintf(k->kind, sizeof k->kind, "mla_decode");
+                                    k->s = (mt_decode_static){.d = (int)d, .dl = (int)dl, .page_size = pages[c],
+                                                              .q_dtype = qt[a], .kv_dtype = kvt[b]};
+                                    k->n_heads = heads[h];
+                                    k->sq = sqs[s];
+                                    k->batch = batches[x];
+                                    k->seq_len = lens[y];
+                                }
+    }
+    return MT_OK;
+}
+
+mt_status mt_load_plan(const char *path, mt_plan *p) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->path, sizeof p->path, "%s", path);
+    p->warmup = 3;
+    p->reps = 20;
+    p->verify_cpu_macs = 2e9;
+    p->strategy = MT_SEARCH_EXHAUSTIVE;
+    p->budget = 32;
+    p->keep = 0.25;
+    p->seed = 1;
+    /* spaces default to ../spaces next to the plan's folder */
+    char *copy = strdup(path);
+    snprintf(p->spaces_dir, sizeof p->spaces_dir, "%s/../spaces", dirname(copy));
+    free(copy);
+    yt_node *root = NULL;
+    mt_status st = yt_parse_file(path, &root);
+    if (st != MT_OK) return st;
+    static const char *const keys[] = {"name", "spaces", "problems", "timing", "search", NULL};
+    if ((st = yt_check_keys(path, root, keys)) != MT_OK) goto out;
+    const yt_node *name = yt_get(root, "name");
+    if (!name || name->kind != YT_SCALAR || !name->scalar[0] || strlen(name->scalar) >= sizeof p->name) {
+        st = yt_error(path, name ? name : root, "'name' (a short plan name) is required");
+        goto out;
+    }
+    snprintf(p->name, sizeof p->name, "%s", name->scalar);
+    const yt_node *spaces = yt_get(root, "spaces");
+    p->spaces_explicit = spaces != NULL;
+    if (spaces) {
+        if (spaces->kind != YT_SCALAR) {
+            st = yt_error(path, spaces, "spaces: expected a folder path");
+            goto out;
+        }
+        if (spaces->scalar[0] == '/') {
+            snprintf(p->spaces_dir, sizeof p->spaces_dir, "%s", spaces->scalar);
+        } else {
+            copy = strdup(path);
+            snprintf(p->spaces_dir, sizeof p->spaces_dir, "%s/%s", dirname(copy), spaces->scalar);
+            free(copy);
+        }
+    }
+    if ((st = load_problems(path, yt_get(root, "problems"), p)) != MT_OK) goto out;
+    const yt_node *timing = yt_get(root, "timing");
+    if (timing) {
+        static const char *const tkeys[] = {"warmup", "reps", "verify_cpu_macs", NULL};
+        long v;
+        if ((st = yt_check_keys(path, timing, tkeys)) != MT_OK) goto out;
+        if (yt_get(timing, "warmup")) {
+            if ((st = yt_int(path, yt_get(timing, "warmup"), "warmup", 0, 1000, &v)) != MT_OK) goto out;
+            p->warmup = (int)v;
+        }
+        if (yt_get(timing, "reps")) {
+            if ((st = yt_int(path, yt_get(timing, "reps"), "reps", 3, 100000, &v)) != MT_OK) goto out;
+            p->reps = (int)v;
+        }
+        if (yt_get(timing, "verify_cpu_macs")) {
+            if ((st = yt_int(path, yt_get(timing, "verify_cpu_macs"), "verify_cpu_macs", 0, 1000000000000L, &v)) != MT_OK)
+                goto out;
+            p->verify_cpu_macs = (double)v;
+        }
+    }
+    const yt_node *search = yt_get(root, "search");
+    if (search) {
+        static const char *const skeys[] = {"strategy", "budget", "keep_percent", "seed", NULL};
+        long v;
+        if ((st = yt_check_keys(path, search, skeys)) != MT_OK) goto out;
+        const yt_node *s = yt_get(search, "strategy");
+        if (s) {
+            if (s->kind == YT_SCALAR && strcmp(s->scalar, "exhaustive") == 0) p->strategy = MT_SEARCH_EXHAUSTIVE;
+            else if (s->kind == YT_SCALAR && strcmp(s->scalar, "random") == 0) p->strategy = MT_SEARCH_RANDOM;
+            else if (s->kind == YT_SCALAR && strcmp(s->scalar, "halving") == 0) p->strategy = MT_SEARCH_HALVING;
+            else {
+                st = yt_error(path, s, "strategy: expected exhaustive, random or halving");
+                goto out;
+            }
+        }
+        if (yt_get(search, "budget")) {
+            if ((st = yt_int(path, yt_get(search, "budget"), "budget", 1, 100000, &v)) != MT_OK) goto out;
+            p->budget = (int)v;
+        }
+        if (yt_get(search, "keep_percent")) {
+            if ((st = yt_int(path, yt_get(search, "keep_percent"), "keep_percent", 1, 99, &v)) != MT_OK) goto out;
+            p->keep = v / 100.0;
+        }
+        if (yt_get(search, "seed")) {
+            if ((st = yt_int(path, yt_get(search, "seed"), "seed", 0, 4294967295L, &v)) != MT_OK) goto out;
+            p->seed = (unsigned)v;
+        }
+    }
+out:
+    yt_free(root);
+    if (st != MT_OK) mt_plan_free(p);
+    return st;
+}
+
+mt_status mt_config_file(const char *rel, char *buf, size_t size) {
+    const char *dirs[3] = {getenv("MLA_TUNE_CONFIG_DIR"), MT_SOURCE_CONFIG_DIR, MT_INSTALL_CONFIG_DIR};
+    char tried[1500] = "";
+    for (int i = 0; i < 3; i++) {
+        if (!dirs[i] || !dirs[i][0]) continue;
+        snprintf(buf, size, "%s/%s", dirs[i], rel);
+        FILE *f = fopen(buf, "r");
+        if (f) {
+            fclose(f);
+            return MT_OK;
+        }
+        snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", tried[0] ? ", " : "", buf);
+    }
+    return mt_fail(MT_ERR_NOT_FOUND, "no config %s (looked at %s; set MLA_TUNE_CONFIG_DIR)", rel, tried);
+}

@@ -1,0 +1,849 @@
+/*
+ * sweep.c - `mla-tune sweep --config PLAN.yaml --db FILE`.
+ *
+ * Design:
+ *   - the coordinator (this process) never touches a GPU context.  Each GPU
+ *     gets a worker process (worker.c, fork + exec of this binary) driven
+ *     over pipes (protocol.h), and a coordinator thread that feeds it whole
+ *     problem keys from a shared queue;
+ *   - a pool of CPU threads compiles every candidate variant of the plan
+ *     into the shared disk cache ahead of the workers, in the order they
+ *     will need them, so the GPU mostly loads instead of compiling;
+ *   - each result is written at once, in its own transaction, by the thread
+ *     that got it (each thread has its own database connection);
+ *   - resume: before a job runs, the database is asked whether this
+ *     (key, variant, device) already has a result for the same number of
+ *     timed runs (or a failure); if so the job is skipped and the stored
+ *     result used.  --force re-measures;
+ *   - isolation: a worker that dies mid-job (a fault) is recorded as
+ *     launch-failed with its signal, one that does not answer within
+ *     --job-timeout seconds is killed and recorded as timeout; the next job
+ *     gets a fresh worker;
+ *   - search, per key: exhaustive (every point of the space that passes the
+ *     constraints), random (a seeded sample of `budget` points) or halving
+ *     (successive halving: time a seeded sample of `budget` points with few
+ *     runs, keep the best keep_percent, time those with twice the runs, until
+ *     one is left or the runs reach the plan's reps);
+ *   - afterwards the choices are derived from all measurements (db/choices.c
+ *     has the rule for noise and ties) and a summary is printed.
+ */
+#define _GNU_SOURCE
+#include "sweep.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "kernels/kernels.h"
+#include "kernels/mla_decode.h"
+#include "protocol.h"
+#include "runtime/jit.h"
+
+/* --- candidates ------------------------------------------------------------------ */
+
+typedef struct variant_list {
+    mt_variant *items;
+    int n, cap;
+} variant_list;
+
+static int collect_variant(const mt_variant *v, void *user) {
+    variant_list *l = user;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 128;
+        mt_variant *grown = realloc(l->items, sizeof *grown * (size_t)l->cap);
+        if (!grown) return 1;
+        l->items = grown;
+    }
+    l->items[l->n++] = *v;
+    return 0;
+}
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
+    return x;
+}
+
+int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
+                        int key_index, mt_variant **out) {
+    variant_list all = {0};
+    mt_space_enumerate(space, &key->s, t, collect_variant, &all, NULL);
+    mt_variant dflt;
+    mt_variant_default(space->family, &dflt);
+    int default_valid = mt_variant_validate(&dflt, &key->s, t) == MT_OK;
+    mt_clear_error();
+    int has_default = 0;
+    for (int i = 0; i < all.n; i++) has_default |= memcmp(all.items[i].values, dflt.values, sizeof dflt.values) == 0;
+    if (default_valid && !has_default) collect_variant(&dflt, &all);
+    if (plan->strategy != MT_SEARCH_EXHAUSTIVE && plan->budget < all.n) {
+        /* seeded Fisher-Yates over the points, default kept in front */
+        uint64_t state = mix(plan->seed * 0x9e3779b97f4a7c15ull + (uint64_t)key_index + 1);
+        for (int i = 0; i < all.n; i++)
+            if (default_valid && memcmp(all.items[i].values, dflt.values, sizeof dflt.values) == 0) {
+                mt_variant tmp = all.items[0];
+                all.items[0] = all.items[i], all.items[i] = tmp;
+            }
+        int start = default_valid ? 1 : 0;
+        for (int i = all.n - 1; i > start; i--) {
+            state = mix(state + (uint64_t)i);
+            int j = start + (int)(state % (uint64_t)(i - start + 1));
+            mt_variant tmp = all.items[i];
+            all.items[i] = all.items[j], all.items[j] = tmp;
+        }
+        all.n = plan->budget;
+    }
+    *out = all.items;
+    return all.n;
+}
+
+static int halving_rounds(const mt_plan *plan, int n, int *sizes, int *reps, int max_rounds) {
+    int rounds = 0, r = plan->reps;
+    /* runs double each round and end at the plan's reps: count rounds first */
+    int k = n, count = 1;
+    while (k > 1 && count < max_rounds) k = (int)ceil(k * plan->keep), count++;
+    for (int i = 0; i < count; i++) {
+        int shift = count - 1 - i;
+        r = plan->reps >> shift;
+        reps[i] = r < 3 ? 3 : r;
+        sizes[i] = i == 0 ? n : (int)ceil(sizes[i - 1] * plan->keep);
+        rounds++;
+    }
+    return rounds;
+}
+
+int mt_sweep_job_count(const mt_plan *plan, int n_candidates) {
+    if (plan->strategy != MT_SEARCH_HALVING) return n_candidates;
+    int sizes[16], reps[16], total = 0;
+    int rounds = halving_rounds(plan, n_candidates, sizes, reps, 16);
+    for (int i = 0; i < rounds; i++) total += sizes[i];
+    return total;
+}
+
+/* --- the sweep's state ---------------------------------------------------------- */
+
+typedef struct worker_proc {
+    pid_t pid;
+    int to_fd, from_fd;
+    char buf[8192];
+    size_t used;
+} worker_proc;
+
+typedef struct sweep_key {
+    mt_problem_key key;
+    const mt_space *space;
+    mt_variant *candidates;
+    int n_candidates;
+    int jobs;
+} sweep_key;
+
+typedef struct sweep {
+    mt_plan plan;
+    const char *db_path, *cache_dir, *fake, *inject_fault;
+    int force, job_timeout_s, tty;
+    mt_space_config spaces;
+    mt_target target;
+    sweep_key *keys;
+    int n_keys;
+    pthread_mutex_t lock;
+    int next_key;
+    long jobs_total, jobs_done, measured, skipped, failed[5];
+    double started;
+    int stop;
+} sweep;
+
+typedef struct device_ctx {
+    sweep *sw;
+    int device;
+    worker_proc worker;
+    mt_db *db;
+    int64_t device_id;
+    char device_line[1100];
+    mt_status status;
+    char error[512];
+} device_ctx;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* --- workers ---------------------------------------------------------------------- */
+
+static void worker_stop(worker_proc *w, int kill_it, int *status) {
+    if (w->pid <= 0) return;
+    if (kill_it) kill(w->pid, SIGKILL);
+    close(w->to_fd);
+    close(w->from_fd);
+    int st = 0;
+    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {}
+    if (status) *status = st;
+    w->pid = 0;
+    w->used = 0;
+}
+
+/* 1: a line; 0: timeout; -1: the worker closed its end */
+static int worker_read_line(worker_proc *w, char *line, size_t size, int timeout_ms) {
+    double deadline = now_s() + timeout_ms / 1000.0;
+    for (;;) {
+        char *nl = memchr(w->buf, '\n', w->used);
+        if (nl) {
+            size_t len = (size_t)(nl - w->buf) + 1;
+            size_t copy = len < size ? len : size - 1;
+            memcpy(line, w->buf, copy);
+            line[copy] = '\0';
+            memmove(w->buf, w->buf + len, w->used - len);
+            w->used -= len;
+            return 1;
+        }
+        if (w->used == sizeof w->buf) w->used = 0;  /* an absurd line: drop it */
+        int left = (int)((deadline - now_s()) * 1000);
+        if (left <= 0) return 0;
+        struct pollfd p = {.fd = w->from_fd, .events = POLLIN};
+        int r = poll(&p, 1, left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0) return 0;
+        ssize_t got = read(w->from_fd, w->buf + w->used, sizeof w->buf - w->used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
+        w->used += (size_t)got;
+    }
+}
+
+static mt_status worker_start(sweep *sw, int device, worker_proc *w, char *device_line, size_t size) {
+    int to[2], from[2];
+    if (pipe(to) != 0 || pipe(from) != 0) return mt_fail(MT_ERR_IO, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) return mt_fail(MT_ERR_IO, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+        char dev[16];
+        snprintf(dev, sizeof dev, "%d", device);
+        char *argv[12];
+        int n = 0;
+        argv[n++] = "mla-tune";
+        argv[n++] = "__worker";
+        argv[n++] = "--device";
+        argv[n++] = dev;
+        if (sw->fake) argv[n++] = "--fake", argv[n++] = (char *)sw->fake;
+        if (sw->cache_dir) argv[n++] = "--cache-dir", argv[n++] = (char *)sw->cache_dir;
+        if (sw->inject_fault) argv[n++] = "--inject-fault", argv[n++] = (char *)sw->inject_fault;
+        argv[n] = NULL;
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "mla-tune: cannot start a worker: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    memset(w, 0, sizeof *w);
+    w->pid = pid;
+    w->to_fd = to[1];
+    w->from_fd = from[0];
+    char line[1024];
+    int r = worker_read_line(w, line, sizeof line, 180000);
+    if (r == 1 && strncmp(line, "DEVICE\t", 7) == 0) {
+        snprintf(device_line, size, "%s", line);
+        return MT_OK;
+    }
+    int status = 0;
+    worker_stop(w, 1, &status);
+    if (r == 1 && strncmp(line, "ERROR\t", 6) == 0) {
+        line[strcspn(line, "\n")] = '\0';
+        return mt_fail(MT_ERR_NO_DEVICE, "%s", line + 6);
+    }
+    return mt_fail(MT_ERR_NO_DEVICE, "worker for device %d did not start (%s)", device,
+                   r == 0 ? "no answer in 180 s" : "it exited");
+}
+
+static void describe_exit(int status, char *buf, size_t size) {
+    if (WIFSIGNALED(status))
+        snprintf(buf, size, "worker died: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status))
+        snprintf(buf, size, "worker exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(buf, size, "worker ended");
+}
+
+static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
+    sweep *sw = d->sw;
+    memset(r, 0, sizeof *r);
+    if (d->worker.pid <= 0 && worker_start(sw, d->device, &d->worker, d->device_line, sizeof d->device_line) != MT_OK) {
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        snprintf(r->error, sizeof r->error, "cannot restart the worker: %s", mt_last_error());
+        return;
+    }
+    char params[256], line[4096];
+    mt_variant_format(&job->variant, params, sizeof params);
+    int n = snprintf(line, sizeof line, "JOB\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%.0f\t%u\n",
+                     mt_dtype_name(job->key.s.q_dtype), mt_dtype_name(job->key.s.kv_dtype), job->key.s.d,
+                     job->key.s.dl, job->key.s.page_size, job->key.n_heads, job->key.sq, job->key.batch,
+                     job->key.seq_len, job->variant.family->name, params, job->warmup, job->reps,
+                     job->verify_cpu_macs, job->seed);
+    if (write(d->worker.to_fd, line, (size_t)n) != n) {
+        int status = 0;
+        worker_stop(&d->worker, 1, &status);
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        describe_exit(status, r->error, sizeof r->error);
+        return;
+    }
+    int got = worker_read_line(&d->worker, line, sizeof line, sw->job_timeout_s * 1000);
+    if (got == 0) {
+        worker_stop(&d->worker, 1, NULL);
+        r->status = MT_MEASURE_TIMEOUT;
+        snprintf(r->error, sizeof r->error, "no result within %d s: worker killed", sw->job_timeout_s);
+        return;
+    }
+    if (got < 0) {
+        int status = 0;
+        worker_stop(&d->worker, 0, &status);
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        describe_exit(status, r->error, sizeof r->error);
+        return;
+    }
+    char *f[10];
+    int nf = 0;
+    char *save = NULL;
+    line[strcspn(line, "\n")] = '\0';
+    for (char *p = strtok_r(line, "\t", &save); p && nf < 10; p = strtok_r(NULL, "\t", &save)) f[nf++] = p;
+    if (nf != 8 || strcmp(f[0], "RESULT") != 0) {
+        worker_stop(&d->worker, 1, NULL);
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        snprintf(r->error, sizeof r->error, "worker sent a malformed reply");
+        return;
+    }
+    r->status = MT_MEASURE_LAUNCH_FAILED;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(f[1], mt_measure_status_name((mt_measure_status)i)) == 0) r->status = (mt_measure_status)i;
+    r->median_ms = atof(f[2]), r->min_ms = atof(f[3]), r->max_ms = atof(f[4]), r->spread_ms = atof(f[5]);
+    r->reps = atoi(f[6]);
+    snprintf(r->error, sizeof r->error, "%s", strcmp(f[7], "-") == 0 ? "" : f[7]);
+    if (r->status == MT_MEASURE_LAUNCH_FAILED) worker_stop(&d->worker, 0, NULL);  /* it exits by itself */
+}
+
+/* --- progress ------------------------------------------------------------------------ */
+
+static void progress(sweep *sw, const char *what) {
+    double elapsed = now_s() - sw->started;
+    long done = sw->jobs_done, total = sw->jobs_total > done ? sw->jobs_total : done;
+    double eta = done > 0 ? elapsed / done * (double)(total - done) : 0;
+    if (sw->tty) {
+        int width = 30, filled = total ? (int)(width * done / total) : width;
+        char bar[64];
+        for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\r[%s] %3ld%% %ld/%ld jobs  %s elapsed %.0fs ETA %.0fs   ", bar,
+                total ? 100 * done / total : 100, done, total, what, elapsed, eta);
+    } else if (what[0]) {
+        fprintf(stderr, "%s (%ld/%ld jobs, %.0f s elapsed, ETA %.0f s)\n", what, done, total, elapsed, eta);
+    }
+}
+
+/* --- one key ------------------------------------------------------------------------- */
+
+static mt_status measure(device_ctx *d, const sweep_key *sk, const mt_variant *v, int64_t problem_id, int reps,
+                         mt_job_result *r) {
+    sweep *sw = d->sw;
+    int64_t variant_id;
+    mt_status st = mt_db_put_variant(d->db, v, &variant_id);
+    if (st != MT_OK) return st;
+    if (!sw->force) {
+        mt_measurement m;
+        int found = 0;
+        if ((st = mt_db_find_measurement(d->db, problem_id, variant_id, d->device_id, reps, &m, &found)) != MT_OK)
+            return st;
+        if (found) {
+            *r = (mt_job_result){.status = m.status, .median_ms = m.median_ms, .min_ms = m.min_ms,
+                                 .max_ms = m.max_ms, .spread_ms = m.spread_ms, .reps = m.reps};
+            pthread_mutex_lock(&sw->lock);
+            sw->skipped++;
+            sw->jobs_done++;
+            pthread_mutex_unlock(&sw->lock);
+            return MT_OK;
+        }
+    }
+    mt_job job = {.key = sk->key, .variant = *v, .warmup = sw->plan.warmup, .reps = reps,
+                  .verify_cpu_macs = sw->plan.verify_cpu_macs, .seed = sw->plan.seed};
+    run_job(d, &job, r);
+    mt_measurement m = {.problem_id = problem_id, .variant_id = variant_id, .device_id = d->device_id,
+                        .status = r->status, .median_ms = r->median_ms, .min_ms = r->min_ms, .max_ms = r->max_ms,
+                        .spread_ms = r->spread_ms, .reps = r->status == MT_MEASURE_OK ? r->reps : 0,
+                        .error = r->error[0] ? r->error : NULL};
+    if ((st = mt_db_record(d->db, &m)) != MT_OK) return st;
+    pthread_mutex_lock(&sw->lock);
+    sw->measured++;
+    if (r->status != MT_MEASURE_OK) sw->failed[r->status]++;
+    sw->jobs_done++;
+    if (r->status != MT_MEASURE_OK && !sw->tty) {
+        char name[256];
+        mt_variant_format(v, name, sizeof name);
+        fprintf(stderr, "  %s: %s: %s\n", name, mt_measure_status_name(r->status), r->error);
+    }
+    progress(sw, "");
+    pthread_mutex_unlock(&sw->lock);
+    return MT_OK;
+}
+
+typedef struct ranked { int index; double median; } ranked;
+
+static int by_median(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->median != y->median) return x->median < y->median ? -1 : 1;
+    return x->index - y->index;
+}
+
+static mt_status sweep_one_key(device_ctx *d, int key_index) {
+    sweep *sw = d->sw;
+    sweep_key *sk = &sw->keys[key_index];
+    int64_t problem_id;
+    mt_status st = mt_db_put_problem(d->db, &sk->key, &problem_id);
+    if (st != MT_OK) return st;
+    int n = sk->n_candidates;
+    int sizes[16] = {n}, reps[16] = {sw->plan.reps}, rounds = 1;
+    if (sw->plan.strategy == MT_SEARCH_HALVING) rounds = halving_rounds(&sw->plan, n, sizes, reps, 16);
+    ranked *rank = calloc((size_t)n, sizeof *rank);
+    for (int i = 0; i < n; i++) rank[i].index = i;
+    int alive = n;
+    for (int round = 0; round < rounds && st == MT_OK; round++) {
+        alive = sizes[round] < alive ? sizes[round] : alive;
+        for (int i = 0; i < alive && st == MT_OK; i++) {
+            mt_job_result r;
+            st = measure(d, sk, &sk->candidates[rank[i].index], problem_id, reps[round], &r);
+            rank[i].median = r.status == MT_MEASURE_OK ? r.median_ms : INFINITY;
+        }
+        qsort(rank, (size_t)alive, sizeof *rank, by_median);
+    }
+    if (st == MT_OK) {
+        char name[256] = "none";
+        if (isfinite(rank[0].median)) mt_variant_format(&sk->candidates[rank[0].index], name, sizeof name);
+        char what[512];
+        snprintf(what, sizeof what, "key %d/%d N=%d Sq=%d B=%d L=%d %s/%s: best %.4f ms %s", key_index + 1, sw->n_keys,
+                 sk->key.n_heads, sk->key.sq, sk->key.batch, sk->key.seq_len, mt_dtype_name(sk->key.s.q_dtype),
+                 mt_dtype_name(sk->key.s.kv_dtype), rank[0].median, name);
+        pthread_mutex_lock(&sw->lock);
+        if (!sw->tty) progress(sw, what);
+        pthread_mutex_unlock(&sw->lock);
+    }
+    free(rank);
+    return st;
+}
+
+static void *device_thread(void *arg) {
+    device_ctx *d = arg;
+    sweep *sw = d->sw;
+    for (;;) {
+        pthread_mutex_lock(&sw->lock);
+        int k = sw->stop ? sw->n_keys : sw->next_key++;
+        pthread_mutex_unlock(&sw->lock);
+        if (k >= sw->n_keys) break;
+        mt_status st = sweep_one_key(d, k);
+        if (st != MT_OK) {
+            d->status = st;
+            snprintf(d->error, sizeof d->error, "%s", mt_last_error());
+            pthread_mutex_lock(&sw->lock);
+            sw->stop = 1;  /* a database error ends the sweep: nothing is written half */
+            pthread_mutex_unlock(&sw->lock);
+            break;
+        }
+    }
+    worker_stop(&d->worker, 0, NULL);
+    return NULL;
+}
+
+/* --- compile ahead ---------------------------------------------------------------------- */
+
+typedef struct compile_ahead {
+    sweep *sw;
+    mt_jit *jit;
+    char *source;
+    int key, cand;     /* next (key, candidate) to compile */
+    pthread_mutex_t lock;
+    long compiled, failed;
+} compile_ahead;
+
+static void *compile_thread(void *arg) {
+    compile_ahead *ca = arg;
+    sweep *sw = ca->sw;
+    for (;;) {
+        pthread_mutex_lock(&ca->lock);
+        while (ca->key < sw->n_keys && ca->cand >= sw->keys[ca->key].n_candidates) ca->key++, ca->cand = 0;
+        int k = ca->key, c = ca->cand++;
+        int stop = sw->stop;
+        pthread_mutex_unlock(&ca->lock);
+        if (k >= sw->n_keys || stop) return NULL;
+        /* stay behind the workers' progress no more than needed: compiling
+         * keys the workers are about to reach first */
+        const sweep_key *sk = &sw->keys[k];
+        char storage[16][48];
+        const char *defines[16];
+        int n = mt_variant_defines(&sk->candidates[c], &sk->key.s, storage, defines, 16);
+        mt_jit_request req = {.source = ca->source, .source_name = sk->candidates[c].family->source,
+                              .arch = sw->target.arch, .defines = defines, .n_defines = n};
+        const mt_code_object *obj = NULL;
+        mt_status st = mt_jit_compile(ca->jit, &req, &obj, NULL);
+        pthread_mutex_lock(&ca->lock);
+        if (st == MT_OK) ca->compiled++;
+        else ca->failed++;  /* the worker compiles it again and records compile-failed */
+        pthread_mutex_unlock(&ca->lock);
+    }
+}
+
+/* --- the command -------------------------------------------------------------------------- */
+
+static void usage(FILE *to) {
+    fprintf(to,
+            "usage: mla-tune sweep --config PLAN.yaml --db FILE [options]\n\n"
+            "Measures every candidate variant of every problem key of PLAN on the local GPU(s),\n"
+            "verifying each against a reference first, and records each result in FILE at once.\n"
+            "Stopped sweeps resume where they stopped when started again.\n\n"
+            "  --config PLAN.yaml     sweep plan (configs/plans/)\n"
+            "  --db FILE              tuning database to write (created if missing)\n"
+            "  --devices all|0,1,...  GPUs to use, one worker process each (default 0)\n"
+            "  --shard I/N            take only keys k with k %% N == I (0 <= I < N)\n"
+            "  --force                re-measure what the database already has\n"
+            "  --dry-run              print the plan after pruning and exit; needs no GPU\n"
+            "  --arch ARCH            the architecture for --dry-run (default sm_90)\n"
+            "  --job-timeout S        seconds before a silent worker is killed (default 300)\n"
+            "  --cache-dir DIR        code-object cache (default $XDG_CACHE_HOME/mla-tune)\n"
+            "  --fake-device SPEC     test only: simulate the GPU (see tuner/worker.c)\n"
+            "  --inject-fault P=V     test only: variants with P=V run a faulting kernel\n");
+}
+
+static mt_status load_key_spaces(sweep *sw, const char *arch) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s.yaml", sw->plan.spaces_dir, arch);
+    if (!sw->plan.spaces_explicit && access(path, R_OK) != 0) {
+        /* a plan outside configs/plans: use the installed / source spaces */
+        char rel[128];
+        snprintf(rel, sizeof rel, "spaces/%s.yaml", arch);
+        mt_status st = mt_config_file(rel, path, sizeof path);
+        if (st != MT_OK) return st;
+    }
+    mt_status st = mt_load_space(path, &sw->spaces);
+    if (st != MT_OK) return st;
+    if (strcmp(sw->spaces.arch, arch) != 0)
+        return mt_fail(MT_ERR_CONFIG, "%s describes %s, not %s", path, sw->spaces.arch, arch);
+    return MT_OK;
+}
+
+static int plan_keys(sweep *sw, int shard, int shards) {
+    sw->keys = calloc((size_t)sw->plan.n_keys, sizeof *sw->keys);
+    sw->n_keys = 0;
+    for (int k = 0; k < sw->plan.n_keys; k++) {
+        if (k % shards != shard) continue;
+        sweep_key *sk = &sw->keys[sw->n_keys++];
+        sk->key = sw->plan.keys[k];
+        sk->space = &sw->spaces.spaces[0];  /* one family per kind today */
+        sk->n_candidates = mt_sweep_candidates(&sw->plan, sk->space, &sk->key, &sw->target, k, &sk->candidates);
+        sk->jobs = mt_sweep_job_count(&sw->plan, sk->n_candidates);
+        sw->jobs_total += sk->jobs;
+    }
+    return sw->n_keys;
+}
+
+static void print_plan(const sweep *sw) {
+    printf("plan %s (%s), arch %s, search %s, %d keys\n", sw->plan.name, sw->plan.path, sw->target.arch,
+           mt_search_strategy_name(sw->plan.strategy), sw->n_keys);
+    printf("%-4s %-5s %-3s %-5s %-6s %-5s %-9s %-10s %s\n", "#", "heads", "Sq", "page", "batch", "len", "q/kv",
+           "variants", "jobs");
+    int compiles = 0;
+    /* distinct (static facts, variant) pairs are what gets compiled */
+    for (int k = 0; k < sw->n_keys; k++) {
+        const sweep_key *sk = &sw->keys[k];
+        char dt[24];
+        snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(sk->key.s.q_dtype), mt_dtype_name(sk->key.s.kv_dtype));
+        printf("%-4d %-5d %-3d %-5d %-6d %-5d %-9s %-10d %d\n", k, sk->key.n_heads, sk->key.sq, sk->key.s.page_size,
+               sk->key.batch, sk->key.seq_len, dt, sk->n_candidates, sk->jobs);
+        for (int c = 0; c < sk->n_candidates; c++) {
+            int seen = 0;
+            for (int j = 0; j < k && !seen; j++) {
+                const sweep_key *o = &sw->keys[j];
+                if (memcmp(&o->key.s, &sk->key.s, sizeof sk->key.s) != 0) continue;
+                for (int i = 0; i < o->n_candidates && !seen; i++)
+                    seen = memcmp(o->candidates[i].values, sk->candidates[c].values, sizeof o->candidates[i].values) == 0;
+            }
+            compiles += !seen;
+        }
+    }
+    printf("total: %d keys, %ld jobs, %d distinct compiles\n", sw->n_keys, sw->jobs_total, compiles);
+}
+
+static double key_bytes(const mt_problem_key *k) {
+    double rows = (double)k->sq * k->n_heads;
+    return (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
+                               rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
+}
+
+static void print_summary(sweep *sw, mt_db *db) {
+    double took = now_s() - sw->started;
+    long failed = 0;
+    for (int i = 1; i < 5; i++) failed += sw->failed[i];
+    printf("\nsweep %s: %ld measured, %ld skipped (already in %s), %ld failed (wrong-result %ld, compile-failed %ld, "
+           "launch-failed %ld, timeout %ld), %.1f s\n",
+           sw->plan.name, sw->measured, sw->skipped, sw->db_path, failed, sw->failed[MT_MEASURE_WRONG_RESULT],
+           sw->failed[MT_MEASURE_COMPILE_FAILED], sw->failed[MT_MEASURE_LAUNCH_FAILED], sw->failed[MT_MEASURE_TIMEOUT],
+           took);
+    mt_choice *choices = NULL;
+    int n = 0;
+    if (mt_db_load_choices(db, sw->target.arch, &choices, &n) != MT_OK) {
+        mt_cli_error("%s", mt_last_error());
+        return;
+    }
+    printf("%-5s %-3s %-6s %-6s %-9s %10s %8s %10s %7s  %s\n", "heads", "Sq", "batch", "len", "q/kv", "winner ms",
+           "GB/s", "default ms", "gain", "winner (reason)");
+    for (int k = 0; k < sw->n_keys; k++) {
+        const mt_problem_key *key = &sw->keys[k].key;
+        for (int i = 0; i < n; i++) {
+            const mt_choice *c = &choices[i];
+            if (c->key.n_heads != key->n_heads || c->key.sq != key->sq || c->key.batch != key->batch ||
+                c->key.seq_len != key->seq_len || c->key.s.page_size != key->s.page_size ||
+                c->key.s.q_dtype != key->s.q_dtype || c->key.s.kv_dtype != key->s.kv_dtype || c->key.s.d != key->s.d)
+                continue;
+            char dt[24], gain[16] = "-", dflt[16] = "-";
+            snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(key->s.q_dtype), mt_dtype_name(key->s.kv_dtype));
+            if (c->default_ms > 0) {
+                snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
+                snprintf(gain, sizeof gain, "%.2fx", c->default_ms / c->median_ms);
+            }
+            printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %7s  %s (%s)\n", key->n_heads, key->sq, key->batch,
+                   key->seq_len, dt, c->median_ms, key_bytes(key) / (c->median_ms * 1e-3) / 1e9, dflt, gain, c->params,
+                   c->reason);
+        }
+    }
+    free(choices);
+}
+
+int cmd_sweep(int argc, char **argv) {
+    sweep sw = {.job_timeout_s = 300};
+    const char *config = NULL, *devices = "0", *shard_text = NULL, *dry_arch = "sm_90";
+    int dry_run = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--force") == 0) {
+            sw.force = 1;
+            continue;
+        } else if (strcmp(a, "--dry-run") == 0) {
+            dry_run = 1;
+            continue;
+        }
+        if (!val) {
+            mt_cli_error("sweep: %s needs a value", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--config") == 0) config = val;
+        else if (strcmp(a, "--db") == 0) sw.db_path = val;
+        else if (strcmp(a, "--devices") == 0) devices = val;
+        else if (strcmp(a, "--shard") == 0) shard_text = val;
+        else if (strcmp(a, "--arch") == 0) dry_arch = val;
+        else if (strcmp(a, "--cache-dir") == 0) sw.cache_dir = val;
+        else if (strcmp(a, "--fake-device") == 0) sw.fake = val;
+        else if (strcmp(a, "--inject-fault") == 0) sw.inject_fault = val;
+        else if (strcmp(a, "--job-timeout") == 0) {
+            sw.job_timeout_s = atoi(val);
+            if (sw.job_timeout_s < 1) {
+                mt_cli_error("sweep: --job-timeout wants a positive number of seconds");
+                return 2;
+            }
+        } else {
+            mt_cli_error("sweep: unknown option '%s'", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!config || (!sw.db_path && !dry_run)) {
+        mt_cli_error("sweep: --config and --db are required");
+        usage(stderr);
+        return 2;
+    }
+    int shard = 0, shards = 1;
+    if (shard_text) {
+        char extra;
+        if (sscanf(shard_text, "%d/%d%c", &shard, &shards, &extra) != 2 || shards < 1 || shard < 0 || shard >= shards) {
+            mt_cli_error("sweep: --shard wants I/N with 0 <= I < N, got '%s'", shard_text);
+            return 2;
+        }
+    }
+    if (mt_load_plan(config, &sw.plan) != MT_OK) {
+        mt_cli_error("%s", mt_last_error());
+        return 1;
+    }
+    pthread_mutex_init(&sw.lock, NULL);
+    sw.tty = isatty(2);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (dry_run) {
+        if (mt_target_for_arch(dry_arch, &sw.target) != MT_OK || load_key_spaces(&sw, dry_arch) != MT_OK) {
+            mt_cli_error("sweep: %s", mt_last_error());
+            return 1;
+        }
+        plan_keys(&sw, shard, shards);
+        print_plan(&sw);
+        return 0;
+    }
+
+    /* devices: the first worker tells us the architecture and how many GPUs */
+    int device_list[64], n_devices = 0;
+    if (strcmp(devices, "all") != 0) {
+        char *copy = strdup(devices), *save = NULL;
+        for (char *p = strtok_r(copy, ",", &save); p && n_devices < 64; p = strtok_r(NULL, ",", &save)) {
+            char *end = NULL;
+            long v = strtol(p, &end, 10);
+            if (!end || *end || v < 0) {
+                mt_cli_error("sweep: --devices wants 'all' or a list like 0,1; got '%s'", devices);
+                free(copy);
+                return 2;
+            }
+            device_list[n_devices++] = (int)v;
+        }
+        free(copy);
+    }
+    device_ctx *ctx = calloc(64, sizeof *ctx);
+    ctx[0].sw = &sw;
+    ctx[0].device = n_devices ? device_list[0] : 0;
+    if (worker_start(&sw, ctx[0].device, &ctx[0].worker, ctx[0].device_line, sizeof ctx[0].device_line) != MT_OK) {
+        mt_cli_error("sweep: no GPU to measure on: %s", mt_last_error());
+        return 1;
+    }
+    char *f[12], first[1100];
+    snprintf(first, sizeof first, "%s", ctx[0].device_line);
+    int nf = 0;
+    char *save = NULL;
+    first[strcspn(first, "\n")] = '\0';
+    for (char *p = strtok_r(first, "\t", &save); p && nf < 12; p = strtok_r(NULL, "\t", &save)) f[nf++] = p;
+    if (nf != 10) {
+        mt_cli_error("sweep: worker sent a malformed DEVICE line");
+        return 1;
+    }
+    snprintf(sw.target.arch, sizeof sw.target.arch, "%s", f[1]);
+    sw.target.shared_max = (size_t)strtoull(f[7], NULL, 10);
+    sw.target.warp_size = atoi(f[8]);
+    int count = atoi(f[9]);
+    if (!n_devices) {
+        if (strcmp(devices, "all") == 0)
+            for (int i = 0; i < count && i < 64; i++) device_list[n_devices++] = i;
+        else
+            device_list[n_devices++] = 0;
+    }
+    for (int i = 0; i < n_devices; i++)
+        if (device_list[i] >= count) {
+            mt_cli_error("sweep: device %d does not exist (%d found)", device_list[i], count);
+            return 2;
+        }
+    if (load_key_spaces(&sw, sw.target.arch) != MT_OK) {
+        mt_cli_error("sweep: %s", mt_last_error());
+        return 1;
+    }
+    if (plan_keys(&sw, shard, shards) == 0) {
+        mt_cli_error("sweep: shard %d/%d of %s has no keys", shard, shards, config);
+        return 1;
+    }
+    printf("sweep %s: %d keys, ~%ld jobs on %d GPU(s) (%s, %s), search %s, db %s\n", sw.plan.name, sw.n_keys,
+           sw.jobs_total, n_devices, f[2], sw.target.arch, mt_search_strategy_name(sw.plan.strategy), sw.db_path);
+    fflush(stdout);
+
+    /* compile ahead on the CPU: all cores but one per worker */
+    compile_ahead ca = {.sw = &sw};
+    pthread_mutex_init(&ca.lock, NULL);
+    mt_backend *compiler = NULL;
+    pthread_t compile_threads[64];
+    int n_compile = 0;
+    if (!sw.fake && mt_backend_open_for_arch(sw.target.arch, &compiler) == MT_OK &&
+        mt_jit_create(compiler, sw.cache_dir, &ca.jit) == MT_OK && mt_kernel_source("mla_decode.cu", &ca.source) == MT_OK) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN) - n_devices;
+        if (cores < 1) cores = 1;
+        if (cores > 64) cores = 64;
+        for (int i = 0; i < cores; i++)
+            if (pthread_create(&compile_threads[n_compile], NULL, compile_thread, &ca) == 0) n_compile++;
+    } else if (!sw.fake) {
+        fprintf(stderr, "mla-tune: warning: no compile-ahead (%s); workers compile as they go\n", mt_last_error());
+    }
+
+    mt_db *summary_db = NULL;
+    sw.started = now_s();
+    int rc = 0;
+    for (int i = 0; i < n_devices; i++) {
+        device_ctx *d = &ctx[i];
+        d->sw = &sw;
+        d->device = device_list[i];
+        if (i > 0 && worker_start(&sw, d->device, &d->worker, d->device_line, sizeof d->device_line) != MT_OK) {
+            mt_cli_error("sweep: device %d: %s", d->device, mt_last_error());
+            rc = 1;
+            break;
+        }
+        mt_device_info info = {0};
+        char line[1100];
+        snprintf(line, sizeof line, "%s", d->device_line);
+        line[strcspn(line, "\n")] = '\0';
+        char *g[12];
+        int ng = 0;
+        save = NULL;
+        for (char *p = strtok_r(line, "\t", &save); p && ng < 12; p = strtok_r(NULL, "\t", &save)) g[ng++] = p;
+        snprintf(info.arch, sizeof info.arch, "%s", g[1]);
+        snprintf(info.name, sizeof info.name, "%s", g[2]);
+        info.compute_units = atoi(g[3]);
+        info.total_memory = (size_t)strtoull(g[4], NULL, 10);
+        snprintf(info.driver_version, sizeof info.driver_version, "%s", g[5]);
+        if (mt_db_open(sw.db_path, MT_DB_WRITE, &d->db) != MT_OK ||
+            mt_db_put_device(d->db, &info, g[6], &d->device_id) != MT_OK) {
+            mt_cli_error("sweep: %s", mt_last_error());
+            rc = 1;
+            break;
+        }
+    }
+    pthread_t threads[64];
+    int started = 0;
+    if (rc == 0)
+        for (int i = 0; i < n_devices; i++)
+            if (pthread_create(&threads[started], NULL, device_thread, &ctx[i]) == 0) started++;
+    for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
+    pthread_mutex_lock(&sw.lock);
+    sw.stop = 1;
+    pthread_mutex_unlock(&sw.lock);
+    for (int i = 0; i < n_compile; i++) pthread_join(compile_threads[i], NULL);
+    if (sw.tty) fputc('\n', stderr);
+    for (int i = 0; i < n_devices; i++)
+        if (ctx[i].status != MT_OK) {
+            mt_cli_error("sweep stopped: device %d: %s", ctx[i].device, ctx[i].error);
+            rc = 1;
+        }
+    if (rc == 0 && mt_db_open(sw.db_path, MT_DB_WRITE, &summary_db) == MT_OK) {
+        if (mt_db_recompute_choices(summary_db) != MT_OK) {
+            mt_cli_error("sweep: %s", mt_last_error());
+            rc = 1;
+        } else {
+            print_summary(&sw, summary_db);
+        }
+        if (ca.jit)
+            printf("compiled ahead: %ld variants on %d CPU threads (%ld failed; recorded by the workers)\n",
+                   ca.compiled, n_compile, ca.failed);
+    } else if (rc == 0) {
+        mt_cli_error("sweep: %s", mt_last_error());
+        rc = 1;
+    }
+    mt_db_close(summary_db);
+    for (int i = 0; i < n_devices; i++) {
+        worker_stop(&ctx[i].worker, 1, NULL);
+        mt_db_close(ctx[i].db);
+    }
+    if (ca.jit) mt_jit_destroy(ca.jit);
+    mt_backend_close(compiler);
+    free(ca.source);
+    for (int k = 0; k < sw.n_keys; k++) free(sw.keys[k].candidates);
+    free(sw.keys);
+    free(ctx);
+    mt_plan_free(&sw.plan);
+    return rc;
+}

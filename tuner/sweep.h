@@ -1,0 +1,23 @@
+/*
+ * sweep.h - `mla-tune sweep`: plan, compile ahead, measure through isolated
+ * workers, record, resume.  See sweep.c for the design.
+ */
+#ifndef MT_SWEEP_H
+#define MT_SWEEP_H
+
+#include "config.h"
+
+/* The variants to try first for a key (all of them for exhaustive search, a
+ * seeded sample for random and halving), default variant included when it
+ * is valid.  Deterministic: the same plan and key give the same list, which
+ * is what makes resume and compile-ahead agree.  *out is malloc'd. */
+int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
+                        int key_index, mt_variant **out);
+
+/* Jobs a key will take: n for exhaustive and random; for halving the sum of
+ * its rounds. */
+int mt_sweep_job_count(const mt_plan *plan, int n_candidates);
+
+int cmd_sweep(int argc, char **argv);
+
+#endif

@@ -1,0 +1,509 @@
+/*
+ * worker.c - `mla-tune __worker`: one GPU, one process, measuring the jobs
+ * the sweep coordinator sends (protocol.h).
+ *
+ * For each job: make (or reuse) the key's inputs - random data, never zeros:
+ * q and KV uniform in [-1, 1) (fp8 KV quantised with a per-tensor scale), a
+ * shuffled block table, every request seq_len keys long - and the reference
+ * output: the CPU reference in double precision when it costs at most
+ * verify_cpu_macs multiply-adds, else the family's default variant on the
+ * GPU (the trusted variant, itself checked against the CPU reference by the
+ * GPU test suite).  Then: compile through the JIT (usually a disk-cache hit:
+ * the coordinator compiles ahead), poison out and lse with NaN, run once and
+ * compare (NaN never passes; ||out - ref|| / ||ref|| under 1e-2 for bf16,
+ * 5e-3 for fp16), then time: warm-up launches, and per timed run an L2 flush
+ * (a memset over twice the L2) followed by the launch between two events.
+ * Median, min, max and spread (p90 - p10) of the event times are reported.
+ *
+ * --inject-fault PARAM=VALUE (tests on a real GPU): for variants with that
+ * value, the worker first launches mt_test_oob_write (test_kernels.cu), a
+ * kernel that writes far outside its buffer, so the GPU really faults and
+ * the context is lost - what a buggy variant does.
+ *
+ * --fake SPEC replaces the GPU with a simulation for the coordinator's tests
+ * (resume, isolation): times derived from the parameters, and listed
+ * variants that crash the process, hang, fail to compile or give wrong
+ * results.  SPEC: comma-separated ACTION:PARAM=VALUE[+PARAM=VALUE...] with
+ * ACTION one of crash, hang, wrong, compile, and sleep:ms=N to slow every
+ * job; e.g. "crash:tile_q=32,hang:tile_q=4+num_splits=16,sleep:ms=20".
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/mla_decode.h"
+#include "kernels/mla_reference.h"
+#include "protocol.h"
+#include "runtime/jit.h"
+
+/* --- parsing the protocol ------------------------------------------------------ */
+
+static int split_tabs(char *line, char **fields, int max) {
+    int n = 0;
+    char *save = NULL;
+    line[strcspn(line, "\n")] = '\0';
+    for (char *f = strtok_r(line, "\t", &save); f && n < max; f = strtok_r(NULL, "\t", &save)) fields[n++] = f;
+    return n;
+}
+
+static mt_status parse_job(char *line, mt_job *job) {
+    char *f[20];
+    int n = split_tabs(line, f, 20);
+    if (n != 16 || strcmp(f[0], "JOB") != 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "bad job line (%d fields)", n);
+    memset(job, 0, sizeof *job);
+    snprintf(job->key.kind, sizeof job->key.kind, "mla_decode");
+    if (mt_dtype_parse(f[1], &job->key.s.q_dtype) != MT_OK || mt_dtype_parse(f[2], &job->key.s.kv_dtype) != MT_OK)
+        return MT_ERR_INVALID_ARGUMENT;
+    job->key.s.d = atoi(f[3]);
+    job->key.s.dl = atoi(f[4]);
+    job->key.s.page_size = atoi(f[5]);
+    job->key.n_heads = atoi(f[6]);
+    job->key.sq = atoi(f[7]);
+    job->key.batch = atoi(f[8]);
+    job->key.seq_len = atoi(f[9]);
+    const mt_family *fam = mt_family_find(f[10]);
+    if (!fam) return mt_fail(MT_ERR_INVALID_ARGUMENT, "unknown family %s", f[10]);
+    mt_status st = mt_variant_parse(fam, f[11], &job->variant);
+    if (st != MT_OK) return st;
+    job->warmup = atoi(f[12]);
+    job->reps = atoi(f[13]);
+    job->verify_cpu_macs = atof(f[14]);
+    job->seed = (unsigned)strtoul(f[15], NULL, 10);
+    return MT_OK;
+}
+
+static void reply(const mt_job_result *r) {
+    char error[512];
+    snprintf(error, sizeof error, "%s", r->error[0] ? r->error : "-");
+    for (char *p = error; *p; p++)
+        if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+    printf("RESULT\t%s\t%.6f\t%.6f\t%.6f\t%.6f\t%d\t%s\n", mt_measure_status_name(r->status), r->median_ms, r->min_ms,
+           r->max_ms, r->spread_ms, r->reps, error);
+    fflush(stdout);
+}
+
+/* --- the fake device ------------------------------------------------------------- */
+
+/* A rule: an action and up to 4 PARAM=VALUE conditions, all of which must
+ * hold ("hang:tile_q=4+num_splits=16").  "sleep:ms=N" delays every job. */
+typedef struct fake_rule {
+    char action[16];
+    char param[4][32];
+    int value[4];
+    int n;
+} fake_rule;
+
+static int fake_matches(const fake_rule *rules, int n, const char *action, const mt_variant *v) {
+    for (int i = 0; i < n; i++) {
+        if (strcmp(rules[i].action, action) != 0) continue;
+        int all = 1;
+        for (int c = 0; c < rules[i].n; c++) {
+            int p = mt_family_param_index(v->family, rules[i].param[c]);
+            all &= p >= 0 && v->values[p] == rules[i].value[c];
+        }
+        if (all) return 1;
+    }
+    return 0;
+}
+
+static int run_fake(const char *spec) {
+    fake_rule rules[16];
+    int n_rules = 0, sleep_ms = 0;
+    char *copy = strdup(spec), *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && n_rules < 16; item = strtok_r(NULL, ",", &save)) {
+        fake_rule *r = &rules[n_rules];
+        memset(r, 0, sizeof *r);
+        char *colon = strchr(item, ':');
+        if (!colon) continue;
+        *colon = '\0';
+        snprintf(r->action, sizeof r->action, "%s", item);
+        char *save2 = NULL;
+        for (char *cond = strtok_r(colon + 1, "+", &save2); cond && r->n < 4; cond = strtok_r(NULL, "+", &save2))
+            if (sscanf(cond, "%31[^=]=%d", r->param[r->n], &r->value[r->n]) == 2) r->n++;
+        if (strcmp(r->action, "sleep") == 0 && r->n == 1) sleep_ms = r->value[0];
+        else if (r->n > 0) n_rules++;
+    }
+    free(copy);
+    /* four identical fake GPUs, so that --devices all has several */
+    printf("DEVICE\tsm_90\tfake-gpu\t132\t85899345920\t13.0\tfake-compiler\t232448\t32\t4\n");
+    fflush(stdout);
+    char line[4096];
+    while (fgets(line, sizeof line, stdin)) {
+        mt_job job;
+        if (parse_job(line, &job) != MT_OK) {
+            fprintf(stderr, "worker: %s\n", mt_last_error());
+            return 2;
+        }
+        if (sleep_ms) usleep((useconds_t)sleep_ms * 1000);
+        mt_job_result r = {.status = MT_MEASURE_OK, .reps = job.reps};
+        if (fake_matches(rules, n_rules, "crash", &job.variant)) raise(SIGSEGV);
+        if (fake_matches(rules, n_rules, "hang", &job.variant)) pause();
+        if (fake_matches(rules, n_rules, "compile", &job.variant)) {
+            r.status = MT_MEASURE_COMPILE_FAILED;
+            snprintf(r.error, sizeof r.error, "fake compiler: rejected");
+        } else if (fake_matches(rules, n_rules, "wrong", &job.variant)) {
+            r.status = MT_MEASURE_WRONG_RESULT;
+            snprintf(r.error, sizeof r.error, "relative error 3.1e-01 over 1.0e-02");
+        } else {
+            /* a deterministic landscape whose best point (tile_q=8,
+             * num_splits=8, kv_chunk=32, block_threads=256) is not the
+             * default, so gains over the default show */
+            const int *v = job.variant.values;
+            double t = 0.05 + 1e-7 * job.key.batch * job.key.seq_len;
+            t *= 1.0 + 0.05 * fabs(log2(v[MT_P_TILE_Q] / 8.0)) + 0.04 * fabs(log2(v[MT_P_NUM_SPLITS] / 8.0)) +
+                 0.03 * fabs(log2(v[MT_P_KV_CHUNK] / 32.0)) + 0.02 * fabs(log2(v[MT_P_BLOCK_THREADS] / 256.0)) +
+                 0.001 * log2(v[MT_P_KV_GRANULARITY] / 16.0);
+            r.median_ms = t, r.min_ms = t * 0.99, r.max_ms = t * 1.02, r.spread_ms = t * 0.002;
+        }
+        reply(&r);
+    }
+    return 0;
+}
+
+/* --- the GPU path --------------------------------------------------------------------- */
+
+typedef struct key_state {
+    int valid;
+    mt_problem_key key;
+    unsigned seed;
+    int rows, max_blocks;
+    size_t q_elems, kv_elems, out_elems, lse_elems;
+    void *q, *kv;
+    int32_t *table, *lens;
+    double *ref_out, *ref_lse;
+    char ref_source[48];
+    mt_devptr dq, dkv, dtable, dlens, dout, dlse, dws;
+    size_t ws_bytes;
+    float scale, kv_scale;
+} key_state;
+
+typedef struct gpu_worker {
+    char fault_param[32];
+    int fault_value;
+    mt_backend *b;
+    mt_jit *jit;
+    mt_device_info info;
+    mt_stream stream;
+    mt_devptr flush;
+    size_t flush_bytes;
+    char *source;
+    key_state ks;
+    double *got_out, *got_lse;
+    void *host_out;
+    float *host_lse;
+} gpu_worker;
+
+static uint64_t rng;
+static double uniform(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+static void free_key(gpu_worker *w) {
+    key_state *k = &w->ks;
+    mt_backend_mem_free(w->b, k->dq), mt_backend_mem_free(w->b, k->dkv), mt_backend_mem_free(w->b, k->dtable);
+    mt_backend_mem_free(w->b, k->dlens), mt_backend_mem_free(w->b, k->dout), mt_backend_mem_free(w->b, k->dlse);
+    mt_backend_mem_free(w->b, k->dws);
+    free(k->q), free(k->kv), free(k->table), free(k->lens), free(k->ref_out), free(k->ref_lse);
+    free(w->got_out), free(w->got_lse), free(w->host_out), free(w->host_lse);
+    w->got_out = w->got_lse = NULL, w->host_out = NULL, w->host_lse = NULL;
+    memset(k, 0, sizeof *k);
+}
+
+static mt_status get_functions(gpu_worker *w, const mt_variant *v, const mt_decode_static *s, mt_function *dec,
+                               mt_function *red) {
+    char storage[16][48];
+    const char *defines[16];
+    int n = mt_variant_defines(v, s, storage, defines, 16);
+    mt_jit_request req = {.source = w->source, .source_name = v->family->source, .arch = w->info.arch,
+                          .defines = defines, .n_defines = n};
+    const mt_code_object *obj = NULL;
+    mt_status st = mt_jit_compile(w->jit, &req, &obj, NULL);
+    if (st != MT_OK) return st;
+    if ((st = mt_jit_function(w->jit, obj, MT_MLA_DECODE_KERNEL, dec)) != MT_OK) return st;
+    return mt_jit_function(w->jit, obj, MT_MLA_REDUCE_KERNEL, red);
+}
+
+static mt_status ensure_workspace(gpu_worker *w, size_t bytes) {
+    key_state *k = &w->ks;
+    if (bytes <= k->ws_bytes) return MT_OK;
+    mt_backend_mem_free(w->b, k->dws);
+    k->dws = 0, k->ws_bytes = 0;
+    mt_status st = mt_backend_mem_alloc(w->b, bytes, &k->dws);
+    if (st == MT_OK) k->ws_bytes = bytes;
+    return st;
+}
+
+static mt_mla_decode_args key_args(gpu_worker *w, size_t ws_needed) {
+    key_state *k = &w->ks;
+    return (mt_mla_decode_args){.batch = k->key.batch, .n_heads = k->key.n_heads, .sq = k->key.sq,
+                                .max_blocks = k->max_blocks, .page_size = k->key.s.page_size, .scale = k->scale,
+                                .kv_scale = k->kv_scale, .q = k->dq, .kv = k->dkv, .block_table = k->dtable,
+                                .seq_lens = k->dlens, .out = k->dout, .lse = k->dlse, .workspace = ws_needed ? k->dws : 0,
+                                .workspace_bytes = ws_needed ? k->ws_bytes : 0};
+}
+
+/* Launch once into poisoned outputs and read them back as doubles. */
+static mt_status run_once(gpu_worker *w, const mt_variant *v, mt_function dec, mt_function red, double *out,
+                          double *lse) {
+    key_state *k = &w->ks;
+    size_t ws = mt_mla_decode_workspace_bytes(v, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq);
+    mt_status st = ensure_workspace(w, ws);
+    if (st != MT_OK) return st;
+    mt_mla_decode_args a = key_args(w, ws);
+    if ((st = mt_backend_mem_set(w->b, k->dout, 0xff, k->out_elems * 2, w->stream)) != MT_OK) return st;
+    if ((st = mt_backend_mem_set(w->b, k->dlse, 0xff, k->lse_elems * 4, w->stream)) != MT_OK) return st;
+    if (ws && (st = mt_backend_mem_set(w->b, k->dws, 0xff, ws, w->stream)) != MT_OK) return st;
+    if ((st = mt_mla_decode_launch(w->b, dec, red, v, &k->key.s, &a, w->stream)) != MT_OK) return st;
+    if ((st = mt_backend_copy_to_host(w->b, w->host_out, k->dout, k->out_elems * 2, w->stream)) != MT_OK) return st;
+    if ((st = mt_backend_copy_to_host(w->b, w->host_lse, k->dlse, k->lse_elems * 4, w->stream)) != MT_OK) return st;
+    const uint16_t *o16 = w->host_out;
+    for (size_t i = 0; i < k->out_elems; i++)
+        out[i] = k->key.s.q_dtype == MT_BF16 ? mt_host_bf16_to_f32(o16[i]) : mt_host_f16_to_f32(o16[i]);
+    for (size_t i = 0; i < k->lse_elems; i++) lse[i] = w->host_lse[i];
+    return MT_OK;
+}
+
+static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
+    key_state *k = &w->ks;
+    if (k->valid && memcmp(&k->key, &job->key, sizeof k->key) == 0 && k->seed == job->seed) return MT_OK;
+    free_key(w);
+    k->key = job->key;
+    k->seed = job->seed;
+    rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)job->seed << 20) ^ (uint64_t)job->key.batch * 1315423911u ^
+          (uint64_t)job->key.seq_len;
+    const mt_decode_static *s = &k->key.s;
+    const int page = s->page_size, blocks_per_req = (job->key.seq_len + page - 1) / page;
+    k->rows = job->key.sq * job->key.n_heads;
+    k->max_blocks = blocks_per_req > 0 ? blocks_per_req : 1;
+    size_t pages = (size_t)job->key.batch * k->max_blocks;
+    k->q_elems = (size_t)job->key.batch * k->rows * s->d;
+    k->kv_elems = pages * page * s->d;
+    k->out_elems = (size_t)job->key.batch * k->rows * s->dl;
+    k->lse_elems = (size_t)job->key.batch * k->rows;
+    k->scale = (float)(1.0 / sqrt((double)s->d));
+    k->kv_scale = s->kv_dtype == MT_FP8_E4M3 ? 1.0f / 224.0f : 1.0f;
+    size_t kv_size = mt_dtype_size(s->kv_dtype);
+    k->q = malloc(k->q_elems * 2);
+    k->kv = malloc(k->kv_elems * kv_size);
+    k->table = malloc(sizeof(int32_t) * pages);
+    k->lens = malloc(sizeof(int32_t) * (size_t)job->key.batch);
+    k->ref_out = malloc(sizeof(double) * k->out_elems);
+    k->ref_lse = malloc(sizeof(double) * k->lse_elems);
+    w->got_out = malloc(sizeof(double) * k->out_elems);
+    w->got_lse = malloc(sizeof(double) * k->lse_elems);
+    w->host_out = malloc(k->out_elems * 2);
+    w->host_lse = malloc(k->lse_elems * 4);
+    if (!k->q || !k->kv || !k->table || !k->lens || !k->ref_out || !k->ref_lse || !w->got_out || !w->got_lse ||
+        !w->host_out || !w->host_lse)
+        return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory for batch %d x %d keys", job->key.batch,
+                       job->key.seq_len);
+    for (size_t i = 0; i < k->q_elems; i++) {
+        float x = (float)uniform();
+        ((uint16_t *)k->q)[i] = s->q_dtype == MT_BF16 ? mt_host_f32_to_bf16(x) : mt_host_f32_to_f16(x);
+    }
+    for (size_t i = 0; i < k->kv_elems; i++) {
+        float x = (float)uniform();
+        if (s->kv_dtype == MT_BF16) ((uint16_t *)k->kv)[i] = mt_host_f32_to_bf16(x);
+        else if (s->kv_dtype == MT_FP16) ((uint16_t *)k->kv)[i] = mt_host_f32_to_f16(x);
+        else ((uint8_t *)k->kv)[i] = mt_host_f32_to_fp8e4m3(x / k->kv_scale);
+    }
+    for (size_t i = 0; i < pages; i++) k->table[i] = (int32_t)i;
+    for (size_t i = pages - 1; i > 0; i--) {  /* pages in a shuffled order */
+        size_t j = (size_t)((uniform() + 1.0) * 0.5 * (double)(i + 1));
+        if (j > i) j = i;
+        int32_t t = k->table[i];
+        k->table[i] = k->table[j], k->table[j] = t;
+    }
+    for (int b = 0; b < job->key.batch; b++) k->lens[b] = job->key.seq_len;
+    mt_status st;
+    if ((st = mt_backend_mem_alloc(w->b, k->q_elems * 2, &k->dq)) != MT_OK ||
+        (st = mt_backend_mem_alloc(w->b, k->kv_elems * kv_size, &k->dkv)) != MT_OK ||
+        (st = mt_backend_mem_alloc(w->b, sizeof(int32_t) * pages, &k->dtable)) != MT_OK ||
+        (st = mt_backend_mem_alloc(w->b, sizeof(int32_t) * (size_t)job->key.batch, &k->dlens)) != MT_OK ||
+        (st = mt_backend_mem_alloc(w->b, k->out_elems * 2, &k->dout)) != MT_OK ||
+        (st = mt_backend_mem_alloc(w->b, k->lse_elems * 4, &k->dlse)) != MT_OK)
+        return st;
+    if ((st = mt_backend_copy_to_device(w->b, k->dq, k->q, k->q_elems * 2, w->stream)) != MT_OK ||
+        (st = mt_backend_copy_to_device(w->b, k->dkv, k->kv, k->kv_elems * kv_size, w->stream)) != MT_OK ||
+        (st = mt_backend_copy_to_device(w->b, k->dtable, k->table, sizeof(int32_t) * pages, w->stream)) != MT_OK ||
+        (st = mt_backend_copy_to_device(w->b, k->dlens, k->lens, sizeof(int32_t) * (size_t)job->key.batch,
+                                        w->stream)) != MT_OK)
+        return st;
+    double macs = (double)job->key.batch * k->rows * job->key.seq_len * (s->d + s->dl);
+    if (macs <= job->verify_cpu_macs) {
+        mt_mla_host_problem hp = {.s = *s, .batch = job->key.batch, .n_heads = job->key.n_heads, .sq = job->key.sq,
+                                  .max_blocks = k->max_blocks, .scale = k->scale, .kv_scale = k->kv_scale, .q = k->q,
+                                  .kv = k->kv, .block_table = k->table, .seq_lens = k->lens};
+        mt_mla_reference(&hp, k->ref_out, k->ref_lse, 0);
+        snprintf(k->ref_source, sizeof k->ref_source, "CPU reference");
+    } else {
+        mt_variant trusted;
+        mt_function dec, red;
+        mt_variant_default(job->variant.family, &trusted);
+        if ((st = get_functions(w, &trusted, s, &dec, &red)) != MT_OK ||
+            (st = run_once(w, &trusted, dec, red, k->ref_out, k->ref_lse)) != MT_OK)
+            return mt_fail(st, "trusted variant failed: %s", mt_last_error());
+        snprintf(k->ref_source, sizeof k->ref_source, "trusted variant");
+    }
+    k->valid = 1;
+    return MT_OK;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Returns 1 when the worker must exit (its GPU context cannot be trusted). */
+static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
+    memset(r, 0, sizeof *r);
+    mt_status st = prepare_key(w, job);
+    if (st != MT_OK) {
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        snprintf(r->error, sizeof r->error, "preparing inputs: %s", mt_last_error());
+        return 1;
+    }
+    key_state *k = &w->ks;
+    mt_function dec = NULL, red = NULL;
+    int fp = w->fault_param[0] ? mt_family_param_index(job->variant.family, w->fault_param) : -1;
+    if (fp >= 0 && job->variant.values[fp] == w->fault_value) {
+        char *src = NULL;
+        const mt_code_object *obj = NULL;
+        mt_function oob = NULL;
+        st = mt_kernel_source("test_kernels.cu", &src);
+        mt_jit_request req = {.source = src, .source_name = "test_kernels.cu", .arch = w->info.arch};
+        if (st == MT_OK) st = mt_jit_compile(w->jit, &req, &obj, NULL);
+        if (st == MT_OK) st = mt_jit_function(w->jit, obj, "mt_test_oob_write", &oob);
+        free(src);
+        long long offset = 1ll << 40;  /* a terabyte past the buffer */
+        void *args[] = {&k->dout, &offset};
+        unsigned one[3] = {1, 1, 1}, block[3] = {32, 1, 1};
+        if (st == MT_OK) st = mt_backend_launch(w->b, oob, one, block, 0, w->stream, args);
+        if (st == MT_OK) st = mt_backend_stream_sync(w->b, w->stream);
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        snprintf(r->error, sizeof r->error, "injected fault: %s", st == MT_OK ? "no fault happened" : mt_last_error());
+        return 1;
+    }
+    if ((st = get_functions(w, &job->variant, &k->key.s, &dec, &red)) != MT_OK) {
+        r->status = st == MT_ERR_COMPILE ? MT_MEASURE_COMPILE_FAILED : MT_MEASURE_LAUNCH_FAILED;
+        snprintf(r->error, sizeof r->error, "%s", mt_last_error());
+        return st != MT_ERR_COMPILE;
+    }
+    if ((st = run_once(w, &job->variant, dec, red, w->got_out, w->got_lse)) != MT_OK) {
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        snprintf(r->error, sizeof r->error, "%s", mt_last_error());
+        return st != MT_ERR_INVALID_ARGUMENT;
+    }
+    double tol = k->key.s.q_dtype == MT_BF16 ? 1e-2 : 5e-3;
+    double e_out = mt_relative_error(w->got_out, k->ref_out, (long)k->out_elems);
+    double e_lse = mt_relative_error(w->got_lse, k->ref_lse, (long)k->lse_elems);
+    if (!(e_out < tol) || !(e_lse < 1e-3)) {
+        r->status = MT_MEASURE_WRONG_RESULT;
+        snprintf(r->error, sizeof r->error, "against the %s: out error %.3e (limit %.0e), lse error %.3e%s",
+                 k->ref_source, e_out, tol, e_lse, isinf(e_out) || isinf(e_lse) ? " (NaN or unwritten output)" : "");
+        return 0;
+    }
+    /* time: warm-up, then per run an L2 flush and the launch between events */
+    size_t ws = mt_mla_decode_workspace_bytes(&job->variant, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq);
+    mt_mla_decode_args a = key_args(w, ws);
+    for (int i = 0; i < job->warmup && st == MT_OK; i++)
+        st = mt_mla_decode_launch(w->b, dec, red, &job->variant, &k->key.s, &a, w->stream);
+    int reps = job->reps;
+    mt_event *ev = calloc((size_t)reps * 2, sizeof *ev);
+    double *ms = calloc((size_t)reps, sizeof *ms);
+    for (int i = 0; i < reps * 2 && st == MT_OK; i++) st = mt_backend_event_create(w->b, &ev[i]);
+    for (int i = 0; i < reps && st == MT_OK; i++) {
+        st = mt_backend_mem_set(w->b, w->flush, (uint8_t)i, w->flush_bytes, w->stream);
+        if (st == MT_OK) st = mt_backend_event_record(w->b, ev[2 * i], w->stream);
+        if (st == MT_OK) st = mt_mla_decode_launch(w->b, dec, red, &job->variant, &k->key.s, &a, w->stream);
+        if (st == MT_OK) st = mt_backend_event_record(w->b, ev[2 * i + 1], w->stream);
+    }
+    if (st == MT_OK) st = mt_backend_stream_sync(w->b, w->stream);
+    for (int i = 0; i < reps && st == MT_OK; i++) {
+        float t = 0;
+        st = mt_backend_event_elapsed(w->b, ev[2 * i], ev[2 * i + 1], &t);
+        ms[i] = t;
+    }
+    for (int i = 0; i < reps * 2; i++) mt_backend_event_destroy(w->b, ev[i]);
+    free(ev);
+    if (st != MT_OK) {
+        free(ms);
+        r->status = MT_MEASURE_LAUNCH_FAILED;
+        snprintf(r->error, sizeof r->error, "while timing: %s", mt_last_error());
+        return 1;
+    }
+    qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
+    r->status = MT_MEASURE_OK;
+    r->reps = reps;
+    r->median_ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+    r->min_ms = ms[0];
+    r->max_ms = ms[reps - 1];
+    r->spread_ms = ms[(reps * 9) / 10 < reps ? (reps * 9) / 10 : reps - 1] - ms[reps / 10];
+    free(ms);
+    return 0;
+}
+
+int cmd_worker(int argc, char **argv) {
+    int device = 0;
+    const char *fake = NULL, *cache_dir = NULL, *fault = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--device") == 0) device = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--fake") == 0) fake = argv[i + 1];
+        else if (strcmp(argv[i], "--cache-dir") == 0) cache_dir = argv[i + 1];
+        else if (strcmp(argv[i], "--inject-fault") == 0) fault = argv[i + 1];
+    }
+    if (fake) return run_fake(fake);
+    gpu_worker w = {0};
+    if (fault && sscanf(fault, "%31[^=]=%d", w.fault_param, &w.fault_value) != 2) {
+        printf("ERROR\t--inject-fault wants PARAM=VALUE\n");
+        return 2;
+    }
+    int count = 0;
+    char compiler[64] = "";
+    mt_status st = mt_backend_discover(&w.b);
+    if (st == MT_OK) st = mt_backend_device_count(w.b, &count);
+    if (st == MT_OK) st = mt_backend_device_info(w.b, device, &w.info);
+    if (st == MT_OK) st = mt_backend_set_device(w.b, device);
+    if (st == MT_OK) st = mt_jit_create(w.b, cache_dir, &w.jit);
+    if (st == MT_OK) st = mt_backend_compiler_version(w.b, compiler, sizeof compiler);
+    if (st == MT_OK) st = mt_backend_stream_create(w.b, &w.stream);
+    if (st == MT_OK) st = mt_kernel_source("mla_decode.cu", &w.source);
+    w.flush_bytes = w.info.l2_bytes ? 2 * w.info.l2_bytes : (256u << 20);
+    if (st == MT_OK) st = mt_backend_mem_alloc(w.b, w.flush_bytes, &w.flush);
+    if (st != MT_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", mt_last_error());
+        for (char *p = msg; *p; p++)
+            if (*p == '\n' || *p == '\t') *p = ' ';
+        printf("ERROR\t%s\n", msg);
+        return 1;
+    }
+    printf("DEVICE\t%s\t%s\t%d\t%zu\t%s\t%s\t%zu\t%d\t%d\n", w.info.arch, w.info.name, w.info.compute_units,
+           w.info.total_memory, w.info.driver_version, compiler, w.info.shared_per_group_max, w.info.warp_size, count);
+    fflush(stdout);
+    char line[4096];
+    while (fgets(line, sizeof line, stdin)) {
+        mt_job job;
+        if (parse_job(line, &job) != MT_OK) {
+            fprintf(stderr, "worker: %s\n", mt_last_error());
+            return 2;
+        }
+        mt_job_result r;
+        int must_exit = run_gpu_job(&w, &job, &r);
+        reply(&r);
+        if (must_exit) return 3;
+    }
+    free_key(&w);
+    mt_jit_destroy(w.jit);
+    mt_backend_close(w.b);
+    free(w.source);
+    return 0;
+}
