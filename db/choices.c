@@ -111,7 +111,7 @@ mt_status mt_db_recompute_choices(mt_db *db) {
     }
     int rc;
     while ((rc = step(sel)) == SQLITE_ROW) {
-        const char *arch = (const char *)sqlite3_column_text(sel, 0);
+        const char *arch = col_text(sel, 0);
         int64_t problem = sqlite3_column_int64(sel, 1), variant = sqlite3_column_int64(sel, 2);
         if (g.n > 0 && (strcmp(arch, g.arch) != 0 || problem != g.problem_id)) {
             if ((st = choose_and_store(db, ins, &g)) != MT_OK) goto out;
@@ -133,11 +133,11 @@ mt_status mt_db_recompute_choices(mt_db *db) {
             c = &g.c[g.n++];
             memset(c, 0, sizeof *c);
             c->variant_id = variant;
-            snprintf(c->family, sizeof c->family, "%s", (const char *)sqlite3_column_text(sel, 3));
-            snprintf(c->params, sizeof c->params, "%s", (const char *)sqlite3_column_text(sel, 4));
+            snprintf(c->family, sizeof c->family, "%s", col_text(sel, 3));
+            snprintf(c->params, sizeof c->params, "%s", col_text(sel, 4));
         }
         /* rows come oldest first: the last one seen is the latest */
-        const char *status = (const char *)sqlite3_column_text(sel, 5);
+        const char *status = col_text(sel, 5);
         c->status_ok = strcmp(status, "ok") == 0;
         c->ever_wrong |= strcmp(status, "wrong-result") == 0;
         c->median = sqlite3_column_double(sel, 6);
@@ -187,9 +187,9 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
         }
         mt_choice *c = &list[count];
         memset(c, 0, sizeof *c);
-        snprintf(c->arch, sizeof c->arch, "%s", (const char *)sqlite3_column_text(s, 0));
-        snprintf(c->key.kind, sizeof c->key.kind, "%s", (const char *)sqlite3_column_text(s, 1));
-        const char *qd = (const char *)sqlite3_column_text(s, 2), *kd = (const char *)sqlite3_column_text(s, 3);
+        snprintf(c->arch, sizeof c->arch, "%s", col_text(s, 0));
+        snprintf(c->key.kind, sizeof c->key.kind, "%s", col_text(s, 1));
+        const char *qd = col_text(s, 2), *kd = col_text(s, 3);
         c->key.n_heads = sqlite3_column_int(s, 4);
         c->key.sq = sqlite3_column_int(s, 5);
         c->key.s.d = sqlite3_column_int(s, 6);
@@ -197,11 +197,11 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
         c->key.s.page_size = sqlite3_column_int(s, 8);
         c->key.batch = sqlite3_column_int(s, 9);
         c->key.seq_len = sqlite3_column_int(s, 10);
-        snprintf(c->family, sizeof c->family, "%s", (const char *)sqlite3_column_text(s, 11));
-        snprintf(c->params, sizeof c->params, "%s", (const char *)sqlite3_column_text(s, 12));
+        snprintf(c->family, sizeof c->family, "%s", col_text(s, 11));
+        snprintf(c->params, sizeof c->params, "%s", col_text(s, 12));
         c->median_ms = sqlite3_column_double(s, 13);
         c->default_ms = sqlite3_column_double(s, 14);
-        snprintf(c->reason, sizeof c->reason, "%s", (const char *)sqlite3_column_text(s, 15));
+        snprintf(c->reason, sizeof c->reason, "%s", col_text(s, 15));
         /* every stored value is checked before anyone can launch with it */
         const mt_family *f = mt_family_find(c->family);
         mt_target t;

@@ -222,7 +222,7 @@ static mt_status inspect(mt_db *db, int *version) {
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db->h, "PRAGMA quick_check", -1, &s, NULL) != SQLITE_OK) return db_error(db, "check");
     int rc = step(s);
-    const char *result = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+    const char *result = rc == SQLITE_ROW ? col_text(s, 0) : NULL;
     mt_status st = MT_OK;
     if (rc != SQLITE_ROW) st = db_error(db, "integrity check");
     else if (!result || strcmp(result, "ok") != 0)
@@ -280,7 +280,7 @@ mt_status mt_db_open(const char *path, mt_db_mode mode, mt_db **out) {
         char *mode_text = NULL;
         sqlite3_stmt *s = NULL;
         if (sqlite3_prepare_v2(db->h, "PRAGMA journal_mode=WAL", -1, &s, NULL) == SQLITE_OK && step(s) == SQLITE_ROW)
-            mode_text = strdup((const char *)sqlite3_column_text(s, 0));
+            mode_text = strdup(col_text(s, 0));
         sqlite3_finalize(s);
         int wal = mode_text && strcmp(mode_text, "wal") == 0;
         free(mode_text);
@@ -524,7 +524,7 @@ mt_status mt_db_find_measurement(mt_db *db, int64_t problem_id, int64_t variant_
     mt_status st = MT_OK;
     if (rc == SQLITE_ROW) {
         memset(out, 0, sizeof *out);
-        const char *status = (const char *)sqlite3_column_text(s, 0);
+        const char *status = col_text(s, 0);
         for (int i = 0; i < 5; i++)
             if (strcmp(status, mt_measure_status_name((mt_measure_status)i)) == 0) out->status = (mt_measure_status)i;
         out->median_ms = sqlite3_column_double(s, 1);

@@ -21,4 +21,10 @@ mt_status commit(mt_db *db);
 void rollback(mt_db *db);
 int step(sqlite3_stmt *stmt);                     /* sqlite3_step, retried while busy */
 
+/* A text column, "" for NULL: a hostile file may hold NULLs anywhere. */
+static inline const char *col_text(sqlite3_stmt *s, int i) {
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? (const char *)t : "";
+}
+
 #endif

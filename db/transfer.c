@@ -81,15 +81,15 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
     int rc;
     while ((rc = step(sel)) == SQLITE_ROW) {
         mt_device_info dev = {0};
-        snprintf(dev.arch, sizeof dev.arch, "%s", (const char *)sqlite3_column_text(sel, 0));
-        snprintf(dev.name, sizeof dev.name, "%s", (const char *)sqlite3_column_text(sel, 1));
+        snprintf(dev.arch, sizeof dev.arch, "%s", col_text(sel, 0));
+        snprintf(dev.name, sizeof dev.name, "%s", col_text(sel, 1));
         dev.compute_units = sqlite3_column_int(sel, 2);
         dev.total_memory = (size_t)sqlite3_column_int64(sel, 3);
-        snprintf(dev.driver_version, sizeof dev.driver_version, "%s", (const char *)sqlite3_column_text(sel, 4));
+        snprintf(dev.driver_version, sizeof dev.driver_version, "%s", col_text(sel, 4));
         mt_problem_key key = {0};
-        snprintf(key.kind, sizeof key.kind, "%s", (const char *)sqlite3_column_text(sel, 6));
-        if (mt_dtype_parse((const char *)sqlite3_column_text(sel, 7), &key.s.q_dtype) != MT_OK ||
-            mt_dtype_parse((const char *)sqlite3_column_text(sel, 8), &key.s.kv_dtype) != MT_OK) {
+        snprintf(key.kind, sizeof key.kind, "%s", col_text(sel, 6));
+        if (mt_dtype_parse(col_text(sel, 7), &key.s.q_dtype) != MT_OK ||
+            mt_dtype_parse(col_text(sel, 8), &key.s.kv_dtype) != MT_OK) {
             st = mt_fail(MT_ERR_CORRUPT, "%s: %s", src->path, mt_last_error());
             goto out;
         }
@@ -100,16 +100,16 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
         key.s.page_size = sqlite3_column_int(sel, 13);
         key.batch = sqlite3_column_int(sel, 14);
         key.seq_len = sqlite3_column_int(sel, 15);
-        const mt_family *f = mt_family_find((const char *)sqlite3_column_text(sel, 16));
+        const mt_family *f = mt_family_find(col_text(sel, 16));
         mt_variant v;
-        if (!f || mt_variant_parse(f, (const char *)sqlite3_column_text(sel, 17), &v) != MT_OK) {
+        if (!f || mt_variant_parse(f, col_text(sel, 17), &v) != MT_OK) {
             st = mt_fail(MT_ERR_CORRUPT, "%s: variant '%s' of family '%s' cannot be read: %s", src->path,
-                         (const char *)sqlite3_column_text(sel, 17), (const char *)sqlite3_column_text(sel, 16),
+                         col_text(sel, 17), col_text(sel, 16),
                          f ? mt_last_error() : "unknown family");
             goto out;
         }
         int64_t device_id, problem_id, variant_id;
-        if ((st = mt_db_put_device(dst, &dev, (const char *)sqlite3_column_text(sel, 5), &device_id)) != MT_OK ||
+        if ((st = mt_db_put_device(dst, &dev, col_text(sel, 5), &device_id)) != MT_OK ||
             (st = mt_db_put_problem(dst, &key, &problem_id)) != MT_OK ||
             (st = mt_db_put_variant(dst, &v, &variant_id)) != MT_OK)
             goto out;
@@ -118,7 +118,7 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
         sqlite3_bind_int64(ins, 2, variant_id);
         sqlite3_bind_int64(ins, 3, device_id);
         for (int c = 18; c <= 26; c++) sqlite3_bind_value(ins, c - 14, sqlite3_column_value(sel, c));
-        const char *origin = (const char *)sqlite3_column_text(sel, 27);
+        const char *origin = col_text(sel, 27);
         sqlite3_bind_text(ins, 13, origin && origin[0] ? origin : src->path, -1, SQLITE_TRANSIENT);
         sqlite3_bind_value(ins, 14, sqlite3_column_value(sel, 28));
         if (step(ins) != SQLITE_DONE) {

@@ -493,8 +493,9 @@ static void cuda_close(mt_backend *b) {
             }
         free(c->primary);
     }
-    /* libcuda is never dlclosed: the driver keeps threads that outlive it */
-    if (c->nvrtc_lib) dlclose(c->nvrtc_lib);
+    /* neither library is dlclosed: the driver keeps threads that outlive
+     * it, and NVRTC keeps global state that it never frees (unloading it
+     * would turn that into a leak on every open/close) */
     pthread_mutex_destroy(&c->lock);
     free(c);
     b->context = NULL;

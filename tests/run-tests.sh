@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# run-tests.sh - THE test command (README, .ci/run): installs what is
-# missing, builds with warnings as errors, runs every test.  GPU tests (label
-# "gpu") report "skipped" on a host without a GPU.
-#
-#   tests/run-tests.sh            build into build/ and run ctest
-#   BUILD_DIR=dir tests/run-tests.sh
+# run-tests.sh - THE test command (README, .ci/run).  On a fresh Debian 12
+# host it installs what is missing, then:
+#   1. builds everything with gcc, -Wall -Wextra -Werror, into build/, and
+#      runs the whole suite with ctest: unit, database, config, sweep,
+#      packaging, the compile check of every variant of the sm_90 (NVRTC) and
+#      gfx942 (clang-19) spaces, and the GPU tests, which report "skipped"
+#      on a host with no GPU;
+#   2. builds with clang-19, AddressSanitizer + UndefinedBehaviorSanitizer
+#      and libFuzzer into build-sanitize/, and runs the parser, database,
+#      cache and sweep tests under the sanitizers plus a short run of each
+#      fuzzer (FUZZ_SECONDS, default 30).
+# Either stage failing fails the command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-build}
+jobs=$(nproc)
 tests/setup-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON >/dev/null
-cmake --build "$build" -j"$(nproc)"
-cd "$build"
-ctest --output-on-failure -j"$(nproc)" --timeout 900
+
+echo "== 1/2: gcc build and full test suite"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
+
+echo "== 2/2: clang-19 ASan+UBSan build, sanitized tests and fuzzers"
+CC=clang-19 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON -DMLA_TUNE_FUZZ=ON \
+  -DFUZZ_SECONDS="${FUZZ_SECONDS:-30}" >/dev/null
+cmake --build build-sanitize -j"$jobs" --target mla-tune test_sha256 test_cache test_reference test_variant \
+  test_discovery test_db test_config test_sweep fuzz_yaml fuzz_db
+(cd build-sanitize && ctest --output-on-failure -j"$jobs" --timeout 900 -L 'unit|db|parsers|sweep|fuzz' -LE gpu)

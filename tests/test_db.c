@@ -52,7 +52,7 @@ static mt_variant variant_with(int tile_q, int splits) {
 static mt_status put(mt_db *db, const char *arch, mt_problem_key k, mt_variant v, mt_measure_status status,
                      double median, double spread) {
     mt_device_info dev = fake_device(arch);
-    int64_t d, p, var;
+    int64_t d = 0, p = 0, var = 0;
     mt_status st = mt_db_put_device(db, &dev, "nvrtc-13.0", &d);
     if (st == MT_OK) st = mt_db_put_problem(db, &k, &p);
     if (st == MT_OK) st = mt_db_put_variant(db, &v, &var);

@@ -12,11 +12,28 @@
 
 #include "yaml_tree.h"
 
+static mt_status space_from_tree(const char *path, yt_node *root, mt_space_config *out);
+static mt_status plan_from_tree(const char *path, yt_node *root, mt_plan *p);
+
 mt_status mt_load_space(const char *path, mt_space_config *out) {
     memset(out, 0, sizeof *out);
     yt_node *root = NULL;
     mt_status st = yt_parse_file(path, &root);
     if (st != MT_OK) return st;
+    return space_from_tree(path, root, out);
+}
+
+mt_status mt_parse_space(const char *name, const char *text, size_t size, mt_space_config *out) {
+    memset(out, 0, sizeof *out);
+    yt_node *root = NULL;
+    mt_status st = yt_parse(name, text, size, &root);
+    if (st != MT_OK) return st;
+    return space_from_tree(name, root, out);
+}
+
+/* Validates a parsed space document and frees it. */
+static mt_status space_from_tree(const char *path, yt_node *root, mt_space_config *out) {
+    mt_status st;
     static const char *const top_keys[] = {"arch", "families", NULL};
     if ((st = yt_check_keys(path, root, top_keys)) != MT_OK) goto out;
     const yt_node *arch = yt_get(root, "arch"), *families = yt_get(root, "families");
@@ -171,7 +188,7 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
     return MT_OK;
 }
 
-mt_status mt_load_plan(const char *path, mt_plan *p) {
+static void plan_defaults(const char *path, mt_plan *p) {
     memset(p, 0, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
     p->warmup = 3;
@@ -185,9 +202,28 @@ mt_status mt_load_plan(const char *path, mt_plan *p) {
     char *copy = strdup(path);
     snprintf(p->spaces_dir, sizeof p->spaces_dir, "%s/../spaces", dirname(copy));
     free(copy);
+}
+
+mt_status mt_load_plan(const char *path, mt_plan *p) {
+    plan_defaults(path, p);
     yt_node *root = NULL;
     mt_status st = yt_parse_file(path, &root);
     if (st != MT_OK) return st;
+    return plan_from_tree(path, root, p);
+}
+
+mt_status mt_parse_plan(const char *name, const char *text, size_t size, mt_plan *p) {
+    plan_defaults(name, p);
+    yt_node *root = NULL;
+    mt_status st = yt_parse(name, text, size, &root);
+    if (st != MT_OK) return st;
+    return plan_from_tree(name, root, p);
+}
+
+/* Validates a parsed plan document and frees it. */
+static mt_status plan_from_tree(const char *path, yt_node *root, mt_plan *p) {
+    char *copy;
+    mt_status st;
     static const char *const keys[] = {"name", "spaces", "problems", "timing", "search", NULL};
     if ((st = yt_check_keys(path, root, keys)) != MT_OK) goto out;
     const yt_node *name = yt_get(root, "name");

@@ -20,6 +20,8 @@ typedef struct mt_space_config {
 } mt_space_config;
 
 mt_status mt_load_space(const char *path, mt_space_config *out);
+/* The same from text in memory (`name` stands for the file in messages). */
+mt_status mt_parse_space(const char *name, const char *text, size_t size, mt_space_config *out);
 
 typedef enum mt_search_strategy { MT_SEARCH_EXHAUSTIVE, MT_SEARCH_RANDOM, MT_SEARCH_HALVING } mt_search_strategy;
 
@@ -39,6 +41,7 @@ typedef struct mt_plan {
 } mt_plan;
 
 mt_status mt_load_plan(const char *path, mt_plan *out);
+mt_status mt_parse_plan(const char *name, const char *text, size_t size, mt_plan *out);
 void mt_plan_free(mt_plan *p);
 const char *mt_search_strategy_name(mt_search_strategy s);
 

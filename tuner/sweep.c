@@ -691,6 +691,9 @@ int cmd_sweep(int argc, char **argv) {
         }
         plan_keys(&sw, shard, shards);
         print_plan(&sw);
+        for (int k = 0; k < sw.n_keys; k++) free(sw.keys[k].candidates);
+        free(sw.keys);
+        mt_plan_free(&sw.plan);
         return 0;
     }
 
@@ -710,12 +713,14 @@ int cmd_sweep(int argc, char **argv) {
         }
         free(copy);
     }
+    int early_rc = 0;
     device_ctx *ctx = calloc(64, sizeof *ctx);
     ctx[0].sw = &sw;
     ctx[0].device = n_devices ? device_list[0] : 0;
     if (worker_start(&sw, ctx[0].device, &ctx[0].worker, ctx[0].device_line, sizeof ctx[0].device_line) != MT_OK) {
         mt_cli_error("sweep: no GPU to measure on: %s", mt_last_error());
-        return 1;
+        early_rc = 1;
+        goto early_exit;
     }
     char *f[12], first[1100];
     snprintf(first, sizeof first, "%s", ctx[0].device_line);
@@ -725,7 +730,8 @@ int cmd_sweep(int argc, char **argv) {
     for (char *p = strtok_r(first, "\t", &save); p && nf < 12; p = strtok_r(NULL, "\t", &save)) f[nf++] = p;
     if (nf != 10) {
         mt_cli_error("sweep: worker sent a malformed DEVICE line");
-        return 1;
+        early_rc = 1;
+        goto early_exit;
     }
     snprintf(sw.target.arch, sizeof sw.target.arch, "%s", f[1]);
     sw.target.shared_max = (size_t)strtoull(f[7], NULL, 10);
@@ -740,15 +746,27 @@ int cmd_sweep(int argc, char **argv) {
     for (int i = 0; i < n_devices; i++)
         if (device_list[i] >= count) {
             mt_cli_error("sweep: device %d does not exist (%d found)", device_list[i], count);
-            return 2;
+            early_rc = 2;
+            goto early_exit;
         }
     if (load_key_spaces(&sw, sw.target.arch) != MT_OK) {
         mt_cli_error("sweep: %s", mt_last_error());
-        return 1;
+        early_rc = 1;
+        goto early_exit;
     }
     if (plan_keys(&sw, shard, shards) == 0) {
         mt_cli_error("sweep: shard %d/%d of %s has no keys", shard, shards, config);
-        return 1;
+        early_rc = 2;
+        goto early_exit;
+    }
+    if (0) {
+    early_exit:  /* before any thread or database: stop the first worker, free, leave */
+        worker_stop(&ctx[0].worker, 1, NULL);
+        for (int k = 0; k < sw.n_keys; k++) free(sw.keys[k].candidates);
+        free(sw.keys);
+        free(ctx);
+        mt_plan_free(&sw.plan);
+        return early_rc;
     }
     printf("sweep %s: %d keys, ~%ld jobs on %d GPU(s) (%s, %s), search %s, db %s\n", sw.plan.name, sw.n_keys,
            sw.jobs_total, n_devices, f[2], sw.target.arch, mt_search_strategy_name(sw.plan.strategy), sw.db_path);

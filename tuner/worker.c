@@ -479,10 +479,19 @@ int cmd_worker(int argc, char **argv) {
     w.flush_bytes = w.info.l2_bytes ? 2 * w.info.l2_bytes : (256u << 20);
     if (st == MT_OK) st = mt_backend_mem_alloc(w.b, w.flush_bytes, &w.flush);
     if (st != MT_OK) {
+        /* one line: "a\n  b" becomes "a b; ..." */
         char msg[1024];
-        snprintf(msg, sizeof msg, "%s", mt_last_error());
-        for (char *p = msg; *p; p++)
-            if (*p == '\n' || *p == '\t') *p = ' ';
+        size_t n = 0;
+        for (const char *p = mt_last_error(); *p && n + 3 < sizeof msg; p++) {
+            if (*p == '\n') {
+                while (p[1] == ' ') p++;
+                if (n > 0 && msg[n - 1] != ':') msg[n++] = ';';
+                msg[n++] = ' ';
+            } else {
+                msg[n++] = *p == '\t' ? ' ' : *p;
+            }
+        }
+        msg[n] = '\0';
         printf("ERROR\t%s\n", msg);
         return 1;
     }

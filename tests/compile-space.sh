@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# compile-space.sh MLA_TUNE ARCH [compile options] - compiles ARCH's whole
+# search space (or what the options select) and fails unless every variant
+# compiled and every one has a register count from the compiler.
+set -uo pipefail
+bin=$1; arch=$2; shift 2
+log=$(mktemp)
+"$bin" compile --arch "$arch" --no-cache "$@" > "$log" 2>&1
+rc=$?
+tail -3 "$log"
+# rows: status ms origin regs shared stack spill variant
+bad_regs=$(awk '$1 == "ok" && ($4 == "-1" || $4 == "0")' "$log" | wc -l)
+ok=$(awk '$1 == "ok"' "$log" | wc -l)
+failed=$(awk '$1 == "FAILED"' "$log" | wc -l)
+echo "$arch: $ok ok, $failed failed, $bad_regs without a register count"
+grep -A2 FAILED "$log" | head -20
+rm -f "$log"
+[ "$rc" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$ok" -gt 0 ] && [ "$bad_regs" -eq 0 ]
