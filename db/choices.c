@@ -11,7 +11,8 @@
  *   3. Noise: every candidate whose median is within max(its spread, the
  *      best's spread) of the best is tied with it (spread = p90 - p10 of the
  *      timed runs).  If the best is alone it wins ("fastest").  Otherwise
- *      the family's default variant wins if it is among the tied ("tie:
+ *      the family's default variant for that key and arch
+ *      (mt_variant_default_for) wins if it is among the tied ("tie:
  *      default kept"), else the tied variant whose parameter string sorts
  *      first ("tie: first by name").  Stable: the same measurements always
  *      give the same choice, and noise never moves a deployment off the
@@ -37,16 +38,22 @@ typedef struct candidate {
 typedef struct group {
     char arch[32];
     int64_t problem_id;
+    mt_decode_static s;
     candidate *c;
     int n, cap;
 } group;
 
-static int is_default(const candidate *c) {
+/* The default a sweep measures for this key on this arch (see
+ * mt_variant_default_for): what "gain over the default" compares with. */
+static int is_default(const candidate *c, const mt_decode_static *s, const char *arch) {
     const mt_family *f = mt_family_find(c->family);
-    if (!f) return 0;
+    mt_target t;
     mt_variant v;
+    if (!f || mt_target_for_arch(arch, &t) != MT_OK || mt_variant_default_for(f, s, &t, &v) != MT_OK) {
+        mt_clear_error();
+        return 0;
+    }
     char text[200];
-    mt_variant_default(f, &v);
     mt_variant_format(&v, text, sizeof text);
     return strcmp(text, c->params) == 0;
 }
@@ -58,7 +65,7 @@ static mt_status choose_and_store(mt_db *db, sqlite3_stmt *ins, group *g) {
         const candidate *c = &g->c[i];
         if (!c->status_ok || c->ever_wrong || !mt_family_find(c->family)) continue;
         if (!best || c->median < best->median) best = c;
-        if (is_default(c)) default_ms = c->median;
+        if (is_default(c, &g->s, g->arch)) default_ms = c->median;
     }
     if (!best) return MT_OK;  /* nothing usable measured: the runtime falls back and says so */
     const candidate *pick = best;
@@ -71,7 +78,7 @@ static mt_status choose_and_store(mt_db *db, sqlite3_stmt *ins, group *g) {
         double window = c->spread > best->spread ? c->spread : best->spread;
         if (c->median - best->median > window) continue;
         tied++;
-        if (is_default(c)) dflt = c;
+        if (is_default(c, &g->s, g->arch)) dflt = c;
         if (!first_by_name || strcmp(c->params, first_by_name->params) < 0) first_by_name = c;
     }
     if (tied > 1) {
@@ -98,8 +105,9 @@ mt_status mt_db_recompute_choices(mt_db *db) {
     if (sqlite3_exec(db->h, "DELETE FROM choices", NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db->h,
                            "SELECT d.arch, m.problem_id, m.variant_id, v.family, v.params, m.status, m.median_ms, "
-                           "coalesce(m.spread_ms, 0) FROM measurements m "
+                           "coalesce(m.spread_ms, 0), p.d, p.dl, p.page_size, p.q_dtype, p.kv_dtype FROM measurements m "
                            "JOIN devices d ON d.id = m.device_id JOIN variants v ON v.id = m.variant_id "
+                           "JOIN problems p ON p.id = m.problem_id "
                            "ORDER BY d.arch, m.problem_id, m.variant_id, m.measured_at, m.id",
                            -1, &sel, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db->h,
@@ -119,6 +127,12 @@ mt_status mt_db_recompute_choices(mt_db *db) {
         }
         snprintf(g.arch, sizeof g.arch, "%s", arch);
         g.problem_id = problem;
+        g.s.d = sqlite3_column_int(sel, 8);
+        g.s.dl = sqlite3_column_int(sel, 9);
+        g.s.page_size = sqlite3_column_int(sel, 10);
+        if (mt_dtype_parse(col_text(sel, 11), &g.s.q_dtype) != MT_OK ||
+            mt_dtype_parse(col_text(sel, 12), &g.s.kv_dtype) != MT_OK)
+            g.s.q_dtype = MT_BF16, g.s.kv_dtype = MT_BF16;  /* unreadable: no default match, nothing worse */
         candidate *c = g.n > 0 && g.c[g.n - 1].variant_id == variant ? &g.c[g.n - 1] : NULL;
         if (!c) {
             if (g.n == g.cap) {

@@ -80,6 +80,12 @@ static const char *const migrations[] = {
     "  variant_id INTEGER NOT NULL REFERENCES variants(id),"
     "  median_ms REAL NOT NULL, default_ms REAL, reason TEXT NOT NULL,"
     "  PRIMARY KEY(arch, problem_id));",
+
+    /* 2 -> 3: measured hardware ceilings per device (copy bandwidth, matrix
+     * throughput), so reports can put every result against them */
+    "CREATE TABLE ceilings("
+    "  device_id INTEGER NOT NULL REFERENCES devices(id), kind TEXT NOT NULL, value REAL NOT NULL,"
+    "  measured_at TEXT NOT NULL, PRIMARY KEY(device_id, kind, measured_at));",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == MT_DB_SCHEMA_VERSION,
                "one migration per schema version");
@@ -536,6 +542,49 @@ mt_status mt_db_find_measurement(mt_db *db, int64_t problem_id, int64_t variant_
     } else if (rc != SQLITE_DONE) {
         st = db_error(db, "find measurement");
     }
+    sqlite3_finalize(s);
+    return st;
+}
+
+mt_status mt_db_put_ceiling(mt_db *db, int64_t device_id, const char *kind, double value) {
+    mt_status st = begin_write(db);
+    if (st != MT_OK) return st;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db->h,
+                           "INSERT OR REPLACE INTO ceilings(device_id, kind, value, measured_at) "
+                           "VALUES(?1, ?2, ?3, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                           -1, &s, NULL) != SQLITE_OK) {
+        st = db_error(db, "prepare ceiling");
+        rollback(db);
+        return st;
+    }
+    sqlite3_bind_int64(s, 1, device_id);
+    sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 3, value);
+    if (step(s) != SQLITE_DONE) {
+        st = db_error(db, "insert ceiling");
+        sqlite3_finalize(s);
+        rollback(db);
+        return st;
+    }
+    sqlite3_finalize(s);
+    return commit(db);
+}
+
+mt_status mt_db_get_ceiling(mt_db *db, const char *arch, const char *kind, double *value) {
+    *value = 0;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db->h,
+                           "SELECT c.value FROM ceilings c JOIN devices d ON d.id = c.device_id "
+                           "WHERE d.arch = ?1 AND c.kind = ?2 ORDER BY c.measured_at DESC LIMIT 1",
+                           -1, &s, NULL) != SQLITE_OK)
+        return db_error(db, "prepare read ceiling");
+    sqlite3_bind_text(s, 1, arch, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
+    int rc = step(s);
+    mt_status st = MT_OK;
+    if (rc == SQLITE_ROW) *value = sqlite3_column_double(s, 0);
+    else if (rc != SQLITE_DONE) st = db_error(db, "read ceiling");
     sqlite3_finalize(s);
     return st;
 }

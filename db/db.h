@@ -30,7 +30,7 @@
 #include "../kernels/variant.h"
 #include "../runtime/backend.h"
 
-enum { MT_DB_SCHEMA_VERSION = 2 };
+enum { MT_DB_SCHEMA_VERSION = 3 };
 
 typedef struct mt_db mt_db;
 
@@ -121,6 +121,12 @@ mt_status mt_db_load_overlay(const char *user_path, int user_required, const cha
 
 /* Same key and architecture? */
 int mt_choice_same_key(const mt_choice *a, const mt_choice *b);
+
+/* Measured ceilings ("copy_gbps": device-to-device copy counting bytes read
+ * and written; "matrix_tflops"), per device; get returns the latest for an
+ * arch, 0 when none was measured. */
+mt_status mt_db_put_ceiling(mt_db *db, int64_t device_id, const char *kind, double value);
+mt_status mt_db_get_ceiling(mt_db *db, const char *arch, const char *kind, double *value);
 
 /* Runs `sql` (no results) inside a retried write transaction. */
 mt_status mt_db_exec(mt_db *db, const char *sql);

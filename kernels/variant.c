@@ -194,3 +194,41 @@ done:
     mt_clear_error();
     return visited;
 }
+
+typedef struct nearest_ctx {
+    const mt_variant *want;
+    mt_variant best;
+    int best_distance;
+} nearest_ctx;
+
+static int value_index(const mt_param_desc *p, int value) {
+    for (int i = 0; i < p->n_values; i++)
+        if (p->values[i] == value) return i;
+    return 0;
+}
+
+static int visit_nearest(const mt_variant *v, void *user) {
+    nearest_ctx *c = user;
+    int d = 0;
+    for (int i = 0; i < v->family->n_params; i++) {
+        int a = value_index(&v->family->params[i], v->values[i]);
+        int b = value_index(&v->family->params[i], c->want->values[i]);
+        d += a > b ? a - b : b - a;
+    }
+    if (c->best_distance < 0 || d < c->best_distance) c->best = *v, c->best_distance = d;
+    return 0;
+}
+
+mt_status mt_variant_default_for(const mt_family *f, const mt_decode_static *s, const mt_target *t, mt_variant *v) {
+    mt_variant_default(f, v);
+    if (mt_variant_validate(v, s, t) == MT_OK) return MT_OK;
+    nearest_ctx c = {.want = v, .best_distance = -1};
+    mt_space sp;
+    mt_space_full(f, &sp);
+    mt_space_enumerate(&sp, s, t, visit_nearest, &c, NULL);
+    if (c.best_distance < 0)
+        return mt_fail(MT_ERR_UNSUPPORTED, "%s: no variant fits D=%d Dl=%d page %d on %s", f->name, s->d, s->dl,
+                       s->page_size, t->arch);
+    *v = c.best;
+    return MT_OK;
+}

@@ -71,6 +71,12 @@ typedef struct mt_variant {
 /* The family's default variant (each parameter's default). */
 void mt_variant_default(const mt_family *f, mt_variant *v);
 
+/* The default for a problem on a target: the declared default when it
+ * passes the constraints there, else the valid point of the full space
+ * nearest to it (fewest steps along each parameter's value list; ties to the
+ * first in enumeration order).  Fails only when no point is valid. */
+mt_status mt_variant_default_for(const mt_family *f, const mt_decode_static *s, const mt_target *t, mt_variant *v);
+
 /* Index of a parameter by name, or -1. */
 int mt_family_param_index(const mt_family *f, const char *name);
 

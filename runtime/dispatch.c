@@ -11,8 +11,9 @@
 
 static const int heuristic_splits[] = {1, 2, 4, 8, 16};
 
-void mt_dispatch_heuristic(const mt_problem_key *shape, int batch, int seq_len, int compute_units, mt_variant *out) {
-    mt_variant_default(&mt_family_mla_decode_simt, out);
+void mt_dispatch_heuristic(const mt_problem_key *shape, const mt_variant *base, int batch, int seq_len,
+                           int compute_units, mt_variant *out) {
+    *out = *base;
     int tile_q = out->values[MT_P_TILE_Q];
     long tiles = (long)((shape->sq * shape->n_heads + tile_q - 1) / tile_q) * (batch > 0 ? batch : 1);
     int splits = 1;
@@ -76,16 +77,18 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
     qsort(out->entries, (size_t)out->n_entries, sizeof *out->entries, by_key);
     if (out->n_entries == 0) {
         out->heuristic = 1;
-        /* the heuristic only ever varies the split count */
+        /* the heuristic only ever varies the split count of the default */
+        if (mt_variant_default_for(&mt_family_mla_decode_simt, &shape->s, t, &out->heuristic_base) != MT_OK)
+            return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and no built-in variant fits: %s", mt_last_error());
         for (size_t i = 0; i < sizeof heuristic_splits / sizeof heuristic_splits[0]; i++) {
-            mt_variant v;
-            mt_variant_default(&mt_family_mla_decode_simt, &v);
+            mt_variant v = out->heuristic_base;
             v.values[MT_P_NUM_SPLITS] = heuristic_splits[i];
             if (heuristic_splits[i] == 1) v.values[MT_P_KV_GRANULARITY] = 16;
-            if (mt_variant_validate(&v, &shape->s, t) != MT_OK)
-                return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and the built-in variant does not fit: %s",
-                               mt_last_error());
-            add_variant(out, &v);
+            if (mt_variant_validate(&v, &shape->s, t) == MT_OK) add_variant(out, &v);
+        }
+        mt_clear_error();
+        if (out->n_variants == 0) {
+            add_variant(out, &out->heuristic_base);
         }
     }
     return MT_OK;
@@ -103,7 +106,7 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
     out->distance = 0;
     if (table->heuristic) {
         mt_variant v;
-        mt_dispatch_heuristic(&table->shape, batch, seq_len, table->compute_units, &v);
+        mt_dispatch_heuristic(&table->shape, &table->heuristic_base, batch, seq_len, table->compute_units, &v);
         out->variant = 0;
         for (int i = 0; i < table->n_variants; i++)
             if (table->variants[i].values[MT_P_NUM_SPLITS] == v.values[MT_P_NUM_SPLITS]) out->variant = i;

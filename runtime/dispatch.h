@@ -33,6 +33,7 @@ typedef struct mt_dispatch_table {
     mt_variant variants[MT_DISPATCH_MAX_VARIANTS];
     int n_variants;
     int heuristic;            /* 1: no entries; variants are the heuristic's */
+    mt_variant heuristic_base;  /* the default for this shape and target */
     int compute_units;
 } mt_dispatch_table;
 
@@ -54,9 +55,10 @@ typedef struct mt_dispatch_result {
 /* The hot path: no allocation, no I/O. */
 void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, mt_dispatch_result *out);
 
-/* The built-in rule: the family default, with the split count chosen so
- * that (query-row tiles x batch x splits) covers the compute units twice,
- * without splits shorter than 256 keys. */
-void mt_dispatch_heuristic(const mt_problem_key *shape, int batch, int seq_len, int compute_units, mt_variant *out);
+/* The built-in rule: `base` (the family default for the shape and target),
+ * with the split count chosen so that (query-row tiles x batch x splits)
+ * covers the compute units twice, without splits shorter than 256 keys. */
+void mt_dispatch_heuristic(const mt_problem_key *shape, const mt_variant *base, int batch, int seq_len,
+                           int compute_units, mt_variant *out);
 
 #endif

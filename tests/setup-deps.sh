@@ -3,7 +3,8 @@
 # Debian 12 host, and nothing when it is all there already.
 #
 #   build:   cmake, gcc, pkg-config, libsqlite3-dev, libyaml-dev,
-#            libamdhip64-dev (HIP headers for the AMD backend)
+#            libamdhip64-dev (HIP headers for the AMD backend),
+#            libcmark-gfm(-extensions)-dev (Markdown -> HTML for reports)
 #   tests:   sqlite3 (CLI, for DB inspection in tests),
 #            clang-19, lld-19, rocm-device-libs (offline gfx942 compiles),
 #            libclang-rt-19-dev (libFuzzer, ASan/UBSan runtimes)
@@ -11,6 +12,7 @@
 #            expected at /usr/local/cuda; they are not Debian packages.
 set -euo pipefail
 packages=(cmake gcc make pkg-config libsqlite3-dev libyaml-dev libamdhip64-dev sqlite3
+          libcmark-gfm-dev libcmark-gfm-extensions-dev
           clang-19 lld-19 rocm-device-libs libclang-rt-19-dev)
 missing=()
 for p in "${packages[@]}"; do

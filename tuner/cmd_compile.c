@@ -245,11 +245,18 @@ int cmd_compile(int argc, char **argv) {
                 if (all_pages) problem.page_size = page_sizes[pi];
                 else if (pi > 0) continue;
                 mt_space space = spaces.spaces[fi];
-                if (defaults_only)
+                if (defaults_only) {
+                    mt_variant dv;
+                    if (mt_variant_default_for(f, &problem, &target, &dv) != MT_OK) {
+                        mt_cli_error("compile: %s", mt_last_error());
+                        failed++;
+                        continue;
+                    }
                     for (int p = 0; p < f->n_params; p++) {
                         space.n_values[p] = 1;
-                        space.values[p][0] = f->params[p].default_value;
+                        space.values[p][0] = dv.values[p];
                     }
+                }
                 collect_ctx cc = {.limit = limit, .problem = problem};
                 int pruned = 0;
                 mt_space_enumerate(&space, &problem, &target, collect, &cc, &pruned);

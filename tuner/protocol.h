@@ -10,7 +10,7 @@
  *
  * Lines, tab-separated, one request and one reply at a time:
  *   worker -> coordinator at start:
- *     DEVICE  arch name compute_units memory_bytes driver compiler shared_max warp device_count
+ *     DEVICE  arch name compute_units memory_bytes driver compiler shared_max warp device_count copy_gbps
  *     ERROR   message                      (no device: the worker exits)
  *   coordinator -> worker:
  *     JOB     q_dtype kv_dtype d dl page heads sq batch seq_len family params warmup reps verify_cpu_macs seed

@@ -77,8 +77,7 @@ int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_pro
     variant_list all = {0};
     mt_space_enumerate(space, &key->s, t, collect_variant, &all, NULL);
     mt_variant dflt;
-    mt_variant_default(space->family, &dflt);
-    int default_valid = mt_variant_validate(&dflt, &key->s, t) == MT_OK;
+    int default_valid = mt_variant_default_for(space->family, &key->s, t, &dflt) == MT_OK;
     mt_clear_error();
     int has_default = 0;
     for (int i = 0; i < all.n; i++) has_default |= memcmp(all.items[i].values, dflt.values, sizeof dflt.values) == 0;
@@ -728,7 +727,7 @@ int cmd_sweep(int argc, char **argv) {
     char *save = NULL;
     first[strcspn(first, "\n")] = '\0';
     for (char *p = strtok_r(first, "\t", &save); p && nf < 12; p = strtok_r(NULL, "\t", &save)) f[nf++] = p;
-    if (nf != 10) {
+    if (nf != 11) {
         mt_cli_error("sweep: worker sent a malformed DEVICE line");
         early_rc = 1;
         goto early_exit;
@@ -805,17 +804,18 @@ int cmd_sweep(int argc, char **argv) {
         char line[1100];
         snprintf(line, sizeof line, "%s", d->device_line);
         line[strcspn(line, "\n")] = '\0';
-        char *g[12];
+        char *g[14];
         int ng = 0;
         save = NULL;
-        for (char *p = strtok_r(line, "\t", &save); p && ng < 12; p = strtok_r(NULL, "\t", &save)) g[ng++] = p;
+        for (char *p = strtok_r(line, "\t", &save); p && ng < 14; p = strtok_r(NULL, "\t", &save)) g[ng++] = p;
         snprintf(info.arch, sizeof info.arch, "%s", g[1]);
         snprintf(info.name, sizeof info.name, "%s", g[2]);
         info.compute_units = atoi(g[3]);
         info.total_memory = (size_t)strtoull(g[4], NULL, 10);
         snprintf(info.driver_version, sizeof info.driver_version, "%s", g[5]);
         if (mt_db_open(sw.db_path, MT_DB_WRITE, &d->db) != MT_OK ||
-            mt_db_put_device(d->db, &info, g[6], &d->device_id) != MT_OK) {
+            mt_db_put_device(d->db, &info, g[6], &d->device_id) != MT_OK ||
+            (ng > 10 && atof(g[10]) > 0 && mt_db_put_ceiling(d->db, d->device_id, "copy_gbps", atof(g[10])) != MT_OK)) {
             mt_cli_error("sweep: %s", mt_last_error());
             rc = 1;
             break;

@@ -132,7 +132,7 @@ static int run_fake(const char *spec) {
     }
     free(copy);
     /* four identical fake GPUs, so that --devices all has several */
-    printf("DEVICE\tsm_90\tfake-gpu\t132\t85899345920\t13.0\tfake-compiler\t232448\t32\t4\n");
+    printf("DEVICE\tsm_90\tfake-gpu\t132\t85899345920\t13.0\tfake-compiler\t232448\t32\t4\t3000.0\n");
     fflush(stdout);
     char line[4096];
     while (fgets(line, sizeof line, stdin)) {
@@ -347,8 +347,10 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     } else {
         mt_variant trusted;
         mt_function dec, red;
-        mt_variant_default(job->variant.family, &trusted);
-        if ((st = get_functions(w, &trusted, s, &dec, &red)) != MT_OK ||
+        mt_target t = {.warp_size = w->info.warp_size, .shared_max = w->info.shared_per_group_max};
+        snprintf(t.arch, sizeof t.arch, "%s", w->info.arch);
+        if ((st = mt_variant_default_for(job->variant.family, s, &t, &trusted)) != MT_OK ||
+            (st = get_functions(w, &trusted, s, &dec, &red)) != MT_OK ||
             (st = run_once(w, &trusted, dec, red, k->ref_out, k->ref_lse)) != MT_OK)
             return mt_fail(st, "trusted variant failed: %s", mt_last_error());
         snprintf(k->ref_source, sizeof k->ref_source, "trusted variant");
@@ -451,6 +453,39 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     return 0;
 }
 
+/* The copy ceiling: a 1 GiB device-to-device copy, median of 9 after a
+ * warm-up, counting bytes read plus bytes written.  0 when it cannot run. */
+static double measure_copy_bandwidth(gpu_worker *w) {
+    const size_t bytes = (size_t)1 << 30;
+    mt_devptr a = 0, b = 0;
+    mt_event e0 = NULL, e1 = NULL;
+    double ms[9] = {0}, result = 0;
+    mt_status st = mt_backend_mem_alloc(w->b, bytes, &a);
+    if (st == MT_OK) st = mt_backend_mem_alloc(w->b, bytes, &b);
+    if (st == MT_OK) st = mt_backend_mem_set(w->b, a, 0x5a, bytes, w->stream);
+    if (st == MT_OK) st = mt_backend_event_create(w->b, &e0);
+    if (st == MT_OK) st = mt_backend_event_create(w->b, &e1);
+    if (st == MT_OK) st = mt_backend_copy_on_device(w->b, b, a, bytes, w->stream);
+    for (int i = 0; i < 9 && st == MT_OK; i++) {
+        float t = 0;
+        st = mt_backend_event_record(w->b, e0, w->stream);
+        if (st == MT_OK) st = mt_backend_copy_on_device(w->b, b, a, bytes, w->stream);
+        if (st == MT_OK) st = mt_backend_event_record(w->b, e1, w->stream);
+        if (st == MT_OK) st = mt_backend_event_sync(w->b, e1);
+        if (st == MT_OK) st = mt_backend_event_elapsed(w->b, e0, e1, &t);
+        ms[i] = t;
+    }
+    if (st == MT_OK) {
+        qsort(ms, 9, sizeof ms[0], compare_doubles);
+        result = 2.0 * (double)bytes / (ms[4] * 1e-3) / 1e9;
+    }
+    mt_backend_event_destroy(w->b, e0);
+    mt_backend_event_destroy(w->b, e1);
+    mt_backend_mem_free(w->b, a);
+    mt_backend_mem_free(w->b, b);
+    return result;
+}
+
 int cmd_worker(int argc, char **argv) {
     int device = 0;
     const char *fake = NULL, *cache_dir = NULL, *fault = NULL;
@@ -495,8 +530,10 @@ int cmd_worker(int argc, char **argv) {
         printf("ERROR\t%s\n", msg);
         return 1;
     }
-    printf("DEVICE\t%s\t%s\t%d\t%zu\t%s\t%s\t%zu\t%d\t%d\n", w.info.arch, w.info.name, w.info.compute_units,
-           w.info.total_memory, w.info.driver_version, compiler, w.info.shared_per_group_max, w.info.warp_size, count);
+    double copy_gbps = measure_copy_bandwidth(&w);
+    printf("DEVICE\t%s\t%s\t%d\t%zu\t%s\t%s\t%zu\t%d\t%d\t%.1f\n", w.info.arch, w.info.name, w.info.compute_units,
+           w.info.total_memory, w.info.driver_version, compiler, w.info.shared_per_group_max, w.info.warp_size, count,
+           copy_gbps);
     fflush(stdout);
     char line[4096];
     while (fgets(line, sizeof line, stdin)) {

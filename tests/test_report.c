@@ -1,0 +1,102 @@
+/*
+ * mla-tune report on a small fixture database (made by a fake-device sweep):
+ * the page and the Markdown exist, every chosen variant's row shows the
+ * numbers the database holds (median, gain over default, GB/s), the plots
+ * are there, and the page is self-contained (no scripts, no fetches).
+ */
+#define _GNU_SOURCE
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "db/db.h"
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+int main(void) {
+    const char *bin = getenv("MLA_TUNE_BIN");
+    if (!bin) {
+        printf("SKIP: MLA_TUNE_BIN not set\n");
+        return CHECK_SKIP_CODE;
+    }
+    char dir[] = "/tmp/mla-tune-test-report-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char cmd[4096], path[600];
+    snprintf(path, sizeof path, "%s/plan.yaml", dir);
+    FILE *f = fopen(path, "w");
+    fputs("name: fixture\nproblems:\n  - {heads: 16, batch: [1, 8, 64], seq_len: [1024, 8192], kv_dtype: [bf16, fp8e4m3]}\n"
+          "timing: {warmup: 1, reps: 5}\nsearch: {strategy: random, budget: 20, seed: 2}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' sweep --config plan.yaml --db fixture.db --fake-device "
+             "'wrong:tile_q=4+num_splits=2' >/dev/null 2>&1 && '%s' report --db fixture.db -o out --matrix-tflops 660",
+             dir, bin, bin);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/out/report.html", dir);
+    char *html = slurp(path);
+    snprintf(path, sizeof path, "%s/out/report.md", dir);
+    char *md = slurp(path);
+    CHECK(html && md);
+    if (!html || !md) return check_summary("test_report");
+
+    /* every choice in the DB, with its numbers, in both documents */
+    snprintf(path, sizeof path, "%s/fixture.db", dir);
+    mt_db *db = NULL;
+    mt_choice *c = NULL;
+    int n = 0;
+    CHECK_OK(mt_db_open(path, MT_DB_READ, &db));
+    CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
+    CHECK(n == 12);
+    for (int i = 0; i < n; i++) {
+        char row_md[512], row_html[512], gain[32];
+        double bytes = (double)c[i].key.batch * ((double)c[i].key.seq_len * 576 * (c[i].key.s.kv_dtype == MT_FP8_E4M3 ? 1 : 2) +
+                                                 16.0 * (576 + 512) * 2 + 16.0 * 4);
+        snprintf(gain, sizeof gain, "%.2fx", c[i].default_ms / c[i].median_ms);
+        snprintf(row_md, sizeof row_md, "| %d | %d | %.4f | %.0f |", c[i].key.batch, c[i].key.seq_len, c[i].median_ms,
+                 bytes / (c[i].median_ms * 1e-3) / 1e9);
+        snprintf(row_html, sizeof row_html, "<td>%d</td>\n<td>%d</td>\n<td>%.4f</td>\n<td>%.0f</td>", c[i].key.batch,
+                 c[i].key.seq_len, c[i].median_ms, bytes / (c[i].median_ms * 1e-3) / 1e9);
+        CHECK_MSG(strstr(md, row_md) != NULL, "markdown lacks '%s'", row_md);
+        CHECK_MSG(strstr(html, row_html) != NULL, "html lacks '%s'", row_html);
+        CHECK_MSG(count_of(md, c[i].params) >= 1 && count_of(html, c[i].params) >= 1, "params %s", c[i].params);
+        CHECK(c[i].default_ms > 0 && strstr(md, gain) != NULL);
+    }
+    free(c);
+    mt_db_close(db);
+    /* provenance: the device and the measurement counts */
+    CHECK(strstr(html, "fake-gpu") && strstr(html, "<td>240</td>"));
+    CHECK(strstr(html, "wrong-result"));
+    /* plots: 2 heat maps per group (2 groups), bandwidth, 5 parameters */
+    CHECK_MSG(count_of(html, "<svg ") == 2 * 2 + 1 + 5, "%d svgs", count_of(html, "<svg "));
+    CHECK(strstr(html, "best split count") && strstr(html, "speedup over default"));
+    CHECK(strstr(html, "copy 3000 GB/s"));
+    /* self-contained: no scripts, no fetched resources */
+    CHECK(strstr(html, "<script") == NULL);
+    CHECK(strstr(html, "src=") == NULL && strstr(html, "<link") == NULL && strstr(html, "url(") == NULL);
+    CHECK(count_of(html, "http") == count_of(html, "http://www.w3.org/2000/svg"));
+    CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0 && strstr(html, "</html>"));
+    /* bad input: a database with nothing chosen, a missing one */
+    snprintf(cmd, sizeof cmd, "'%s' report --db '%s/none.db' -o '%s/x' 2>&1 | grep -q 'cannot read database'", bin, dir, dir);
+    CHECK(system(cmd) == 0);
+    free(html);
+    free(md);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_report");
+}

@@ -1,0 +1,432 @@
+/*
+ * report.c - `mla-tune report --db FILE -o DIR [--arch ARCH] [--key N]
+ *            [--matrix-tflops X]`: what a sweep found, as pages a person
+ * reads.
+ *
+ * Writes into DIR:
+ *   report.md     the summary in Markdown (paste into a pull request)
+ *   report.html   one self-contained page: the same summary rendered to HTML
+ *                 by cmark-gfm, the plots inlined as SVG, the style inline;
+ *                 no scripts and no network fetches
+ *   *.svg         each plot on its own
+ * Library choice: Markdown -> HTML goes through cmark-gfm (the GitHub
+ * CommonMark implementation, Debian's libcmark-gfm), which renders and
+ * escapes tables exactly as a pull request shows them; the plots are plain
+ * SVG written here (svg.c), which needs no library for heat maps and bar
+ * charts and keeps the page dependency-free.
+ *
+ * Figures: GB/s counts the bytes a decode must move (KV read once, q read,
+ * out and lse written); TFLOPS counts N * Sq * (2D + 2Dl) flops per key
+ * token (DESIGN.md section 2).  The copy ceiling is the one the sweep
+ * measured on the device (ceilings table); the matrix ceiling is given with
+ * --matrix-tflops or left out.
+ */
+#define _GNU_SOURCE
+#include <cmark-gfm-core-extensions.h>
+#include <cmark-gfm.h>
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "db/db.h"
+#include "kernels/mla_decode.h"
+#include "svg.h"
+
+/* Every plot, by file name, to inline where the Markdown refers to it. */
+typedef struct plot_list {
+    char name[32][128];
+    char *svg[32];
+    int n;
+} plot_list;
+
+static void keep_plot(plot_list *pl, const char *name, const mt_text *svg) {
+    if (pl->n == 32 || !svg->buf) return;
+    snprintf(pl->name[pl->n], sizeof pl->name[0], "%s", name);
+    pl->svg[pl->n++] = strdup(svg->buf);
+}
+
+static double key_bytes(const mt_problem_key *k) {
+    double rows = (double)k->sq * k->n_heads;
+    return (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
+                               rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
+}
+
+static double key_flops(const mt_problem_key *k) {
+    return (double)k->batch * k->sq * k->n_heads * (double)k->seq_len * (2.0 * k->s.d + 2.0 * k->s.dl);
+}
+
+static int same_group(const mt_choice *a, const mt_choice *b) {
+    return strcmp(a->arch, b->arch) == 0 && a->key.n_heads == b->key.n_heads && a->key.sq == b->key.sq &&
+           a->key.s.page_size == b->key.s.page_size && a->key.s.q_dtype == b->key.s.q_dtype &&
+           a->key.s.kv_dtype == b->key.s.kv_dtype && a->key.s.d == b->key.s.d;
+}
+
+static int param_of(const mt_choice *c, const char *name) {
+    const mt_family *f = mt_family_find(c->family);
+    mt_variant v;
+    if (!f || mt_variant_parse(f, c->params, &v) != MT_OK) return -1;
+    int i = mt_family_param_index(f, name);
+    return i >= 0 ? v.values[i] : -1;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+static int unique_sorted(int *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_int);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || v[m - 1] != v[i]) v[m++] = v[i];
+    return m;
+}
+
+static mt_status write_file(const char *dir, const char *name, const char *text, size_t len) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return mt_fail(MT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    size_t w = fwrite(text, 1, len, f);
+    int bad = fclose(f) != 0 || w != len;
+    return bad ? mt_fail(MT_ERR_IO, "cannot write %s", path) : MT_OK;
+}
+
+static char *markdown_to_html(const char *md) {
+    cmark_gfm_core_extensions_ensure_registered();
+    cmark_parser *p = cmark_parser_new(CMARK_OPT_DEFAULT);
+    cmark_syntax_extension *table = cmark_find_syntax_extension("table");
+    if (table) cmark_parser_attach_syntax_extension(p, table);
+    cmark_parser_feed(p, md, strlen(md));
+    cmark_node *doc = cmark_parser_finish(p);
+    char *html = cmark_render_html(doc, CMARK_OPT_DEFAULT, cmark_parser_get_syntax_extensions(p));
+    cmark_node_free(doc);
+    cmark_parser_free(p);
+    return html;
+}
+
+/* Per parameter of the chosen key: the best median among ok measurements
+ * (latest per variant) whose variant has each value. */
+static void parameter_plots(sqlite3 *h, const mt_choice *c, plot_list *plots, mt_text *md, const char *dir,
+                            int *n_plots) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(h,
+                           "SELECT v.params, m.median_ms FROM measurements m JOIN variants v ON v.id = m.variant_id "
+                           "JOIN problems p ON p.id = m.problem_id JOIN devices d ON d.id = m.device_id "
+                           "WHERE d.arch = ?1 AND p.n_heads = ?2 AND p.sq = ?3 AND p.page_size = ?4 AND p.q_dtype = ?5 "
+                           "AND p.kv_dtype = ?6 AND p.batch = ?7 AND p.seq_len = ?8 AND p.d = ?9 AND m.status = 'ok'",
+                           -1, &s, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(s, 1, c->arch, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, c->key.n_heads);
+    sqlite3_bind_int(s, 3, c->key.sq);
+    sqlite3_bind_int(s, 4, c->key.s.page_size);
+    sqlite3_bind_text(s, 5, mt_dtype_name(c->key.s.q_dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, mt_dtype_name(c->key.s.kv_dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 7, c->key.batch);
+    sqlite3_bind_int(s, 8, c->key.seq_len);
+    sqlite3_bind_int(s, 9, c->key.s.d);
+    const mt_family *f = mt_family_find(c->family);
+    double best[MT_MAX_PARAMS][MT_MAX_VALUES];
+    for (int p = 0; p < MT_MAX_PARAMS; p++)
+        for (int v = 0; v < MT_MAX_VALUES; v++) best[p][v] = NAN;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        mt_variant v;
+        const unsigned char *params = sqlite3_column_text(s, 0);
+        if (!f || !params || mt_variant_parse(f, (const char *)params, &v) != MT_OK) continue;
+        double ms = sqlite3_column_double(s, 1);
+        for (int p = 0; p < f->n_params; p++)
+            for (int k = 0; k < f->params[p].n_values; k++)
+                if (f->params[p].values[k] == v.values[p] && (isnan(best[p][k]) || ms < best[p][k])) best[p][k] = ms;
+    }
+    sqlite3_finalize(s);
+    if (!f) return;
+    mt_text_printf(md, "\n## Time against each tuned parameter\n\nKey: %s, %d heads, Sq %d, batch %d, %d keys, %s/%s. "
+                       "Each point: the best median among the measured variants with that value.\n\n",
+                   c->arch, c->key.n_heads, c->key.sq, c->key.batch, c->key.seq_len, mt_dtype_name(c->key.s.q_dtype),
+                   mt_dtype_name(c->key.s.kv_dtype));
+    for (int p = 0; p < f->n_params; p++) {
+        char labels_buf[MT_MAX_VALUES][16];
+        const char *labels[MT_MAX_VALUES];
+        double ys[MT_MAX_VALUES];
+        int n = 0;
+        for (int k = 0; k < f->params[p].n_values; k++) {
+            if (isnan(best[p][k])) continue;
+            snprintf(labels_buf[n], sizeof labels_buf[n], "%d", f->params[p].values[k]);
+            labels[n] = labels_buf[n];
+            ys[n++] = best[p][k];
+        }
+        if (n == 0) continue;
+        char title[128], name[64];
+        snprintf(title, sizeof title, "best time vs %s", f->params[p].name);
+        mt_text one = {0};
+        mt_svg_points(&one, title, f->params[p].name, "median ms", labels, ys, n);
+        snprintf(name, sizeof name, "param-%s.svg", f->params[p].name);
+        write_file(dir, name, one.buf, one.len);
+        keep_plot(plots, name, &one);
+        mt_text_printf(md, "![%s](%s)\n", title, name);
+        mt_text_free(&one);
+        (*n_plots)++;
+    }
+}
+
+int cmd_report(int argc, char **argv) {
+    const char *db_path = NULL, *out_dir = NULL, *arch = NULL;
+    double matrix_tflops = 0;
+    int key_index = -1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: mla-tune report --db FILE -o DIR [--arch ARCH] [--key N] [--matrix-tflops X]\n\n"
+                   "Writes DIR/report.html (self-contained), DIR/report.md and the plots as SVG.\n"
+                   "--key N picks the problem key (row N of the summary) for the per-parameter plots;\n"
+                   "by default the key with the most work.\n");
+            return 0;
+        } else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) db_path = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-o") == 0) out_dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--key") == 0) key_index = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--matrix-tflops") == 0) matrix_tflops = atof(argv[++i]);
+        else {
+            mt_cli_error("report: unexpected argument '%s'", argv[i]);
+            return 2;
+        }
+    }
+    if (!db_path || !out_dir) {
+        mt_cli_error("report: --db and -o are required");
+        return 2;
+    }
+    mt_db *db = NULL;
+    mt_choice *choices = NULL;
+    int n = 0;
+    if (mt_db_open(db_path, MT_DB_READ, &db) != MT_OK || mt_db_load_choices(db, arch, &choices, &n) != MT_OK) {
+        mt_cli_error("report: %s", mt_last_error());
+        mt_db_close(db);
+        return 1;
+    }
+    if (n <= 0) {
+        mt_cli_error("report: %s holds no chosen variant%s%s (run a sweep first)", db_path, arch ? " for " : "",
+                     arch ? arch : "");
+        mt_db_close(db);
+        return 1;
+    }
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
+        mt_cli_error("report: cannot create %s: %s", out_dir, strerror(errno));
+        mt_db_close(db);
+        free(choices);
+        return 1;
+    }
+    sqlite3 *h = mt_db_handle(db);
+    mt_text md = {0};
+    plot_list plots = {0};
+    mt_text_printf(&md, "# mla-tune report\n\nDatabase `%s`, %d chosen variants%s%s.\n\n## Devices and provenance\n\n",
+                   db_path, n, arch ? " for " : "", arch ? arch : "");
+    mt_text_printf(&md, "| arch | device | CUs | memory GiB | driver | compiler | measurements | ok | first | last | "
+                        "tool | copy GB/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(h,
+                           "SELECT d.arch, d.name, d.compute_units, d.memory_bytes, d.driver_version, d.compiler_version, "
+                           "count(m.id), sum(m.status = 'ok'), min(m.measured_at), max(m.measured_at), "
+                           "group_concat(DISTINCT m.tool_version), "
+                           "(SELECT value FROM ceilings c WHERE c.device_id = d.id AND c.kind = 'copy_gbps' "
+                           " ORDER BY measured_at DESC LIMIT 1) "
+                           "FROM devices d LEFT JOIN measurements m ON m.device_id = d.id "
+                           "WHERE ?1 IS NULL OR d.arch = ?1 GROUP BY d.id ORDER BY d.arch, d.name",
+                           -1, &s, NULL) == SQLITE_OK) {
+        if (arch) sqlite3_bind_text(s, 1, arch, -1, SQLITE_STATIC);
+        while (sqlite3_step(s) == SQLITE_ROW) {
+            const unsigned char *t[12];
+            for (int c = 0; c < 12; c++) t[c] = sqlite3_column_text(s, c);
+            mt_text_printf(&md, "| %s | %s | %d | %.1f | %s | %s | %d | %d | %s | %s | %s | %s |\n", t[0] ? (const char *)t[0] : "",
+                           t[1] ? (const char *)t[1] : "", sqlite3_column_int(s, 2),
+                           sqlite3_column_double(s, 3) / 1073741824.0, t[4] ? (const char *)t[4] : "",
+                           t[5] ? (const char *)t[5] : "", sqlite3_column_int(s, 6), sqlite3_column_int(s, 7),
+                           t[8] ? (const char *)t[8] : "-", t[9] ? (const char *)t[9] : "-",
+                           t[10] ? (const char *)t[10] : "-", t[11] ? (const char *)t[11] : "not measured");
+        }
+    }
+    sqlite3_finalize(s);
+    mt_text_printf(&md, "\nMeasurements by origin (host:process of the sweep that made them):\n\n| origin | count |\n|---|---|\n");
+    if (sqlite3_prepare_v2(h, "SELECT origin, count(*) FROM measurements GROUP BY origin ORDER BY 2 DESC", -1, &s,
+                           NULL) == SQLITE_OK)
+        while (sqlite3_step(s) == SQLITE_ROW)
+            mt_text_printf(&md, "| %s | %d |\n", sqlite3_column_text(s, 0) ? (const char *)sqlite3_column_text(s, 0) : "",
+                           sqlite3_column_int(s, 1));
+    sqlite3_finalize(s);
+    mt_text_printf(&md, "\nStatus of every measurement:\n\n| status | count |\n|---|---|\n");
+    if (sqlite3_prepare_v2(h, "SELECT status, count(*) FROM measurements GROUP BY status ORDER BY 1", -1, &s, NULL) == SQLITE_OK)
+        while (sqlite3_step(s) == SQLITE_ROW)
+            mt_text_printf(&md, "| %s | %d |\n", sqlite3_column_text(s, 0), sqlite3_column_int(s, 1));
+    sqlite3_finalize(s);
+
+    /* per key */
+    double copy = 0;
+    mt_db_get_ceiling(db, choices[0].arch, "copy_gbps", &copy);
+    char copy_text[64] = "not measured", matrix_text[64] = "not given";
+    if (copy > 0) snprintf(copy_text, sizeof copy_text, "%.0f GB/s (measured by the sweep)", copy);
+    if (matrix_tflops > 0) snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (given)", matrix_tflops);
+    mt_text_printf(&md, "\n## Winner per problem key\n\nGB/s: bytes a decode must move over the winner's median; "
+                        "TFLOPS: N x Sq x (2D + 2Dl) flops per key token. Ceilings: copy %s, matrix %s.\n\n",
+                   copy_text, matrix_text);
+    mt_text_printf(&md, "| # | arch | heads | Sq | page | q/kv | batch | keys | winner ms | GB/s | %% copy | TFLOPS | "
+                        "%% matrix | default ms | gain | winner | reason |\n"
+                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    int heaviest = 0;
+    for (int i = 0; i < n; i++) {
+        const mt_choice *c = &choices[i];
+        double gbs = key_bytes(&c->key) / (c->median_ms * 1e-3) / 1e9;
+        double tf = key_flops(&c->key) / (c->median_ms * 1e-3) / 1e12;
+        char pct_copy[16] = "-", pct_mat[16] = "-", dflt[24] = "-", gain[16] = "-";
+        if (copy > 0) snprintf(pct_copy, sizeof pct_copy, "%.1f%%", 100 * gbs / copy);
+        if (matrix_tflops > 0) snprintf(pct_mat, sizeof pct_mat, "%.1f%%", 100 * tf / matrix_tflops);
+        if (c->default_ms > 0) {
+            snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
+            snprintf(gain, sizeof gain, "%.2fx", c->default_ms / c->median_ms);
+        }
+        mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | `%s` | %s |\n",
+                       i, c->arch, c->key.n_heads, c->key.sq, c->key.s.page_size, mt_dtype_name(c->key.s.q_dtype),
+                       mt_dtype_name(c->key.s.kv_dtype), c->key.batch, c->key.seq_len, c->median_ms, gbs, pct_copy, tf,
+                       pct_mat, dflt, gain, c->params, c->reason);
+        if (key_bytes(&c->key) > key_bytes(&choices[heaviest].key)) heaviest = i;
+    }
+    if (key_index < 0 || key_index >= n) key_index = heaviest;
+
+    /* heat maps per group: best split count, speedup over default */
+    int n_plots = 0;
+    int done[4096] = {0};
+    mt_text_printf(&md, "\n## Heat maps\n\nPer group (architecture, heads, Sq, page, dtypes), over batch x keys per "
+                        "request: the winner's split count, and its speedup over the default variant.\n");
+    for (int i = 0; i < n && i < 4096; i++) {
+        if (done[i]) continue;
+        int batches[256], lens[256], nb = 0, nl = 0;
+        for (int j = i; j < n && j < 4096; j++)
+            if (same_group(&choices[i], &choices[j])) {
+                done[j] = 1;
+                if (nb < 256) batches[nb++] = choices[j].key.batch;
+                if (nl < 256) lens[nl++] = choices[j].key.seq_len;
+            }
+        nb = unique_sorted(batches, nb);
+        nl = unique_sorted(lens, nl);
+        double *splits = malloc(sizeof(double) * (size_t)(nb * nl)), *speed = malloc(sizeof(double) * (size_t)(nb * nl));
+        char (*split_text)[16] = calloc((size_t)(nb * nl), 16), (*speed_text)[16] = calloc((size_t)(nb * nl), 16);
+        const char **split_labels = calloc((size_t)(nb * nl), sizeof(char *)), **speed_labels = calloc((size_t)(nb * nl), sizeof(char *));
+        char (*row_buf)[16] = calloc((size_t)nb, 16), (*col_buf)[16] = calloc((size_t)nl, 16);
+        const char **rows = calloc((size_t)nb, sizeof(char *)), **cols = calloc((size_t)nl, sizeof(char *));
+        for (int r = 0; r < nb; r++) snprintf(row_buf[r], 16, "%d", batches[r]), rows[r] = row_buf[r];
+        for (int k = 0; k < nl; k++) snprintf(col_buf[k], 16, "%d", lens[k]), cols[k] = col_buf[k];
+        for (int q = 0; q < nb * nl; q++) splits[q] = speed[q] = NAN;
+        for (int j = i; j < n; j++) {
+            if (!same_group(&choices[i], &choices[j])) continue;
+            int r = 0, k = 0;
+            while (batches[r] != choices[j].key.batch) r++;
+            while (lens[k] != choices[j].key.seq_len) k++;
+            int q = r * nl + k;
+            splits[q] = param_of(&choices[j], "num_splits");
+            snprintf(split_text[q], 16, "%.0f", splits[q]);
+            split_labels[q] = split_text[q];
+            if (choices[j].default_ms > 0) {
+                speed[q] = choices[j].default_ms / choices[j].median_ms;
+                snprintf(speed_text[q], 16, "%.2fx", speed[q]);
+                speed_labels[q] = speed_text[q];
+            }
+        }
+        const mt_choice *g = &choices[i];
+        char title[200], name[128];
+        for (int which = 0; which < 2; which++) {
+            snprintf(title, sizeof title, "%s: %s, %d heads, Sq %d, page %d, %s/%s", which ? "speedup over default" : "best split count",
+                     g->arch, g->key.n_heads, g->key.sq, g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype),
+                     mt_dtype_name(g->key.s.kv_dtype));
+            mt_text one = {0};
+            mt_svg_heatmap(&one, title, "batch", rows, nb, "keys per request", cols, nl, which ? speed : splits,
+                           which ? speed_labels : split_labels);
+            snprintf(name, sizeof name, "heat-%s-%s-h%d-sq%d-p%d-%s-%s.svg", which ? "speedup" : "splits", g->arch,
+                     g->key.n_heads, g->key.sq, g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype),
+                     mt_dtype_name(g->key.s.kv_dtype));
+            write_file(out_dir, name, one.buf, one.len);
+            keep_plot(&plots, name, &one);
+            mt_text_printf(&md, "\n![%s](%s)\n", title, name);
+            mt_text_free(&one);
+            n_plots++;
+        }
+        free(splits), free(speed), free(split_text), free(speed_text), free(split_labels), free(speed_labels);
+        free(row_buf), free(col_buf), free(rows), free(cols);
+    }
+
+    /* bandwidth against the ceiling */
+    {
+        size_t count = n > 0 && n < 1000000 ? (size_t)n : 1;
+        const char **labels = calloc(count, sizeof(char *));
+        char (*buf)[48] = calloc(count, 48);
+        double *gbs = calloc(count, sizeof(double));
+        for (int i = 0; i < n; i++) {
+            const mt_choice *c = &choices[i];
+            snprintf(buf[i], 48, "#%d N%d B%d L%d %s", i, c->key.n_heads, c->key.batch, c->key.seq_len,
+                     mt_dtype_name(c->key.s.kv_dtype));
+            labels[i] = buf[i];
+            gbs[i] = key_bytes(&c->key) / (c->median_ms * 1e-3) / 1e9;
+        }
+        mt_text one = {0};
+        char ceiling_label[64];
+        snprintf(ceiling_label, sizeof ceiling_label, "copy %.0f GB/s", copy);
+        mt_svg_bars(&one, "achieved bandwidth of each key's winner", "GB/s", labels, gbs, n, copy, ceiling_label);
+        write_file(out_dir, "bandwidth.svg", one.buf, one.len);
+        keep_plot(&plots, "bandwidth.svg", &one);
+        mt_text_printf(&md, "\n## Achieved bandwidth against the ceiling\n\n![bandwidth](bandwidth.svg)\n");
+        mt_text_free(&one);
+        free(labels), free(buf), free(gbs);
+        n_plots++;
+    }
+    parameter_plots(h, &choices[key_index], &plots, &md, out_dir, &n_plots);
+
+    /* the page: rendered Markdown with the image references replaced by the inline SVGs */
+    mt_text html = {0};
+    mt_text_printf(&html, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                          "<title>mla-tune report</title>\n<style>\n"
+                          "body{font-family:sans-serif;max-width:1400px;margin:24px auto;padding:0 16px;color:#222}\n"
+                          "table{border-collapse:collapse;font-size:13px;margin:8px 0}\n"
+                          "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}\n"
+                          "th{background:#f2f2f2}\ncode{font-size:12px}\nfigure{display:inline-block;margin:8px}\n"
+                          "figcaption{font-size:11px;color:#777;text-align:center}\n"
+                          "</style></head><body>\n");
+    /* An image reference would make the page fetch a file: each "![..](x.svg)"
+     * line becomes a marker paragraph for cmark, and the rendered marker is
+     * replaced by the SVG itself. */
+    mt_text md_page = {0};
+    for (const char *line = md.buf; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        const char *open = strstr(line, "](");
+        if (strncmp(line, "![", 2) == 0 && open && open < line + len)
+            mt_text_printf(&md_page, "\nMTPLOT:%.*s\n\n", (int)(strcspn(open + 2, ")\n")), open + 2);
+        else
+            mt_text_printf(&md_page, "%.*s", (int)len, line);
+        line += len;
+    }
+    char *body = markdown_to_html(md_page.buf);
+    for (const char *p = body ? body : ""; *p;) {
+        const char *mark = strstr(p, "<p>MTPLOT:");
+        if (!mark) {
+            mt_text_printf(&html, "%s", p);
+            break;
+        }
+        mt_text_printf(&html, "%.*s", (int)(mark - p), p);
+        const char *name = mark + 10, *close = strstr(name, "</p>");
+        if (!close) break;
+        for (int i = 0; i < plots.n; i++)
+            if (strlen(plots.name[i]) == (size_t)(close - name) && strncmp(plots.name[i], name, (size_t)(close - name)) == 0)
+                mt_text_printf(&html, "<figure>%s<figcaption>%s</figcaption></figure>\n", plots.svg[i], plots.name[i]);
+        p = close + 4;
+    }
+    mt_text_printf(&html, "</body></html>\n");
+    free(body);
+    mt_status st = write_file(out_dir, "report.md", md.buf, md.len);
+    if (st == MT_OK) st = write_file(out_dir, "report.html", html.buf, html.len);
+    if (st != MT_OK) mt_cli_error("report: %s", mt_last_error());
+    else printf("report: %d keys, %d plots -> %s/report.html, %s/report.md\n", n, n_plots, out_dir, out_dir);
+    mt_text_free(&md), mt_text_free(&md_page), mt_text_free(&html);
+    for (int i = 0; i < plots.n; i++) free(plots.svg[i]);
+    free(choices);
+    mt_db_close(db);
+    return st == MT_OK ? 0 : 1;
+}

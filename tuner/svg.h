@@ -1,0 +1,35 @@
+/*
+ * svg.h - a growing text buffer and the few SVG shapes the report draws
+ * (heat maps, point/line charts, bar charts).  Plain SVG 1.1 text: no
+ * scripts, no external references, so pages that inline it fetch nothing.
+ */
+#ifndef MT_SVG_H
+#define MT_SVG_H
+
+#include <stddef.h>
+
+typedef struct mt_text {
+    char *buf;
+    size_t len, cap;
+} mt_text;
+
+void mt_text_printf(mt_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mt_text_escaped(mt_text *t, const char *s);   /* XML-escaped */
+void mt_text_free(mt_text *t);
+
+/* A heat map: rows x cols cells, values (NAN = no data) coloured on a
+ * sequential scale, each cell labelled with `labels[r * cols + c]`. */
+void mt_svg_heatmap(mt_text *t, const char *title, const char *row_title, const char *const *row_labels, int rows,
+                    const char *col_title, const char *const *col_labels, int cols, const double *values,
+                    const char *const *labels);
+
+/* Points joined by lines: n categories on x (labels), one value each (NAN
+ * skipped), y axis from 0. */
+void mt_svg_points(mt_text *t, const char *title, const char *x_title, const char *y_title,
+                   const char *const *x_labels, const double *y, int n);
+
+/* Bars with a horizontal reference line at `ceiling` (0: none). */
+void mt_svg_bars(mt_text *t, const char *title, const char *y_title, const char *const *labels, const double *values,
+                 int n, double ceiling, const char *ceiling_label);
+
+#endif
