@@ -8,6 +8,8 @@
  *   num_splits      key ranges per request; > 1 adds the reduce kernel
  *   block_threads   threads per work-group
  *   kv_chunk        keys staged in shared memory per step
+ *   mma             0: SIMT arithmetic; 1: matrix units (mma.sync, NVIDIA
+ *                   sm_80+; tile_q 16, 128 threads, 64-key chunks)
  *
  * Constraints (checked before compiling, and on every value read from a DB):
  *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
@@ -21,20 +23,28 @@
 #include "mla_decode.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const mt_param_desc mla_decode_params[] = {
     {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16,
-     "query rows (token x head pairs) one work-group handles"},
+     "query rows (token x head pairs) one work-group handles", 0},
     {"kv_granularity", "KV_GRANULARITY", {16, 32, 64, 128, 256}, 5, 16,
-     "split boundaries fall on multiples of this many keys"},
-    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32}, 6, 4, "key ranges per request (split-KV)"},
-    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group"},
-    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step"},
+     "split boundaries fall on multiples of this many keys", 0},
+    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32}, 6, 4, "key ranges per request (split-KV)", 0},
+    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0},
+    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0},
+    {"mma", "MMA", {0, 1}, 2, 0, "1: Q K^T and P V on the matrix units (NVIDIA sm_80+)", 1},
 };
 
 size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s) {
     size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
+    if (values[MT_P_MMA]) {
+        /* must match the MMA path's layout: q, two KV stages, P (16-bit),
+         * then 2 x 64 floats of row reductions and 16 row limits */
+        size_t stride = (size_t)s->d + 8;
+        return 2 * (16 * stride + 2 * chunk * stride + 16 * (chunk + 8)) + 4 * 128 + 4 * 16;
+    }
     /* must match SMEM_FLOATS in mla_decode.cu */
     return sizeof(float) * (tile_q * (size_t)s->d + chunk * (size_t)(s->d + 1) + tile_q * chunk + 4 * tile_q);
 }
@@ -62,6 +72,25 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
+    if (values[MT_P_MMA]) {
+        if (t->warp_size != 32)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                           "mla_decode: mma=1 is written for NVIDIA's 32-wide warps (mma.sync); %s has %d-wide "
+                           "wavefronts and no MFMA path yet", t->arch, t->warp_size);
+        if (strncmp(t->arch, "sm_", 3) == 0 && atoi(t->arch + 3) < 80)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs sm_80 or newer, not %s", t->arch);
+        if (values[MT_P_TILE_Q] != 16 || threads != 128 || values[MT_P_KV_CHUNK] != 64)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                           "mla_decode: mma=1 takes tile_q=16, block_threads=128, kv_chunk=64 only");
+        if (s->d % 16 != 0 || s->dl % 32 != 0)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs D %% 16 == 0 and Dl %% 32 == 0 (D=%d, Dl=%d)",
+                           s->d, s->dl);
+        size_t smem = mt_mla_decode_shared_bytes(values, s);
+        if (smem > t->shared_max)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs %zu bytes of shared memory, %s allows %zu",
+                           smem, t->arch, t->shared_max);
+        return MT_OK;
+    }
     int cols = (s->dl + threads - 1) / threads;
     if (values[MT_P_TILE_Q] * cols > 64)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,

@@ -113,3 +113,40 @@ __device__ __forceinline__ float mt_fp8e4m3_to_f32(mt_u8 b) {
     }
     return __int_as_float((int)(sign | ((exp + 120u) << 23) | (mant << 20)));
 }
+
+/* --- NVIDIA matrix units and asynchronous copies (sm_80 and newer) --------
+ * Used by the MMA=1 path of mla_decode.cu.  There is no AMD (MFMA)
+ * equivalent yet: the variant description rejects MMA=1 on 64-wide
+ * targets, so these are only compiled for CUDA. */
+#if MT_CUDA
+/* D = A * B + D, m16n8k16, fp32 accumulators; A/B as packed 16-bit pairs. */
+__device__ __forceinline__ void mt_mma_16816(float *d, const mt_u32 *a, const mt_u32 *b, int fp16) {
+    if (fp16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* Two 8x8 16-bit matrices from shared memory, transposed: threads 0-15
+ * give the row addresses (row t%8 of matrix t/8). */
+__device__ __forceinline__ void mt_ldmatrix_x2_trans(mt_u32 *r, const void *smem_row) {
+    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+/* 16 bytes global -> shared without registers; src_bytes = 0 writes zeros. */
+__device__ __forceinline__ void mt_cp_async16(void *smem, const void *gmem, int src_bytes) {
+    unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(addr), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void mt_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void mt_cp_async_wait(void) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+#endif

@@ -138,8 +138,12 @@ mt_status mt_variant_parse(const mt_family *f, const char *text, mt_variant *v) 
     }
     free(copy);
     if (st != MT_OK) return st;
-    for (int i = 0; i < f->n_params; i++)
-        if (!seen[i]) return mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: parameter '%s' missing", f->name, f->params[i].name);
+    for (int i = 0; i < f->n_params; i++) {
+        if (seen[i]) continue;
+        if (!f->params[i].added_later)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "%s: parameter '%s' missing", f->name, f->params[i].name);
+        v->values[i] = f->params[i].default_value;
+    }
     return MT_OK;
 }
 

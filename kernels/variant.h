@@ -51,6 +51,10 @@ typedef struct mt_param_desc {
     int n_values;
     int default_value;
     const char *doc;
+    /* 1 for a parameter added after databases were written: a stored
+     * variant without it takes the default, which must be what the kernel
+     * did before the parameter existed */
+    int added_later;
 } mt_param_desc;
 
 typedef struct mt_family {
@@ -87,7 +91,8 @@ mt_status mt_variant_validate(const mt_variant *v, const mt_decode_static *s, co
 /* "tile_q=16,kv_granularity=64,..." in declaration order. */
 void mt_variant_format(const mt_variant *v, char *buf, size_t size);
 
-/* Parses the format above (every parameter must be given once). */
+/* Parses the format above: every parameter given once, except that one
+ * marked added_later may be absent (it takes its default). */
 mt_status mt_variant_parse(const mt_family *f, const char *text, mt_variant *v);
 
 /* Defines for compiling: the problem's facts then the parameters, as

@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
         c->key.batch = batches[i % 9];
         c->key.seq_len = lens[(i / 9) % 4] + i / 36;
         snprintf(c->family, sizeof c->family, "mla_decode_simt");
-        snprintf(c->params, sizeof c->params, "tile_q=%d,kv_granularity=64,num_splits=%d,block_threads=256,kv_chunk=32",
+        snprintf(c->params, sizeof c->params, "tile_q=%d,kv_granularity=64,num_splits=%d,block_threads=256,kv_chunk=32,mma=0",
                  i % 2 ? 8 : 16, 2 << (i % 3));
         c->median_ms = 0.1;
     }

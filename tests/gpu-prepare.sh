@@ -19,5 +19,6 @@ if [ ! -e .deps/libyaml/usr/lib/x86_64-linux-gnu/libyaml-0.so.2 ]; then
   mkdir -p .deps/libyaml
   (cd .deps && apt-get download libyaml-0-2 >/dev/null && dpkg -x libyaml-0-2_*.deb libyaml && rm -f libyaml-0-2_*.deb)
 fi
+tests/example/build-against-install.sh build . >/dev/null
 rm -rf build/test-cache build/Testing
 du -sh build .deps

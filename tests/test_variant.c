@@ -39,7 +39,7 @@ int main(void) {
     mt_variant_default(f, &v);
     char text[256];
     mt_variant_format(&v, text, sizeof text);
-    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32") == 0);
+    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0") == 0);
     CHECK_OK(mt_variant_parse(f, text, &w));
     CHECK(memcmp(v.values, w.values, sizeof v.values) == 0);
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
@@ -50,6 +50,18 @@ int main(void) {
                  MT_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(mt_variant_parse(f, "warp_specialise=1", &w), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "no parameter 'warp_specialise'") != NULL);
+    /* a row written before "mma" existed still reads, as mma=0 */
+    CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32", &w));
+    CHECK(w.values[MT_P_MMA] == 0);
+    /* mma=1: NVIDIA only, fixed tile shape */
+    w = v;
+    w.values[MT_P_MMA] = 1;
+    CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "tile_q=16, block_threads=128, kv_chunk=64") != NULL);
+    w.values[MT_P_BLOCK_THREADS] = 128, w.values[MT_P_KV_CHUNK] = 64;
+    CHECK_OK(mt_variant_validate(&w, &s, &sm90));
+    CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "no MFMA path yet") != NULL);
 
     /* validation: allowed values, then constraints */
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
@@ -88,7 +100,9 @@ int main(void) {
     n = mt_space_enumerate(&sp, &s, &sm90, count_visits, &visited, NULL);
     /* tile_q=16 fits every other combination on sm_90 (64 accumulators at
      * 128 threads is the limit, 189 KB of shared memory at kv_chunk=64) */
-    CHECK_MSG(n == 5 * 6 * 3 * 3 - 4 * 3 * 3 && visited == n, "visited %d", n);  /* minus splits=1 x granularity>16 */
+    /* mma=0: every combination minus splits=1 x granularity>16; mma=1: only
+     * 128 threads and 64-key chunks, splits=1 with granularity 16 or 5 x 5 */
+    CHECK_MSG(n == (5 * 6 * 3 * 3 - 4 * 3 * 3) + (1 + 5 * 5) && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .scale = 0.04f,
