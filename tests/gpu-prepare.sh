@@ -7,7 +7,7 @@
 # build here and carry two ignored folders:
 #   build/   the build tree (binaries, ctest files; absolute paths point at
 #            /work/main, which gpu-run.sh recreates there as a symlink)
-#   .deps/   the contents of Debian's libyaml-0-2 package (dpkg -x)
+#   .deps/   the contents of Debian's libyaml-0-2 and libcmark-gfm packages (dpkg -x)
 # Then, with the device tool:
 #   run(command="tests/gpu-run.sh", carry=["build", ".deps"])
 set -euo pipefail
@@ -15,10 +15,14 @@ cd "$(dirname "$0")/.."
 tests/setup-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
-if [ ! -e .deps/libyaml/usr/lib/x86_64-linux-gnu/libyaml-0.so.2 ]; then
-  mkdir -p .deps/libyaml
-  (cd .deps && apt-get download libyaml-0-2 >/dev/null && dpkg -x libyaml-0-2_*.deb libyaml && rm -f libyaml-0-2_*.deb)
-fi
+# shared libraries mla-tune needs that the GPU machine lacks (no registry
+# there): Debian's packages unpacked into .deps/lib
+mkdir -p .deps
+for pkg in libyaml-0-2 libcmark-gfm0.29.0.gfm.6 libcmark-gfm-extensions0.29.0.gfm.6; do
+  if [ ! -e ".deps/$pkg.done" ]; then
+    (cd .deps && apt-get download "$pkg" >/dev/null 2>&1 && dpkg -x "$pkg"_*.deb lib && rm -f "$pkg"_*.deb && touch "$pkg.done")
+  fi
+done
 tests/example/build-against-install.sh build . >/dev/null
 rm -rf build/test-cache build/Testing
 du -sh build .deps
