@@ -214,6 +214,8 @@ static mt_status inspect(mt_db *db, int *version) {
     if (query_int(db->h, "PRAGMA application_id", &app) != SQLITE_OK) return db_error(db, "read application id");
     if (query_int(db->h, "SELECT count(*) FROM sqlite_master", &tables) != SQLITE_OK)
         return db_error(db, "read schema");
+    if (*version < 0)  /* found by fuzz_db: a negative version must not index the migrations */
+        return mt_fail(MT_ERR_CORRUPT, "%s has an invalid schema version %d", db->path, *version);
     if (*version == 0 && tables > 0)
         return mt_fail(MT_ERR_CORRUPT, "%s is an SQLite database but not an mla-tune one (no schema version)",
                        db->path);

@@ -291,6 +291,14 @@ static void test_bad_files(void) {
     expect_open_error(path, MT_DB_READ, "newer than this mla-tune");
     expect_open_error(path, MT_DB_WRITE, "newer than this mla-tune");
 
+    /* a negative schema version (found by the fuzzer) */
+    path_of(path, sizeof path, "negative.db");
+    CHECK_OK(mt_db_create_at_version(path, 1));
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'PRAGMA user_version = -16777213'", path);
+    CHECK(system(cmd) == 0);
+    expect_open_error(path, MT_DB_READ, "invalid schema version");
+    expect_open_error(path, MT_DB_WRITE, "invalid schema version");
+
     /* some other program's SQLite file */
     path_of(path, sizeof path, "foreign.db");
     snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'CREATE TABLE t(x)'", path);

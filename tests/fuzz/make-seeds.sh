@@ -16,4 +16,6 @@ PLAN
 "$build/mla-tune" sweep --config "$tmp/plan.yaml" --db "$tmp/seed.db" --fake-device 'wrong:tile_q=4' >/dev/null 2>&1
 sqlite3 "$tmp/seed.db" "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;" >/dev/null
 cp "$tmp/seed.db" "$out/db/seed.db"
+# inputs that once crashed a fuzzer stay in the corpus
+cp "$src"/tests/fuzz/regressions/db-* "$out/db/" 2>/dev/null || true
 rm -rf "$tmp"

@@ -1,0 +1,103 @@
+/*
+ * The runtime's dispatch without a GPU: key mapping (exact key, nearest key
+ * by log-distance, heuristic when the DB has nothing for the shape), user
+ * over system entries, invalid stored variants refused, and the public API's
+ * answers to bad arguments and to a host with no GPU (clear status and
+ * message, no crash).
+ */
+#define _GNU_SOURCE
+#include "check.h"
+#include "kernels/mla_decode.h"
+#include "mlatune.h"
+#include "runtime/dispatch.h"
+
+static mt_choice entry(int heads, int batch, int len, const char *params, mt_dtype kv) {
+    mt_choice c = {.arch = "sm_90", .key = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, kv}, .n_heads = heads,
+                                            .sq = 1, .batch = batch, .seq_len = len},
+                   .family = "mla_decode_simt", .median_ms = batch * 0.001 + len * 1e-6};
+    snprintf(c.params, sizeof c.params, "%s", params);
+    return c;
+}
+
+#define V(tile, splits) "tile_q=" #tile ",kv_granularity=64,num_splits=" #splits ",block_threads=256,kv_chunk=32,mma=0"
+
+int main(void) {
+    mt_target t;
+    CHECK_OK(mt_target_for_arch("sm_90", &t));
+    mt_choice c[6] = {entry(16, 1, 1024, V(8, 16), MT_BF16),  entry(16, 1, 16384, V(8, 32), MT_BF16),
+                      entry(16, 64, 1024, V(16, 2), MT_BF16), entry(16, 64, 16384, V(16, 4), MT_BF16),
+                      entry(8, 64, 16384, V(4, 8), MT_BF16),  entry(16, 64, 16384, V(32, 2), MT_FP8_E4M3)};
+    mt_problem_key shape = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = 16, .sq = 1};
+    mt_dispatch_table table;
+    CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));
+    CHECK(table.n_entries == 4 && !table.heuristic);  /* other heads and the fp8 KV entry are not candidates */
+    mt_dispatch_result r;
+    mt_dispatch_lookup(&table, 64, 16384, &r);
+    CHECK(r.exact && r.entry && r.entry->batch == 64 && r.entry->seq_len == 16384 && r.distance == 0);
+    CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 4);
+    /* nearest: batch 48 is log2-closer to 64 than to 1; length 2000 to 1024 */
+    mt_dispatch_lookup(&table, 48, 2000, &r);
+    CHECK(!r.exact && r.entry && r.entry->batch == 64 && r.entry->seq_len == 1024);
+    CHECK(r.distance > 0.4 && r.distance < 1.4);
+    mt_dispatch_lookup(&table, 2, 20000, &r);
+    CHECK(r.entry && r.entry->batch == 1 && r.entry->seq_len == 16384);
+    mt_dispatch_lookup(&table, 1, 0, &r);  /* empty requests map too */
+    CHECK(r.entry && r.entry->batch == 1 && r.entry->seq_len == 1024);
+    mt_dispatch_free(&table);
+
+    /* user over system: sources travel with the entries */
+    mt_choice_source src[6] = {MT_FROM_SYSTEM_DB, MT_FROM_USER_DB, MT_FROM_USER_DB,
+                               MT_FROM_SYSTEM_DB, MT_FROM_USER_DB, MT_FROM_USER_DB};
+    CHECK_OK(mt_dispatch_build(c, src, 6, &shape, &t, 132, &table));
+    mt_dispatch_lookup(&table, 1, 1024, &r);
+    CHECK(r.entry && r.entry->source == MT_FROM_SYSTEM_DB);
+    mt_dispatch_free(&table);
+
+    /* nothing for 3 heads: the heuristic, splits growing as batch shrinks */
+    shape.n_heads = 3;
+    CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));
+    CHECK(table.heuristic && table.n_entries == 0 && table.n_variants > 1);
+    mt_dispatch_lookup(&table, 1, 16384, &r);
+    int splits_small = table.variants[r.variant].values[MT_P_NUM_SPLITS];
+    mt_dispatch_lookup(&table, 512, 16384, &r);
+    int splits_large = table.variants[r.variant].values[MT_P_NUM_SPLITS];
+    CHECK_MSG(splits_small == 16 && splits_large == 1, "heuristic splits %d / %d", splits_small, splits_large);
+    CHECK(r.entry == NULL);
+    mt_dispatch_free(&table);
+    /* on gfx942 the heuristic starts from a default that fits 64 KiB of LDS */
+    mt_target amd;
+    CHECK_OK(mt_target_for_arch("gfx942", &amd));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &amd, 304, &table));
+    for (int i = 0; i < table.n_variants; i++) CHECK_OK(mt_variant_validate(&table.variants[i], &shape.s, &amd));
+    mt_dispatch_free(&table);
+
+    /* a stored variant that does not validate is refused, naming it */
+    shape.n_heads = 16;
+    mt_choice bad = entry(16, 8, 4096, "tile_q=64,kv_granularity=64,num_splits=4,block_threads=128,kv_chunk=64,mma=0",
+                          MT_BF16);
+    CHECK_STATUS(mt_dispatch_build(&bad, NULL, 1, &shape, &t, 132, &table), MT_ERR_CORRUPT);
+    CHECK(strstr(mt_last_error(), "batch 8, length 4096") != NULL);
+    mt_dispatch_free(&table);
+
+    /* the public API: bad arguments and no GPU give a status and a message */
+    CHECK(mlt_runtime_create(NULL, NULL) == MLT_ERR_INVALID_ARGUMENT);
+    CHECK(strlen(mlt_last_error()) > 0);
+    CHECK(mlt_plan_create(NULL, NULL, NULL) == MLT_ERR_INVALID_ARGUMENT);
+    CHECK(mlt_plan_run(NULL, NULL, NULL) == MLT_ERR_INVALID_ARGUMENT);
+    mlt_choice_info info;
+    CHECK(mlt_plan_explain(NULL, 1, 1, &info) == MLT_ERR_INVALID_ARGUMENT);
+    CHECK(mlt_plan_workspace_size(NULL) == 0);
+    mlt_runtime_options o;
+    mlt_runtime_options_default(&o);
+    o.device = -1;
+    mlt_runtime *rt = (mlt_runtime *)0x1;
+    CHECK(mlt_runtime_create(&o, &rt) == MLT_ERR_INVALID_ARGUMENT && rt == NULL);
+    setenv("MLA_TUNE_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    setenv("MLA_TUNE_HIP_RUNTIME", "/nonexistent/libamdhip64.so", 1);
+    mlt_runtime_options_default(&o);
+    mlt_status st = mlt_runtime_create(&o, &rt);
+    CHECK(st == MLT_ERR_NO_BACKEND || st == MLT_ERR_NO_DEVICE);
+    CHECK(rt == NULL && strstr(mlt_last_error(), "libcuda") != NULL);
+    CHECK(strcmp(mlt_status_string(MLT_ERR_DATABASE), "tuning database unusable") == 0);
+    return check_summary("test_dispatch");
+}
