@@ -9,7 +9,9 @@
  *   block_threads   threads per work-group
  *   kv_chunk        keys staged in shared memory per step
  *   mma             0: SIMT arithmetic; 1: matrix units (mma.sync, NVIDIA
- *                   sm_80+; tile_q 16, 128 threads, 64-key chunks)
+ *                   sm_80+; tile_q 16/32/64, 128/256 threads, 32/64-key chunks)
+ *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
+ *                   in flight while one is computed); mma=0 takes 2 only
  *
  * Constraints (checked before compiling, and on every value read from a DB):
  *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
@@ -17,7 +19,11 @@
  *     in registers, and past 64 floats per thread it spills;
  *   - block_threads is a multiple of the target's warp width;
  *   - with num_splits = 1, kv_granularity changes nothing: only 16 is kept,
- *     so the space holds no duplicate kernels;
+ *     so the space holds no duplicate kernels (likewise kv_stages = 2 only
+ *     with mma = 0);
+ *   - mma = 1: each warp scores 8 or 16 keys of a chunk (kv_chunk /
+ *     warps), owns an even number of 8-column output tiles, and holds at
+ *     most 128 output accumulators (tile_q / 16 x Dl / warps / 2);
  *   - the problem: 1 <= dl <= d <= 1024, page size a power of two <= 1024.
  */
 #include "mla_decode.h"
@@ -31,19 +37,24 @@ static const mt_param_desc mla_decode_params[] = {
      "query rows (token x head pairs) one work-group handles", 0},
     {"kv_granularity", "KV_GRANULARITY", {16, 32, 64, 128, 256}, 5, 16,
      "split boundaries fall on multiples of this many keys", 0},
-    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32}, 6, 4, "key ranges per request (split-KV)", 0},
+    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0},
     {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0},
     {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0},
     {"mma", "MMA", {0, 1}, 2, 0, "1: Q K^T and P V on the matrix units (NVIDIA sm_80+)", 1},
+    {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1},
 };
 
 size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s) {
     size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
     if (values[MT_P_MMA]) {
-        /* must match the MMA path's layout: q, two KV stages, P (16-bit),
-         * then 2 x 64 floats of row reductions and 16 row limits */
-        size_t stride = (size_t)s->d + 8;
-        return 2 * (16 * stride + 2 * chunk * stride + 16 * (chunk + 8)) + 4 * 128 + 4 * 16;
+        /* must match the MMA path's layout in mla_decode.cu: q (16-bit rows
+         * of d + 8), the stages (fp8: raw rows of d bytes plus one converted
+         * chunk), P, per-warp row reductions, row limits, the q factor */
+        size_t stride = (size_t)s->d + 8, stages = (size_t)values[MT_P_KV_STAGES];
+        size_t warps = (size_t)values[MT_P_BLOCK_THREADS] / 32;
+        size_t kv = s->kv_dtype == MT_FP8_E4M3 ? stages * chunk * (size_t)s->d + 2 * chunk * stride
+                                               : stages * 2 * chunk * stride;
+        return 2 * tile_q * stride + kv + 2 * tile_q * (chunk + 8) + 4 * warps * tile_q + 4 * tile_q + 4;
     }
     /* must match SMEM_FLOATS in mla_decode.cu */
     return sizeof(float) * (tile_q * (size_t)s->d + chunk * (size_t)(s->d + 1) + tile_q * chunk + 4 * tile_q);
@@ -79,18 +90,32 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
                            "wavefronts and no MFMA path yet", t->arch, t->warp_size);
         if (strncmp(t->arch, "sm_", 3) == 0 && atoi(t->arch + 3) < 80)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs sm_80 or newer, not %s", t->arch);
-        if (values[MT_P_TILE_Q] != 16 || threads != 128 || values[MT_P_KV_CHUNK] != 64)
+        int tile_q = values[MT_P_TILE_Q], chunk = values[MT_P_KV_CHUNK], warps = threads / 32;
+        if (tile_q < 16 || (threads != 128 && threads != 256) || chunk < 32)
             return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                           "mla_decode: mma=1 takes tile_q=16, block_threads=128, kv_chunk=64 only");
-        if (s->d % 16 != 0 || s->dl % 32 != 0)
-            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs D %% 16 == 0 and Dl %% 32 == 0 (D=%d, Dl=%d)",
-                           s->d, s->dl);
+                           "mla_decode: mma=1 takes tile_q 16/32/64, block_threads 128/256, kv_chunk 32/64 "
+                           "(got %d, %d, %d)", tile_q, threads, chunk);
+        if (chunk / warps < 8)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                           "mla_decode: mma=1 with %d warps needs kv_chunk >= %d (8 keys per warp)", warps, 8 * warps);
+        if (s->d % 32 != 0 || s->dl % (16 * warps) != 0)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                           "mla_decode: mma=1 needs D %% 32 == 0 and Dl %% %d == 0 (D=%d, Dl=%d)", 16 * warps, s->d,
+                           s->dl);
+        int acc = tile_q / 16 * (s->dl / warps / 8) * 4;
+        if (acc > 128)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                           "mla_decode: mma=1 tile_q=%d with %d warps holds %d output accumulators per thread "
+                           "(> 128, would spill)", tile_q, warps, acc);
         size_t smem = mt_mla_decode_shared_bytes(values, s);
         if (smem > t->shared_max)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs %zu bytes of shared memory, %s allows %zu",
                            smem, t->arch, t->shared_max);
         return MT_OK;
     }
+    if (values[MT_P_KV_STAGES] != 2)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kv_stages=%d applies to mma=1 only (mma=0 takes 2)",
+                       values[MT_P_KV_STAGES]);
     int cols = (s->dl + threads - 1) / threads;
     if (values[MT_P_TILE_Q] * cols > 64)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
@@ -178,7 +203,9 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     st = mt_backend_launch(b, decode, grid, block, mt_mla_decode_shared_bytes(v->values, s), stream, args);
     if (st != MT_OK || splits == 1) return st;
     void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows};
-    unsigned rgrid[3] = {(unsigned)rows, (unsigned)a->batch, 1};
-    unsigned rblock[3] = {128, 1, 1};  /* REDUCE_THREADS in mla_decode.cu */
+    /* REDUCE_GROUPS, REDUCE_THREADS and REDUCE_COLS in mla_decode.cu */
+    unsigned groups = splits < 8 ? (unsigned)splits : 8u;
+    unsigned rgrid[3] = {(unsigned)rows, (unsigned)a->batch, (unsigned)((s->dl + 63) / 64)};
+    unsigned rblock[3] = {32 * groups, 1, 1};
     return mt_backend_launch(b, reduce, rgrid, rblock, 0, stream, rargs);
 }

@@ -9,6 +9,7 @@
  *
  *   MT_WARP                 threads per warp / wavefront (32 or 64)
  *   mt_shfl_xor(v, m)       butterfly shuffle within a warp
+ *   mt_shfl_xor32(v, m)     the same within groups of 32 lanes
  *   mt_warp_sum / max       reductions over a warp, result in every lane
  *   mt_exp2f, mt_log2f      fast base-2 exponent and logarithm
  *   mt_bf16_to_f32 ...      storage <-> float conversions, bit-exact and
@@ -44,6 +45,16 @@ __device__ __forceinline__ float mt_shfl_xor(float v, int mask) {
     return __shfl_xor_sync(0xffffffffu, v, mask);
 #else
     return __shfl_xor(v, mask);
+#endif
+}
+
+/* Butterfly shuffle within aligned groups of 32 lanes (the whole warp on
+ * NVIDIA, half a wavefront on 64-wide AMD targets). */
+__device__ __forceinline__ float mt_shfl_xor32(float v, int mask) {
+#if MT_CUDA
+    return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+    return __shfl_xor(v, mask, 32);
 #endif
 }
 
@@ -138,6 +149,51 @@ __device__ __forceinline__ void mt_mma_16816(float *d, const mt_u32 *a, const mt
 __device__ __forceinline__ void mt_ldmatrix_x2_trans(mt_u32 *r, const void *smem_row) {
     unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+/* Four 8x8 16-bit matrices from shared memory: threads 8i..8i+7 give the
+ * row addresses of matrix i; register i receives matrix i (the A operand of
+ * m16n8k16 from a row-major tile, or two k-steps of a B operand stored as
+ * [n][k]). */
+__device__ __forceinline__ void mt_ldmatrix_x4(mt_u32 *r, const void *smem_row) {
+    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* The same, transposed: the B operand of two n8 tiles from a [k][n] tile. */
+__device__ __forceinline__ void mt_ldmatrix_x4_trans(mt_u32 *r, const void *smem_row) {
+    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* Two floats -> packed bf16x2 / f16x2 (lo in the low half), round to
+ * nearest even, in one instruction. */
+__device__ __forceinline__ mt_u32 mt_pack_bf16x2(float lo, float hi) {
+    mt_u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+__device__ __forceinline__ mt_u32 mt_pack_f16x2(float lo, float hi) {
+    mt_u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+/* Two fp8 e4m3 (low byte first) -> f16x2, exact (every e4m3 value, NaN
+ * included, is an fp16 value).  One instruction on sm_89 and newer. */
+__device__ __forceinline__ mt_u32 mt_cvt_e4m3x2_f16x2(mt_u16 two) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    mt_u32 r;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(two));
+    return r;
+#else
+    return (mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two & 0xff))) |
+           ((mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two >> 8))) << 16);
+#endif
 }
 
 /* 16 bytes global -> shared without registers; src_bytes = 0 writes zeros. */

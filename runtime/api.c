@@ -22,6 +22,7 @@
 #include "../db/db.h"
 #include "../kernels/kernels.h"
 #include "../kernels/mla_decode.h"
+#include "api_internal.h"
 #include "backend.h"
 #include "dispatch.h"
 #include "jit.h"
@@ -181,25 +182,10 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
     return MT_OK;
 }
 
-mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, mlt_plan **out) {
-    if (!rt || !problem || !out)
-        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_create: null argument"));
-    *out = NULL;
-    mlt_plan *plan = calloc(1, sizeof *plan);
-    if (!plan) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
-    plan->rt = rt;
-    plan->scale = problem->softmax_scale;
-    plan->kv_scale = problem->kv_scale;
-    plan->max_batch = problem->max_batch;
-    mt_status st = problem_to_shape(problem, &plan->shape);
-    if (st == MT_OK)
-        st = mt_dispatch_build(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target,
-                               rt->info.compute_units, &plan->table);
-    if (st == MT_OK && plan->table.heuristic)
-        log_at(rt, MLT_LOG_WARN,
-               "no tuning entry for %s N=%d Sq=%d D=%d/%d page %d %s/%s: using the built-in heuristic for this plan",
-               rt->info.arch, problem->n_heads, problem->sq, problem->d, problem->dl, problem->page_size,
-               mt_dtype_name((mt_dtype)problem->q_dtype), mt_dtype_name((mt_dtype)problem->kv_dtype));
+/* Compiles (or loads) every variant of the plan's table and sizes the
+ * workspace; frees the plan on failure. */
+static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem, mt_status st, mlt_plan **out) {
+    mlt_runtime *rt = plan->rt;
     for (int i = 0; st == MT_OK && i < plan->table.n_variants; i++) {
         const mt_variant *v = &plan->table.variants[i];
         char storage[16][48];
@@ -225,6 +211,60 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, m
     *out = plan;
     return MLT_OK;
 }
+
+static mlt_plan *plan_new(mlt_runtime *rt, const mlt_decode_problem *problem) {
+    mlt_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) return NULL;
+    plan->rt = rt;
+    plan->scale = problem->softmax_scale;
+    plan->kv_scale = problem->kv_scale;
+    plan->max_batch = problem->max_batch;
+    return plan;
+}
+
+mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, mlt_plan **out) {
+    if (!rt || !problem || !out)
+        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_create: null argument"));
+    *out = NULL;
+    mlt_plan *plan = plan_new(rt, problem);
+    if (!plan) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    mt_status st = problem_to_shape(problem, &plan->shape);
+    if (st == MT_OK)
+        st = mt_dispatch_build(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target,
+                               rt->info.compute_units, &plan->table);
+    if (st == MT_OK && plan->table.heuristic)
+        log_at(rt, MLT_LOG_WARN,
+               "no tuning entry for %s N=%d Sq=%d D=%d/%d page %d %s/%s: using the built-in heuristic for this plan",
+               rt->info.arch, problem->n_heads, problem->sq, problem->d, problem->dl, problem->page_size,
+               mt_dtype_name((mt_dtype)problem->q_dtype), mt_dtype_name((mt_dtype)problem->kv_dtype));
+    return plan_finish(plan, problem, st, out);
+}
+
+mlt_status mt_plan_create_pinned(mlt_runtime *rt, const mlt_decode_problem *problem, const mt_variant *v,
+                                 mlt_plan **out) {
+    if (!rt || !problem || !v || !out)
+        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_plan_create_pinned: null argument"));
+    *out = NULL;
+    mlt_plan *plan = plan_new(rt, problem);
+    if (!plan) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    mt_status st = problem_to_shape(problem, &plan->shape);
+    if (st == MT_OK) st = mt_variant_validate(v, &plan->shape.s, &rt->target);
+    if (st == MT_OK) {
+        mt_choice c;
+        memset(&c, 0, sizeof c);
+        snprintf(c.arch, sizeof c.arch, "%s", rt->info.arch);
+        c.key = plan->shape;
+        c.key.batch = 1, c.key.seq_len = 1;
+        snprintf(c.family, sizeof c.family, "%s", v->family->name);
+        mt_variant_format(v, c.params, sizeof c.params);
+        st = mt_dispatch_build(&c, NULL, 1, &plan->shape, &rt->target, rt->info.compute_units, &plan->table);
+    }
+    return plan_finish(plan, problem, st, out);
+}
+
+mt_backend *mt_runtime_backend(mlt_runtime *rt) { return rt ? rt->backend : NULL; }
+mt_jit *mt_runtime_jit(mlt_runtime *rt) { return rt ? rt->jit : NULL; }
+const mt_device_info *mt_runtime_device(const mlt_runtime *rt) { return rt ? &rt->info : NULL; }
 
 void mlt_plan_destroy(mlt_plan *plan) {
     if (!plan) return;

@@ -9,15 +9,23 @@
 
 #include "../kernels/mla_decode.h"
 
-static const int heuristic_splits[] = {1, 2, 4, 8, 16};
+static const int heuristic_splits[] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+/* The matrix-unit variant that won most keys of the H100 fast-decode sweep
+ * (reports/h100/fast-decode), used as the heuristic's base where it fits. */
+static const char heuristic_mma_base[] =
+    "tile_q=16,kv_granularity=16,num_splits=1,block_threads=128,kv_chunk=32,mma=1,kv_stages=2";
 
 void mt_dispatch_heuristic(const mt_problem_key *shape, const mt_variant *base, int batch, int seq_len,
                            int compute_units, mt_variant *out) {
     *out = *base;
     int tile_q = out->values[MT_P_TILE_Q];
     long tiles = (long)((shape->sq * shape->n_heads + tile_q - 1) / tile_q) * (batch > 0 ? batch : 1);
+    /* the most splits that still fit one wave of work-groups, each split
+     * keeping at least 256 keys (measured on the H100: more splits than
+     * that cost more in the reduce than they gain) */
     int splits = 1;
-    while (splits < 16 && tiles * splits < 2L * compute_units && seq_len / (splits * 2) >= 256) splits *= 2;
+    while (splits < 128 && tiles * splits * 2 <= compute_units && seq_len / (splits * 2) >= 256) splits *= 2;
     out->values[MT_P_NUM_SPLITS] = splits;
     if (splits == 1) out->values[MT_P_KV_GRANULARITY] = 16;
 }
@@ -77,9 +85,14 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
     qsort(out->entries, (size_t)out->n_entries, sizeof *out->entries, by_key);
     if (out->n_entries == 0) {
         out->heuristic = 1;
-        /* the heuristic only ever varies the split count of the default */
-        if (mt_variant_default_for(&mt_family_mla_decode_simt, &shape->s, t, &out->heuristic_base) != MT_OK)
-            return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and no built-in variant fits: %s", mt_last_error());
+        /* the heuristic only ever varies the split count of its base: the
+         * matrix-unit variant where it fits, else the family default */
+        if (mt_variant_parse(&mt_family_mla_decode_simt, heuristic_mma_base, &out->heuristic_base) != MT_OK ||
+            mt_variant_validate(&out->heuristic_base, &shape->s, t) != MT_OK) {
+            if (mt_variant_default_for(&mt_family_mla_decode_simt, &shape->s, t, &out->heuristic_base) != MT_OK)
+                return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and no built-in variant fits: %s",
+                               mt_last_error());
+        }
         for (size_t i = 0; i < sizeof heuristic_splits / sizeof heuristic_splits[0]; i++) {
             mt_variant v = out->heuristic_base;
             v.values[MT_P_NUM_SPLITS] = heuristic_splits[i];

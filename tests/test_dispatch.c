@@ -61,14 +61,19 @@ int main(void) {
     int splits_small = table.variants[r.variant].values[MT_P_NUM_SPLITS];
     mt_dispatch_lookup(&table, 512, 16384, &r);
     int splits_large = table.variants[r.variant].values[MT_P_NUM_SPLITS];
-    CHECK_MSG(splits_small == 16 && splits_large == 1, "heuristic splits %d / %d", splits_small, splits_large);
+    /* one 16-row tile: 64 splits of 256 keys (a wave of 132 CUs holds 128) */
+    CHECK_MSG(splits_small == 64 && splits_large == 1, "heuristic splits %d / %d", splits_small, splits_large);
     CHECK(r.entry == NULL);
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 1); /* sm_90: the matrix-unit base */
     mt_dispatch_free(&table);
     /* on gfx942 the heuristic starts from a default that fits 64 KiB of LDS */
     mt_target amd;
     CHECK_OK(mt_target_for_arch("gfx942", &amd));
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &amd, 304, &table));
-    for (int i = 0; i < table.n_variants; i++) CHECK_OK(mt_variant_validate(&table.variants[i], &shape.s, &amd));
+    for (int i = 0; i < table.n_variants; i++) {
+        CHECK_OK(mt_variant_validate(&table.variants[i], &shape.s, &amd));
+        CHECK(table.variants[i].values[MT_P_MMA] == 0); /* no MFMA path yet */
+    }
     mt_dispatch_free(&table);
 
     /* a stored variant that does not validate is refused, naming it */

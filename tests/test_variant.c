@@ -39,7 +39,7 @@ int main(void) {
     mt_variant_default(f, &v);
     char text[256];
     mt_variant_format(&v, text, sizeof text);
-    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0") == 0);
+    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2") == 0);
     CHECK_OK(mt_variant_parse(f, text, &w));
     CHECK(memcmp(v.values, w.values, sizeof v.values) == 0);
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
@@ -57,8 +57,12 @@ int main(void) {
     w = v;
     w.values[MT_P_MMA] = 1;
     CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(mt_last_error(), "tile_q=16, block_threads=128, kv_chunk=64") != NULL);
+    CHECK_MSG(strstr(mt_last_error(), "8 keys per warp") != NULL, "%s", mt_last_error()); /* 8 warps, 32 keys */
     w.values[MT_P_BLOCK_THREADS] = 128, w.values[MT_P_KV_CHUNK] = 64;
+    w.values[MT_P_KV_STAGES] = 3; /* 3 x 64 keys x 1168 bytes: over 227 KiB */
+    CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "shared memory") != NULL, "%s", mt_last_error());
+    w.values[MT_P_KV_STAGES] = 2;
     CHECK_OK(mt_variant_validate(&w, &s, &sm90));
     CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "no MFMA path yet") != NULL);
@@ -100,9 +104,11 @@ int main(void) {
     n = mt_space_enumerate(&sp, &s, &sm90, count_visits, &visited, NULL);
     /* tile_q=16 fits every other combination on sm_90 (64 accumulators at
      * 128 threads is the limit, 189 KB of shared memory at kv_chunk=64) */
-    /* mma=0: every combination minus splits=1 x granularity>16; mma=1: only
-     * 128 threads and 64-key chunks, splits=1 with granularity 16 or 5 x 5 */
-    CHECK_MSG(n == (5 * 6 * 3 * 3 - 4 * 3 * 3) + (1 + 5 * 5) && visited == n, "visited %d", n);
+    /* (splits, granularity): splits=1 takes granularity 16 only: 1 + 7 x 5.
+     * mma=0: kv_stages 2 only, every (threads, chunk): 9.  mma=1: (128, 32)
+     * with 2/3/4 stages, (128, 64) and (256, 64) with 2 stages (3 stages of
+     * 64 keys exceed 227 KiB): 5. */
+    CHECK_MSG(n == (1 + 7 * 5) * 9 + (1 + 7 * 5) * 5 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .scale = 0.04f,

@@ -14,6 +14,7 @@ int cmd_import(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Prints "mla-tune: <message>" to stderr. */
 void mt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

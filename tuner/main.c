@@ -31,6 +31,7 @@ static const struct {
     {"import", cmd_import, "add a database's measurements to the user database"},
     {"merge", cmd_merge, "join two databases into a new one"},
     {"lookup", cmd_lookup, "print what the runtime would run for a problem, and why"},
+    {"bench", cmd_bench, "time decode through the runtime for a grid of shapes, against measured ceilings"},
     {"report", cmd_report, "write an HTML + Markdown report (SVG plots) of a tuning database"},
 };
 

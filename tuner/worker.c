@@ -40,6 +40,7 @@
 #include "kernels/kernels.h"
 #include "kernels/mla_decode.h"
 #include "kernels/mla_reference.h"
+#include "ceilings.h"
 #include "protocol.h"
 #include "runtime/jit.h"
 
@@ -453,39 +454,6 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     return 0;
 }
 
-/* The copy ceiling: a 1 GiB device-to-device copy, median of 9 after a
- * warm-up, counting bytes read plus bytes written.  0 when it cannot run. */
-static double measure_copy_bandwidth(gpu_worker *w) {
-    const size_t bytes = (size_t)1 << 30;
-    mt_devptr a = 0, b = 0;
-    mt_event e0 = NULL, e1 = NULL;
-    double ms[9] = {0}, result = 0;
-    mt_status st = mt_backend_mem_alloc(w->b, bytes, &a);
-    if (st == MT_OK) st = mt_backend_mem_alloc(w->b, bytes, &b);
-    if (st == MT_OK) st = mt_backend_mem_set(w->b, a, 0x5a, bytes, w->stream);
-    if (st == MT_OK) st = mt_backend_event_create(w->b, &e0);
-    if (st == MT_OK) st = mt_backend_event_create(w->b, &e1);
-    if (st == MT_OK) st = mt_backend_copy_on_device(w->b, b, a, bytes, w->stream);
-    for (int i = 0; i < 9 && st == MT_OK; i++) {
-        float t = 0;
-        st = mt_backend_event_record(w->b, e0, w->stream);
-        if (st == MT_OK) st = mt_backend_copy_on_device(w->b, b, a, bytes, w->stream);
-        if (st == MT_OK) st = mt_backend_event_record(w->b, e1, w->stream);
-        if (st == MT_OK) st = mt_backend_event_sync(w->b, e1);
-        if (st == MT_OK) st = mt_backend_event_elapsed(w->b, e0, e1, &t);
-        ms[i] = t;
-    }
-    if (st == MT_OK) {
-        qsort(ms, 9, sizeof ms[0], compare_doubles);
-        result = 2.0 * (double)bytes / (ms[4] * 1e-3) / 1e9;
-    }
-    mt_backend_event_destroy(w->b, e0);
-    mt_backend_event_destroy(w->b, e1);
-    mt_backend_mem_free(w->b, a);
-    mt_backend_mem_free(w->b, b);
-    return result;
-}
-
 int cmd_worker(int argc, char **argv) {
     int device = 0;
     const char *fake = NULL, *cache_dir = NULL, *fault = NULL;
@@ -530,7 +498,7 @@ int cmd_worker(int argc, char **argv) {
         printf("ERROR\t%s\n", msg);
         return 1;
     }
-    double copy_gbps = measure_copy_bandwidth(&w);
+    double copy_gbps = mt_ceiling_copy_gbps(w.b, w.stream);
     printf("DEVICE\t%s\t%s\t%d\t%zu\t%s\t%s\t%zu\t%d\t%d\t%.1f\n", w.info.arch, w.info.name, w.info.compute_units,
            w.info.total_memory, w.info.driver_version, compiler, w.info.shared_per_group_max, w.info.warp_size, count,
            copy_gbps);

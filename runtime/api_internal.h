@@ -1,0 +1,26 @@
+/*
+ * api_internal.h - hooks into the public runtime for mla-tune's own tools
+ * (not exported from the shared library: exports.map keeps mlt_* only).
+ *
+ * `mla-tune bench` times decode through mlt_plan_run, exactly as an engine
+ * calls it, and needs the runtime's GPU objects for its own buffers, events
+ * and ceiling probes, and a way to time one named variant.
+ */
+#ifndef MT_API_INTERNAL_H
+#define MT_API_INTERNAL_H
+
+#include "../kernels/variant.h"
+#include "backend.h"
+#include "include/mlatune.h"
+#include "jit.h"
+
+mt_backend *mt_runtime_backend(mlt_runtime *rt);
+mt_jit *mt_runtime_jit(mlt_runtime *rt);
+const mt_device_info *mt_runtime_device(const mlt_runtime *rt);
+
+/* A plan that dispatches every call to `v` (validated for the problem and
+ * this GPU like a DB entry); its explain() reports the key (1, 1) as "user". */
+mlt_status mt_plan_create_pinned(mlt_runtime *rt, const mlt_decode_problem *problem, const mt_variant *v,
+                                 mlt_plan **out);
+
+#endif

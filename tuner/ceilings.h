@@ -1,0 +1,23 @@
+/*
+ * ceilings.h - what the GPU can do at best, measured on the spot: the
+ * device-to-device copy bandwidth (the memory ceiling of a decode kernel)
+ * and the matrix-unit throughput of the instructions our kernels use (the
+ * compute ceiling).  The sweep stores the copy figure in the DB; `mla-tune
+ * bench` measures both in the same run as the decode timings.
+ */
+#ifndef MT_CEILINGS_H
+#define MT_CEILINGS_H
+
+#include "../runtime/backend.h"
+#include "../runtime/jit.h"
+
+/* GB/s of a 1 GiB device-to-device copy (bytes read + bytes written), the
+ * median of 9 after a warm-up.  0 when it cannot run (the message says why). */
+double mt_ceiling_copy_gbps(mt_backend *b, mt_stream s);
+
+/* TFLOP/s of mma.sync m16n8k16 bf16 issued back to back from registers by
+ * 8 warps per group, 4 groups per compute unit; median of 7.  0 where the
+ * target has no such instruction (not sm_80+) or it cannot run. */
+double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s);
+
+#endif

@@ -1,0 +1,359 @@
+/*
+ * cmd_bench.c - `mla-tune bench`: decode through the runtime (mlt_plan_run,
+ * as an engine calls it) for a grid of shapes, with the GPU's ceilings
+ * measured in the same run.
+ *
+ * Per shape it prints the time of one call (CUDA/HIP events around
+ * mlt_plan_run: the decode launch and the reduce launch when the variant
+ * splits, host dispatch included), the bytes moved per second against the
+ * measured copy ceiling, the matrix FLOP/s against the measured matrix-unit
+ * ceiling, and the variant the plan ran with the reason (DB key, nearest
+ * key, heuristic, or --variant).
+ *
+ * Timing follows METHOD.md: random data generated on the GPU, warm-up
+ * calls, then per timed call an L2 flush (a memset over 256 MiB, ~5x the
+ * H100's L2) and events around the call only; the median is reported, with
+ * the 10th and 90th percentiles.  Outputs are checked for non-finite values
+ * (a broken variant shows up as "NaN" instead of a time).  Correctness
+ * against the reference is the sweep's job (every measured variant is
+ * verified there).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ceilings.h"
+#include "commands.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/mla_decode.h"
+#include "runtime/api_internal.h"
+
+enum { MAX_LIST = 16 };
+
+typedef struct int_list { int v[MAX_LIST]; int n; } int_list;
+
+typedef struct bench_opts {
+    int_list heads, sq, batch, seq_len, kv;  /* kv: mt_dtype values */
+    mt_dtype q_dtype;
+    int page_size, warmup, reps, device, ceilings;
+    const char *user_db, *system_db, *cache_dir, *variant, *csv;
+} bench_opts;
+
+static void usage(FILE *to) {
+    fprintf(to,
+            "usage: mla-tune bench [options]\n\n"
+            "Times MLA decode through the runtime for every combination of the lists\n"
+            "below and prints time, GB/s against the measured copy ceiling, TFLOP/s\n"
+            "against the measured matrix-unit ceiling, and the variant used.\n\n"
+            "  --heads LIST       query heads (default 16)\n"
+            "  --sq LIST          query tokens per request (default 1)\n"
+            "  --batch LIST       (default 1,8,32,128)\n"
+            "  --seq-len LIST     keys per request (default 4096,16384)\n"
+            "  --kv-dtype LIST    bf16,fp16,fp8e4m3 (default bf16)\n"
+            "  --q-dtype T        bf16|fp16 (default bf16)\n"
+            "  --page-size N      (default 64)\n"
+            "  --variant SPEC     time this variant instead of the DB's choice\n"
+            "                     (\"tile_q=16,kv_granularity=64,...\"; missing later-added\n"
+            "                     parameters take their defaults)\n"
+            "  --db FILE, --system-db FILE   tuning databases (as the runtime)\n"
+            "  --warmup N         calls before timing (default 5)\n"
+            "  --reps N           timed calls, median reported (default 30)\n"
+            "  --no-ceilings      skip the copy and matrix-unit measurements\n"
+            "  --csv FILE         also write the rows as CSV\n"
+            "  --device N         GPU ordinal (default 0)\n"
+            "  --cache-dir DIR    code-object cache (default as the runtime)\n");
+}
+
+static int parse_list(const char *text, int_list *out, int is_dtype) {
+    out->n = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (out->n == MAX_LIST) return -1;
+        if (is_dtype) {
+            mt_dtype t;
+            if (mt_dtype_parse(tok, &t) != MT_OK) return -1;
+            out->v[out->n++] = (int)t;
+        } else {
+            char *end = NULL;
+            long n = strtol(tok, &end, 10);
+            if (!end || *end || n < 1 || n > 10000000) return -1;
+            out->v[out->n++] = (int)n;
+        }
+    }
+    return out->n > 0 ? 0 : -1;
+}
+
+static int compare_floats(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct bench_gpu {
+    mlt_runtime *rt;
+    mt_backend *b;
+    mt_function fill;
+    mt_devptr flush;
+    size_t flush_bytes;
+} bench_gpu;
+
+static mt_status fill_random(bench_gpu *g, mt_devptr p, size_t n, mt_dtype t, unsigned seed) {
+    unsigned long long count = n;
+    int dtype = (int)t;
+    void *args[] = {&p, &count, &dtype, &seed};
+    unsigned grid[3] = {1024, 1, 1}, block[3] = {256, 1, 1};
+    return mt_backend_launch(g->b, g->fill, grid, block, 0, NULL, args);
+}
+
+typedef struct shape_result {
+    double median_us, p10_us, p90_us, gbps, tflops;
+    long non_finite;
+    mlt_choice_info choice;
+} shape_result;
+
+/* Builds the inputs of one shape on the GPU, runs it, frees everything. */
+static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int sq, int batch, int len,
+                             mt_dtype kv_dtype, shape_result *r) {
+    const int d = 576, dl = 512, page = o->page_size;
+    mlt_decode_problem p = {.n_heads = heads, .sq = sq, .d = d, .dl = dl, .page_size = page,
+                            .q_dtype = (mlt_dtype)o->q_dtype, .kv_dtype = (mlt_dtype)kv_dtype,
+                            .softmax_scale = (float)(1.0 / sqrt((double)d)),
+                            .kv_scale = kv_dtype == MT_FP8_E4M3 ? 1.0f / 224.0f : 1.0f, .max_batch = batch};
+    mlt_plan *plan = NULL;
+    mlt_status ps;
+    if (o->variant) {
+        mt_variant v;
+        mt_status st = mt_variant_parse(&mt_family_mla_decode_simt, o->variant, &v);
+        if (st != MT_OK) return st;
+        ps = mt_plan_create_pinned(g->rt, &p, &v, &plan);
+    } else {
+        ps = mlt_plan_create(g->rt, &p, &plan);
+    }
+    if (ps != MLT_OK) return mt_fail(MT_ERR_INVALID_ARGUMENT, "plan: %s", mlt_last_error());
+    mlt_plan_explain(plan, batch, len, &r->choice);
+
+    const int blocks = (len + page - 1) / page;
+    const size_t rows = (size_t)batch * sq * heads, pages = (size_t)batch * blocks;
+    const size_t q_bytes = rows * d * 2, kv_bytes = pages * page * d * mt_dtype_size(kv_dtype);
+    const size_t out_bytes = rows * dl * 2, ws = mlt_plan_workspace_size(plan);
+    int32_t *table = malloc(sizeof(int32_t) * pages), *lens = malloc(sizeof(int32_t) * batch);
+    uint16_t *host_out = malloc(out_bytes);
+    /* each request gets its own pages, in a shuffled order */
+    for (size_t i = 0; i < pages; i++) table[i] = (int32_t)i;
+    unsigned long long s = 0x243f6a8885a308d3ull;
+    for (size_t i = pages - 1; i > 0; i--) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        size_t j = (size_t)(s % (i + 1));
+        int32_t t = table[i];
+        table[i] = table[j], table[j] = t;
+    }
+    for (int i = 0; i < batch; i++) lens[i] = len;
+    mt_devptr dq = 0, dkv = 0, dtable = 0, dlens = 0, dout = 0, dlse = 0, dws = 0;
+    mt_status st = table && lens && host_out ? MT_OK : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, q_bytes, &dq);
+    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, kv_bytes, &dkv);
+    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, sizeof(int32_t) * pages, &dtable);
+    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, sizeof(int32_t) * batch, &dlens);
+    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, out_bytes, &dout);
+    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, rows * sizeof(float), &dlse);
+    if (st == MT_OK && ws) st = mt_backend_mem_alloc(g->b, ws, &dws);
+    if (st == MT_OK) st = fill_random(g, dq, rows * d, o->q_dtype, 1);
+    if (st == MT_OK) st = fill_random(g, dkv, pages * page * d, kv_dtype, 2);
+    if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dtable, table, sizeof(int32_t) * pages, NULL);
+    if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dlens, lens, sizeof(int32_t) * batch, NULL);
+    mlt_decode_args a = {.batch = batch, .seq_len_hint = len, .max_blocks_per_seq = blocks,
+                         .q = (void *)(uintptr_t)dq, .kv_cache = (void *)(uintptr_t)dkv,
+                         .block_table = (const int32_t *)(uintptr_t)dtable, .seq_lens = (const int32_t *)(uintptr_t)dlens,
+                         .out = (void *)(uintptr_t)dout, .lse = (float *)(uintptr_t)dlse,
+                         .workspace = (void *)(uintptr_t)dws, .workspace_size = ws};
+    for (int i = 0; i < o->warmup && st == MT_OK; i++)
+        if (mlt_plan_run(plan, &a, NULL) != MLT_OK) st = mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
+    mt_event *ev = calloc((size_t)o->reps * 2, sizeof *ev);
+    float *ms = calloc((size_t)o->reps, sizeof *ms);
+    for (int i = 0; i < o->reps * 2 && st == MT_OK; i++) st = mt_backend_event_create(g->b, &ev[i]);
+    for (int i = 0; i < o->reps && st == MT_OK; i++) {
+        st = mt_backend_mem_set(g->b, g->flush, (uint8_t)i, g->flush_bytes, NULL);
+        if (st == MT_OK) st = mt_backend_event_record(g->b, ev[2 * i], NULL);
+        if (st == MT_OK && mlt_plan_run(plan, &a, NULL) != MLT_OK) st = mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
+        if (st == MT_OK) st = mt_backend_event_record(g->b, ev[2 * i + 1], NULL);
+    }
+    if (st == MT_OK) st = mt_backend_stream_sync(g->b, NULL);
+    for (int i = 0; i < o->reps && st == MT_OK; i++) st = mt_backend_event_elapsed(g->b, ev[2 * i], ev[2 * i + 1], &ms[i]);
+    if (st == MT_OK) st = mt_backend_copy_to_host(g->b, host_out, dout, out_bytes, NULL);
+    if (st == MT_OK) {
+        qsort(ms, (size_t)o->reps, sizeof ms[0], compare_floats);
+        r->median_us = 1e3 * (o->reps % 2 ? ms[o->reps / 2] : 0.5 * (ms[o->reps / 2 - 1] + ms[o->reps / 2]));
+        r->p10_us = 1e3 * ms[o->reps / 10];
+        r->p90_us = 1e3 * ms[(o->reps * 9) / 10 < o->reps ? (o->reps * 9) / 10 : o->reps - 1];
+        double keys = 0; /* key visits per head: token t of Sq sees len - sq + t + 1 keys */
+        for (int t = 0; t < sq; t++) keys += fmax(0, len - sq + t + 1);
+        double flops = 2.0 * batch * heads * keys * (d + dl);
+        double bytes = (double)kv_bytes + (double)q_bytes + (double)out_bytes + rows * 4.0;
+        r->gbps = bytes / (r->median_us * 1e-6) / 1e9;
+        r->tflops = flops / (r->median_us * 1e-6) / 1e12;
+        r->non_finite = 0;
+        for (size_t i = 0; i < rows * dl; i++) {
+            float f = o->q_dtype == MT_BF16 ? mt_host_bf16_to_f32(host_out[i]) : mt_host_f16_to_f32(host_out[i]);
+            r->non_finite += !isfinite(f);
+        }
+    }
+    for (int i = 0; i < o->reps * 2; i++)
+        if (ev[i]) mt_backend_event_destroy(g->b, ev[i]);
+    free(ev), free(ms), free(table), free(lens), free(host_out);
+    mt_backend_mem_free(g->b, dq), mt_backend_mem_free(g->b, dkv), mt_backend_mem_free(g->b, dtable);
+    mt_backend_mem_free(g->b, dlens), mt_backend_mem_free(g->b, dout), mt_backend_mem_free(g->b, dlse);
+    mt_backend_mem_free(g->b, dws);
+    mlt_plan_destroy(plan);
+    return st;
+}
+
+static const char *reason_text(const mlt_choice_info *c, int pinned, char *buf, size_t n) {
+    if (pinned) snprintf(buf, n, "--variant");
+    else if (c->reason == MLT_CHOICE_HEURISTIC) snprintf(buf, n, "heuristic");
+    else if (c->reason == MLT_CHOICE_EXACT_KEY) snprintf(buf, n, "%s DB, exact key", c->source);
+    else snprintf(buf, n, "%s DB, nearest key B=%d L=%d", c->source, c->key_batch, c->key_seq_len);
+    return buf;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_opts o = {.heads = {{16}, 1}, .sq = {{1}, 1}, .batch = {{1, 8, 32, 128}, 4}, .seq_len = {{4096, 16384}, 2},
+                    .kv = {{MT_BF16}, 1}, .q_dtype = MT_BF16, .page_size = 64, .warmup = 5, .reps = 30,
+                    .ceilings = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--no-ceilings") == 0) {
+            o.ceilings = 0;
+            continue;
+        }
+        if (!v) {
+            mt_cli_error("bench: %s needs a value", a);
+            return 2;
+        }
+        i++;
+        int bad = 0;
+        if (strcmp(a, "--heads") == 0) bad = parse_list(v, &o.heads, 0);
+        else if (strcmp(a, "--sq") == 0) bad = parse_list(v, &o.sq, 0);
+        else if (strcmp(a, "--batch") == 0) bad = parse_list(v, &o.batch, 0);
+        else if (strcmp(a, "--seq-len") == 0) bad = parse_list(v, &o.seq_len, 0);
+        else if (strcmp(a, "--kv-dtype") == 0) bad = parse_list(v, &o.kv, 1);
+        else if (strcmp(a, "--q-dtype") == 0) bad = mt_dtype_parse(v, &o.q_dtype) != MT_OK ? -1 : 0;
+        else if (strcmp(a, "--variant") == 0) o.variant = v;
+        else if (strcmp(a, "--db") == 0) o.user_db = v;
+        else if (strcmp(a, "--system-db") == 0) o.system_db = v;
+        else if (strcmp(a, "--cache-dir") == 0) o.cache_dir = v;
+        else if (strcmp(a, "--csv") == 0) o.csv = v;
+        else if (strcmp(a, "--page-size") == 0) o.page_size = atoi(v), bad = o.page_size < 1 ? -1 : 0;
+        else if (strcmp(a, "--warmup") == 0) o.warmup = atoi(v), bad = o.warmup < 0 ? -1 : 0;
+        else if (strcmp(a, "--reps") == 0) o.reps = atoi(v), bad = o.reps < 3 || o.reps > 10000 ? -1 : 0;
+        else if (strcmp(a, "--device") == 0) o.device = atoi(v);
+        else {
+            mt_cli_error("bench: unknown option '%s' (see --help)", a);
+            return 2;
+        }
+        if (bad) {
+            mt_cli_error("bench: bad value '%s' for %s", v, a);
+            return 2;
+        }
+    }
+    if (o.variant) { /* reject a bad spec before touching the GPU */
+        mt_variant v;
+        if (mt_variant_parse(&mt_family_mla_decode_simt, o.variant, &v) != MT_OK) {
+            mt_cli_error("bench: --variant: %s", mt_last_error());
+            return 2;
+        }
+    }
+    mlt_runtime_options ro;
+    mlt_runtime_options_default(&ro);
+    ro.device = o.device, ro.user_db = o.user_db, ro.system_db = o.system_db, ro.cache_dir = o.cache_dir;
+    ro.log_level = MLT_LOG_QUIET;
+    bench_gpu g = {0};
+    if (mlt_runtime_create(&ro, &g.rt) != MLT_OK) {
+        mt_cli_error("bench: %s", mlt_last_error());
+        return 1;
+    }
+    g.b = mt_runtime_backend(g.rt);
+    const mt_device_info *info = mt_runtime_device(g.rt);
+    char *src = NULL;
+    const mt_code_object *obj = NULL;
+    g.flush_bytes = (size_t)256 << 20;
+    mt_status st = mt_kernel_source("bench_kernels.cu", &src);
+    mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = info->arch};
+    if (st == MT_OK) st = mt_jit_compile(mt_runtime_jit(g.rt), &req, &obj, NULL);
+    if (st == MT_OK) st = mt_jit_function(mt_runtime_jit(g.rt), obj, "mt_fill_random", &g.fill);
+    if (st == MT_OK) st = mt_backend_mem_alloc(g.b, g.flush_bytes, &g.flush);
+    free(src);
+    if (st != MT_OK) {
+        mt_cli_error("bench: %s", mt_last_error());
+        mlt_runtime_destroy(g.rt);
+        return 1;
+    }
+    double copy = 0, mma = 0;
+    printf("device: %s (%s, %d CUs)\n", info->name, info->arch, info->compute_units);
+    if (o.ceilings) {
+        copy = mt_ceiling_copy_gbps(g.b, NULL);
+        mma = mt_ceiling_mma_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units, NULL);
+        printf("copy ceiling: %.0f GB/s (1 GiB device-to-device copy, read + write)\n", copy);
+        if (mma > 0) printf("matrix ceiling: %.0f TFLOP/s (mma.sync m16n8k16 bf16 from registers)\n", mma);
+        else printf("matrix ceiling: not measured on %s (no probe for this architecture)\n", info->arch);
+    }
+    FILE *csv = o.csv ? fopen(o.csv, "w") : NULL;
+    if (o.csv && !csv) {
+        mt_cli_error("bench: cannot write %s", o.csv);
+        mlt_runtime_destroy(g.rt);
+        return 1;
+    }
+    if (csv)
+        fprintf(csv, "arch,heads,sq,batch,seq_len,q_dtype,kv_dtype,page_size,median_us,p10_us,p90_us,gbps,copy_gbps,"
+                     "tflops,mma_tflops,variant,reason\n");
+    printf("%4s %3s %5s %6s %-7s %10s %9s %8s %6s %8s %6s  %s\n", "N", "Sq", "B", "L", "kv", "time_us", "(p10-p90)",
+           "GB/s", "%copy", "TFLOP/s", "%mma", "variant [reason]");
+    int failures = 0;
+    for (int ih = 0; ih < o.heads.n; ih++)
+        for (int is = 0; is < o.sq.n; is++)
+            for (int ik = 0; ik < o.kv.n; ik++)
+                for (int ib = 0; ib < o.batch.n; ib++)
+                    for (int il = 0; il < o.seq_len.n; il++) {
+                        int N = o.heads.v[ih], Sq = o.sq.v[is], B = o.batch.v[ib], L = o.seq_len.v[il];
+                        mt_dtype kv = (mt_dtype)o.kv.v[ik];
+                        shape_result r;
+                        memset(&r, 0, sizeof r);
+                        st = bench_shape(&g, &o, N, Sq, B, L, kv, &r);
+                        if (st != MT_OK) {
+                            printf("%4d %3d %5d %6d %-7s FAILED: %s\n", N, Sq, B, L, mt_dtype_name(kv), mt_last_error());
+                            failures++;
+                            if (st == MT_ERR_VENDOR) goto done; /* the context may be gone */
+                            continue;
+                        }
+                        char why[96], spread[32];
+                        reason_text(&r.choice, o.variant != NULL, why, sizeof why);
+                        snprintf(spread, sizeof spread, "%.0f-%.0f", r.p10_us, r.p90_us);
+                        if (r.non_finite) {
+                            printf("%4d %3d %5d %6d %-7s NaN: %ld non-finite outputs  %s [%s]\n", N, Sq, B, L,
+                                   mt_dtype_name(kv), r.non_finite, r.choice.variant, why);
+                            failures++;
+                            continue;
+                        }
+                        char pc[16] = "-", pm[16] = "-";
+                        if (copy > 0) snprintf(pc, sizeof pc, "%.0f%%", 100.0 * r.gbps / copy);
+                        if (mma > 0) snprintf(pm, sizeof pm, "%.0f%%", 100.0 * r.tflops / mma);
+                        printf("%4d %3d %5d %6d %-7s %10.1f %9s %8.0f %6s %8.1f %6s  %s [%s]\n", N, Sq, B, L,
+                               mt_dtype_name(kv), r.median_us, spread, r.gbps, pc, r.tflops, pm, r.choice.variant, why);
+                        fflush(stdout);
+                        if (csv)
+                            fprintf(csv, "%s,%d,%d,%d,%d,%s,%s,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.2f,%.2f,\"%s\",\"%s\"\n",
+                                    info->arch, N, Sq, B, L, mt_dtype_name(o.q_dtype), mt_dtype_name(kv), o.page_size,
+                                    r.median_us, r.p10_us, r.p90_us, r.gbps, copy, r.tflops, mma, r.choice.variant, why);
+                    }
+done:
+    if (csv) fclose(csv);
+    mt_backend_mem_free(g.b, g.flush);
+    mlt_runtime_destroy(g.rt);
+    return failures ? 1 : 0;
+}
