@@ -321,6 +321,7 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 #ifndef KV_STAGES
 #define KV_STAGES 2
 #endif
+#define S_CHAINS (MT_TILES * SN <= 2 ? 4 : 2) /* independent accumulators per score tile */
 
 __device__ __forceinline__ mt_u32 pack_mma(float lo, float hi) {
 #if MMA_FP16
@@ -526,16 +527,19 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         const mt_u16 *kv_c = (const mt_u16 *)(stage_s + buf * stage_bytes);
 #endif
 
-        /* S = Q K^T for this warp's keys; two accumulator chains over d */
-        float s_acc[2][MT_TILES][SN][4];
+        /* S = Q K^T for this warp's keys.  The d loop is cut into S_CHAINS
+         * independent accumulator chains (summed below) so that consecutive
+         * products do not wait on each other: with one row tile and one key
+         * tile per warp the chain latency, not the units, bounds a chunk. */
+        float s_acc[S_CHAINS][MT_TILES][SN][4];
 #pragma unroll
-        for (int h = 0; h < 2; h++)
+        for (int h = 0; h < S_CHAINS; h++)
 #pragma unroll
             for (int m = 0; m < MT_TILES; m++)
 #pragma unroll
                 for (int j = 0; j < SN; j++) s_acc[h][m][j][0] = s_acc[h][m][j][1] = s_acc[h][m][j][2] = s_acc[h][m][j][3] = 0.0f;
         const mt_u16 *k_warp = kv_c + (warp * KPW) * KS_STRIDE;
-#pragma unroll 2
+#pragma unroll
         for (int kk = 0; kk < D; kk += 32) {
             mt_u32 bk[SN][4];
 #pragma unroll
@@ -547,9 +551,18 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
                     mt_u32 a[4];
                     mt_ldmatrix_x4(a, q_s + (m * 16 + a_row) * QS_STRIDE + kk + h * 16 + a_col);
 #pragma unroll
-                    for (int j = 0; j < SN; j++) mt_mma_16816(s_acc[h][m][j], a, &bk[j][2 * h], MMA_FP16);
+                    for (int j = 0; j < SN; j++)
+                        mt_mma_16816(s_acc[((kk / 16) + h) % S_CHAINS][m][j], a, &bk[j][2 * h], MMA_FP16);
                 }
         }
+#pragma unroll
+        for (int h = 1; h < S_CHAINS; h++)
+#pragma unroll
+            for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+                for (int j = 0; j < SN; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) s_acc[0][m][j][e] += s_acc[h][m][j][e];
         /* mask, scale; per-warp row maxima to shared memory */
 #pragma unroll
         for (int m = 0; m < MT_TILES; m++) {
@@ -560,8 +573,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const int key = k0 + warp * KPW + j * 8 + quad * 2 + e;
-                    float v0 = s_acc[0][m][j][e] + s_acc[1][m][j][e];
-                    float v1 = s_acc[0][m][j][2 + e] + s_acc[1][m][j][2 + e];
+                    float v0 = s_acc[0][m][j][e];
+                    float v1 = s_acc[0][m][j][2 + e];
                     s_acc[0][m][j][e] = v0 = key < lim0 ? v0 * s_scale : MT_NEG_INF;
                     s_acc[0][m][j][2 + e] = v1 = key < lim1 ? v1 * s_scale : MT_NEG_INF;
                     mx0 = fmaxf(mx0, v0);
