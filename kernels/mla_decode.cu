@@ -337,13 +337,6 @@ __device__ __forceinline__ mt_u32 pack2_out(float lo, float hi) {
     return mt_pack_f16x2(lo, hi);
 #endif
 }
-__device__ __forceinline__ float load_q_raw(const mt_u16 *p) {
-#if Q_DTYPE == 0
-    return mt_bf16_to_f32(*p);
-#else
-    return mt_f16_to_f32(*p);
-#endif
-}
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
