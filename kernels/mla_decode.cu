@@ -32,23 +32,11 @@
  * fp32) -> scores -> online softmax (one warp per row) -> acc_o update.  No
  * asynchronous copies: this family is the simple, always-correct baseline.
  *
- * MMA=1 selects the matrix-unit path (NVIDIA sm_80+, mma.sync m16n8k16):
- *   q_tile    [16][D+8]          shared   16-bit, the query rows as loaded
- *   kv_tile   [2][64][D+8]       shared   two stages: cp.async fills one while
- *                                         the other is used (when KV has q's
- *                                         dtype; other KV dtypes are converted
- *                                         through registers, synchronously)
- *   p_tile    [16][64+8]         shared   probabilities, q's 16-bit type
- *   scores    [16][16] per warp  registers: warp w takes keys 16w..16w+15
- *   acc_o     [16][Dl/4] per warp registers: warp w owns columns w*Dl/4...
- * Per chunk: S = Q K^T on the matrix units, online softmax with the row
- * max / sum combined across the 4 warps through shared memory, P to shared
- * memory, O += P V with V fragments read by ldmatrix.trans.  The +8 padding
- * makes fragment loads and ldmatrix rows hit distinct banks.  Requires
- * TILE_Q = 16, BLOCK_THREADS = 128, KV_CHUNK = 64 (the description checks).
+ * MMA=1 selects the matrix-unit path (NVIDIA sm_80+, mma.sync m16n8k16,
+ * cp.async pipeline); its layout is described where it begins, below.
  *
  * Compile-time parameters (the variant; see mla_decode.c for ranges):
- *   TILE_Q, KV_GRANULARITY, NUM_SPLITS, BLOCK_THREADS, KV_CHUNK, MMA
+ *   TILE_Q, KV_GRANULARITY, NUM_SPLITS, BLOCK_THREADS, KV_CHUNK, MMA, KV_STAGES
  * and the problem's static facts: D, DL, PAGE_SIZE, Q_DTYPE, KV_DTYPE
  * (0 = bf16, 1 = fp16, 2 = fp8 e4m3).
  */
@@ -281,12 +269,22 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 #else /* MMA */
 
 /* ---- the matrix-unit path ------------------------------------------------
- * Shapes: MT_TILES = TILE_Q / 16 row tiles of 16 rows; NW warps.  Each KV
- * chunk of KV_CHUNK keys is split among the warps for the scores (warp w
- * owns keys w*KPW .. w*KPW+KPW-1 of the chunk) and the output columns are
- * split among the warps for P V (warp w owns columns w*CPW ..).  Every warp
- * covers all TILE_Q rows, so one work-group reads each KV tile once for all
- * of its rows: with TILE_Q >= N*Sq a request's KV is read once.
+ * Shapes: MT_TILES = TILE_Q / 16 row tiles of 16 rows; NW warps.  Every
+ * warp covers all TILE_Q rows in the two matrix products, so one
+ * work-group reads each KV tile once for all of its rows: with
+ * TILE_Q >= N*Sq a request's KV is read once.
+ *
+ * Scores S = Q K^T: the warps form a DG x KG grid.  Warp w takes the
+ * d-slice dg = w % DG (D/DG dims) and the keys kg = w / DG (KPW keys of the
+ * chunk).  Its slice of Q stays in registers for the whole work-group (Q is
+ * read from shared memory once, not once per chunk and warp), and every K
+ * element of a chunk is read from shared memory by exactly one warp.  The DG
+ * partial scores of a (row, key) meet in shared memory (s_part).
+ * Softmax: warp w owns rows w*RPW .. w*RPW+RPW-1; LPR lanes share a row and
+ * take KPL consecutive keys each, so the row max and sum are warp shuffles
+ * (no cross-warp exchange).  The owner keeps the running max and sum of its
+ * rows and publishes the rescale factor alpha per row.
+ * O += P V: warp w owns output columns w*CPW ..; it reads all of P.
  *
  * The matrix-unit operand type ("mma type"): bf16 when KV is bf16, fp16
  * when KV is fp16 or fp8 (fp8 e4m3 converts exactly to fp16 in one
@@ -297,31 +295,44 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
  *
  * Shared memory (16-bit rows padded by 8 elements so the 8 row addresses of
  * an ldmatrix fall in distinct banks):
- *   q_s     [TILE_Q][D+8]                 mma type
+ *   q_s     [TILE_Q][D+8]                 mma type; once Q is in registers
+ *   s_part  [DG][TILE_Q][KV_CHUNK+8] f32  the same bytes: partial scores
  *   stage   [KV_STAGES][KV_CHUNK][D+8]    KV as stored (16-bit KV), filled
  *           [KV_STAGES][KV_CHUNK][D]      by cp.async  (fp8 KV: raw bytes)
  *   kv16    [KV_CHUNK][D+8]               fp8 KV only: the chunk converted
  *   p_s     [TILE_Q][KV_CHUNK+8]          probabilities, mma type
- *   red     [NW][TILE_Q] floats           per-warp row maxima / sums
+ *   red     [NW][TILE_Q] floats           alpha per row; at the end 1/sum
  *   row_limit [TILE_Q] ints, q_factor
  * Pipeline: KV_STAGES-1 chunks are in flight while one is computed
  * (cp.async groups); three barriers per chunk (four with fp8).
  */
 #define NW (BLOCK_THREADS / 32)
 #define MT_TILES (TILE_Q / 16)
-#define KPW (KV_CHUNK / NW)          /* keys per warp in the score step: 8 or 16 */
+#define KSTEPS (D / 16)              /* k-steps of 16 over D */
+#define DG (KSTEPS % 4 == 0 ? 4 : 2) /* d-slices of the score step (D % 32 == 0 is required) */
+#define KG (NW / DG)                 /* key groups of the score step */
+#define KSD (KSTEPS / DG)            /* k-steps per d-slice */
+#define KPW (KV_CHUNK / KG)          /* keys per warp in the score step: 8 .. 64 */
 #define SN (KPW / 8)                 /* n8 tiles of keys per warp */
+#define S_CHAINS (MT_TILES * SN <= 2 ? 2 : 1) /* independent accumulators per score tile */
+#define RPW (TILE_Q / NW)            /* softmax: rows per warp */
+#define LPR (32 / RPW)               /* softmax: lanes per row */
+#define KPL (KV_CHUNK / LPR)         /* softmax: consecutive keys per lane (even) */
 #define CPW (DL / NW)                /* output columns per warp */
 #define ON (CPW / 8)                 /* n8 tiles of columns per warp (even) */
 #define QS_STRIDE (D + 8)
 #define KS_STRIDE (D + 8)
 #define P_STRIDE (KV_CHUNK + 8)
+#define SP_STRIDE (KV_CHUNK + 8)     /* floats; 8 rows of a fragment store hit distinct banks */
 #define MMA_FP16 (KV_DTYPE != 0)
 #define KV_FP8 (KV_DTYPE == 2)
 #ifndef KV_STAGES
 #define KV_STAGES 2
 #endif
-#define S_CHAINS (MT_TILES * SN <= 2 ? 4 : 2) /* independent accumulators per score tile */
+/* q_s and s_part share the first region of shared memory */
+#define QS_BYTES (TILE_Q * QS_STRIDE * 2)
+#define SP_BYTES (DG * TILE_Q * SP_STRIDE * 4)
+#define REGION0_BYTES (QS_BYTES > SP_BYTES ? QS_BYTES : SP_BYTES)
 
 __device__ __forceinline__ mt_u32 pack_mma(float lo, float hi) {
 #if MMA_FP16
@@ -345,7 +356,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
            float kv_scale) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     mt_u16 *q_s = (mt_u16 *)smem_bytes;
-    unsigned char *stage_s = (unsigned char *)(q_s + TILE_Q * QS_STRIDE);
+    float *s_part = (float *)smem_bytes;
+    unsigned char *stage_s = smem_bytes + REGION0_BYTES;
 #if KV_FP8
     const int stage_bytes = KV_CHUNK * D;
     mt_u16 *kv16 = (mt_u16 *)(stage_s + KV_STAGES * stage_bytes);
@@ -377,9 +389,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 
     /* q -> shared memory in the mma type, 16 bytes (8 elements) per piece.
      * When q already has the mma type it goes by cp.async (its own group,
-     * committed before the KV stages, so the first wait covers it);
-     * otherwise all of a thread's pieces are loaded before any is converted,
-     * so their latencies overlap. */
+     * committed before the KV stages); otherwise all of a thread's pieces
+     * are loaded before any is converted, so their latencies overlap. */
     const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
     const int q_rows_here = min(TILE_Q, rows - row0);
 #define Q_PIECES (TILE_Q * (D / 8))
@@ -387,7 +398,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #define Q_CONVERT ((Q_DTYPE == 0 && MMA_FP16) || (Q_DTYPE == 1 && !MMA_FP16))
 #if !Q_CONVERT
     const float q_factor = 1.0f;
-    (void)q_factor_s;
     for (int i = tid; i < Q_PIECES; i += BLOCK_THREADS) {
         const int r = i / (D / 8), u = i - r * (D / 8);
         const bool valid = r < q_rows_here;
@@ -425,7 +435,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const float q_factor = q_factor_s[0];
 #else
     const float q_factor = 1.0f;
-    (void)q_factor_s;
 #endif
 #pragma unroll
     for (int j = 0; j < Q_PER_THREAD; j++) {
@@ -441,6 +450,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         *(uint4 *)(q_s + r * QS_STRIDE + u * 8) = make_uint4(w[0], w[1], w[2], w[3]);
     }
 #endif
+    (void)q_factor_s;
     __syncthreads();
     int tile_end = 0;
     for (int r = 0; r < TILE_Q; r++) tile_end = max(tile_end, row_limit[r]);
@@ -465,18 +475,14 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #else
         unsigned char *dst = stage_s + buf * stage_bytes + my_row * KS_STRIDE * 2;
 #endif
-        for (int u = tid % TPR; u < ROW_PIECES; u += TPR)
-            mt_cp_async16(dst + u * 16, valid ? src + u * 16 : src, valid ? 16 : 0);
+#pragma unroll
+        for (int i = 0; i < (ROW_PIECES + TPR - 1) / TPR; i++) {
+            const int u = tid % TPR + i * TPR;
+            if (ROW_PIECES % TPR == 0 || u < ROW_PIECES)
+                mt_cp_async16(dst + u * 16, valid ? src + u * 16 : src, valid ? 16 : 0);
+        }
     };
 
-    float acc_o[MT_TILES][ON][4];
-#pragma unroll
-    for (int m = 0; m < MT_TILES; m++)
-#pragma unroll
-        for (int t = 0; t < ON; t++) acc_o[m][t][0] = acc_o[m][t][1] = acc_o[m][t][2] = acc_o[m][t][3] = 0.0f;
-    float m_r[MT_TILES][2], l_r[MT_TILES][2];  /* running max (log2 domain) and this warp's share of the sum */
-#pragma unroll
-    for (int m = 0; m < MT_TILES; m++) m_r[m][0] = m_r[m][1] = MT_NEG_INF, l_r[m][0] = l_r[m][1] = 0.0f;
     const float s_scale = scale * kv_scale * LOG2E / q_factor;
     const int n_chunks = tile_end > k_begin ? (tile_end - k_begin + KV_CHUNK - 1) / KV_CHUNK : 0;
 
@@ -489,10 +495,37 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         mt_cp_async_commit();
     }
     int next_page = page_of(k_begin + (KV_STAGES - 1) * KV_CHUNK); /* for the chunk issued next */
-    /* ldmatrix lane roles: A operand (16x16, row-major) and B operand */
+    /* ldmatrix lane roles: A operand (16x16, row-major), K as B operand
+     * (two n8 tiles x one k-step: keys 0-7 / 8-15, d 0-7 / 8-15), V as B
+     * operand (16 keys x 16 columns, transposed) */
     const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 8;
-    const int bk_row = lane & 7, bk_col = (lane >> 3) * 8;                          /* K: 8 keys x 32 d */
-    const int bv_row = (lane & 7) + ((lane >> 3) & 1) * 8, bv_col = (lane >> 4) * 8; /* V: 16 keys x 16 cols */
+    const int bk_row = (lane & 7) + ((lane >> 4) & 1) * 8, bk_col = ((lane >> 3) & 1) * 8;
+    const int bv_row = (lane & 7) + ((lane >> 3) & 1) * 8, bv_col = (lane >> 4) * 8;
+    const int dg = warp % DG, kg = warp / DG;
+
+    /* this warp's slice of Q, in registers for the whole work-group; q's
+     * cp.async group is the oldest, so waiting until KV_STAGES - 1 groups
+     * remain covers it */
+    mt_cp_async_wait<KV_STAGES - 1>();
+    __syncthreads();
+    mt_u32 qf[MT_TILES][KSD][4];
+#pragma unroll
+    for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+        for (int ks = 0; ks < KSD; ks++)
+            mt_ldmatrix_x4(qf[m][ks], q_s + (m * 16 + a_row) * QS_STRIDE + (dg * KSD + ks) * 16 + a_col);
+    /* (q_s is overwritten by s_part only after the first chunk's barrier) */
+
+    /* softmax role: row `srow` of the tile, keys skey .. skey + KPL - 1 */
+    const int srow = warp * RPW + lane / LPR, skey = (lane % LPR) * KPL;
+    const int slim = min(row_limit[srow], tile_end);
+    float m_run = MT_NEG_INF, l_run = 0.0f; /* running max (log2 domain) and sum of row srow */
+
+    float acc_o[MT_TILES][ON][4];
+#pragma unroll
+    for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+        for (int t = 0; t < ON; t++) acc_o[m][t][0] = acc_o[m][t][1] = acc_o[m][t][2] = acc_o[m][t][3] = 0.0f;
 
     for (int ci = 0; ci < n_chunks; ci++) {
         const int k0 = k_begin + ci * KV_CHUNK, buf = ci % KV_STAGES;
@@ -520,109 +553,104 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         const mt_u16 *kv_c = (const mt_u16 *)(stage_s + buf * stage_bytes);
 #endif
 
-        /* S = Q K^T for this warp's keys.  The d loop is cut into S_CHAINS
-         * independent accumulator chains (summed below) so that consecutive
-         * products do not wait on each other: with one row tile and one key
-         * tile per warp the chain latency, not the units, bounds a chunk. */
-        float s_acc[S_CHAINS][MT_TILES][SN][4];
+        /* partial S over this warp's d-slice for its KPW keys; S_CHAINS
+         * independent accumulator chains where the warp has few tiles */
+        {
+            float s_acc[S_CHAINS][MT_TILES][SN][4];
 #pragma unroll
-        for (int h = 0; h < S_CHAINS; h++)
+            for (int h = 0; h < S_CHAINS; h++)
+#pragma unroll
+                for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+                    for (int j = 0; j < SN; j++) s_acc[h][m][j][0] = s_acc[h][m][j][1] = s_acc[h][m][j][2] = s_acc[h][m][j][3] = 0.0f;
+            const mt_u16 *k_warp = kv_c + (kg * KPW) * KS_STRIDE + dg * KSD * 16;
+#pragma unroll
+            for (int ks = 0; ks < KSD; ks++) {
+#pragma unroll
+                for (int j = 0; j < SN; j += 2) {
+                    mt_u32 bk[4];
+#if SN % 2 == 0
+                    mt_ldmatrix_x4(bk, k_warp + (j * 8 + bk_row) * KS_STRIDE + ks * 16 + bk_col);
+#else
+                    mt_ldmatrix_x2(bk, k_warp + (j * 8 + (lane & 7)) * KS_STRIDE + ks * 16 + bk_col);
+#endif
+#pragma unroll
+                    for (int m = 0; m < MT_TILES; m++) {
+                        mt_mma_16816(s_acc[ks % S_CHAINS][m][j], qf[m][ks], &bk[0], MMA_FP16);
+#if SN % 2 == 0
+                        mt_mma_16816(s_acc[ks % S_CHAINS][m][j + 1], qf[m][ks], &bk[2], MMA_FP16);
+#endif
+                    }
+                }
+            }
+            float *sp = s_part + dg * (TILE_Q * SP_STRIDE) + kg * KPW + quad * 2;
 #pragma unroll
             for (int m = 0; m < MT_TILES; m++)
 #pragma unroll
-                for (int j = 0; j < SN; j++) s_acc[h][m][j][0] = s_acc[h][m][j][1] = s_acc[h][m][j][2] = s_acc[h][m][j][3] = 0.0f;
-        const mt_u16 *k_warp = kv_c + (warp * KPW) * KS_STRIDE;
+                for (int j = 0; j < SN; j++) {
 #pragma unroll
-        for (int kk = 0; kk < D; kk += 32) {
-            mt_u32 bk[SN][4];
+                    for (int h = 1; h < S_CHAINS; h++)
 #pragma unroll
-            for (int j = 0; j < SN; j++) mt_ldmatrix_x4(bk[j], k_warp + (j * 8 + bk_row) * KS_STRIDE + kk + bk_col);
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int m = 0; m < MT_TILES; m++) {
-                    mt_u32 a[4];
-                    mt_ldmatrix_x4(a, q_s + (m * 16 + a_row) * QS_STRIDE + kk + h * 16 + a_col);
-#pragma unroll
-                    for (int j = 0; j < SN; j++)
-                        mt_mma_16816(s_acc[((kk / 16) + h) % S_CHAINS][m][j], a, &bk[j][2 * h], MMA_FP16);
+                        for (int e = 0; e < 4; e++) s_acc[0][m][j][e] += s_acc[h][m][j][e];
+                    *(float2 *)(sp + (m * 16 + g) * SP_STRIDE + j * 8) = make_float2(s_acc[0][m][j][0], s_acc[0][m][j][1]);
+                    *(float2 *)(sp + (m * 16 + g + 8) * SP_STRIDE + j * 8) = make_float2(s_acc[0][m][j][2], s_acc[0][m][j][3]);
                 }
-        }
-#pragma unroll
-        for (int h = 1; h < S_CHAINS; h++)
-#pragma unroll
-            for (int m = 0; m < MT_TILES; m++)
-#pragma unroll
-                for (int j = 0; j < SN; j++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) s_acc[0][m][j][e] += s_acc[h][m][j][e];
-        /* mask, scale; per-warp row maxima to shared memory */
-#pragma unroll
-        for (int m = 0; m < MT_TILES; m++) {
-            const int lim0 = min(row_limit[m * 16 + g], tile_end), lim1 = min(row_limit[m * 16 + g + 8], tile_end);
-            float mx0 = MT_NEG_INF, mx1 = MT_NEG_INF;
-#pragma unroll
-            for (int j = 0; j < SN; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int key = k0 + warp * KPW + j * 8 + quad * 2 + e;
-                    float v0 = s_acc[0][m][j][e];
-                    float v1 = s_acc[0][m][j][2 + e];
-                    s_acc[0][m][j][e] = v0 = key < lim0 ? v0 * s_scale : MT_NEG_INF;
-                    s_acc[0][m][j][2 + e] = v1 = key < lim1 ? v1 * s_scale : MT_NEG_INF;
-                    mx0 = fmaxf(mx0, v0);
-                    mx1 = fmaxf(mx1, v1);
-                }
-            mx0 = fmaxf(mx0, mt_shfl_xor(mx0, 1));
-            mx0 = fmaxf(mx0, mt_shfl_xor(mx0, 2));
-            mx1 = fmaxf(mx1, mt_shfl_xor(mx1, 1));
-            mx1 = fmaxf(mx1, mt_shfl_xor(mx1, 2));
-            if (quad == 0) red[warp * TILE_Q + m * 16 + g] = mx0, red[warp * TILE_Q + m * 16 + g + 8] = mx1;
         }
         __syncthreads();
-        /* the chunk's row maxima; P = exp2(S - max) to shared memory */
-        float alpha[MT_TILES][2];
+
+        /* online softmax of row srow over keys skey..: sum the d-slices,
+         * scale, mask; max and sum by shuffles among the row's LPR lanes */
+        {
+            float s[KPL];
+#pragma unroll
+            for (int e = 0; e < KPL; e += 2) {
+                float2 v = *(const float2 *)(s_part + srow * SP_STRIDE + skey + e);
+#pragma unroll
+                for (int d = 1; d < DG; d++) {
+                    const float2 w = *(const float2 *)(s_part + d * (TILE_Q * SP_STRIDE) + srow * SP_STRIDE + skey + e);
+                    v.x += w.x, v.y += w.y;
+                }
+                s[e] = v.x, s[e + 1] = v.y;
+            }
+            float mx = MT_NEG_INF;
+#pragma unroll
+            for (int e = 0; e < KPL; e++) {
+                s[e] = k0 + skey + e < slim ? s[e] * s_scale : MT_NEG_INF;
+                mx = fmaxf(mx, s[e]);
+            }
+#pragma unroll
+            for (int o = 1; o < LPR; o <<= 1) mx = fmaxf(mx, mt_shfl_xor(mx, o));
+            const float mn = fmaxf(m_run, mx);
+            const float alpha = m_run == MT_NEG_INF ? 0.0f : mt_exp2f(m_run - mn);
+            float ps = 0.0f;
+#pragma unroll
+            for (int e = 0; e < KPL; e += 2) {
+                const float p0 = s[e] == MT_NEG_INF ? 0.0f : mt_exp2f(s[e] - mn);
+                const float p1 = s[e + 1] == MT_NEG_INF ? 0.0f : mt_exp2f(s[e + 1] - mn);
+                ps += p0 + p1;
+                *(mt_u32 *)(p_s + srow * P_STRIDE + skey + e) = pack_mma(p0, p1);
+            }
+#pragma unroll
+            for (int o = 1; o < LPR; o <<= 1) ps += mt_shfl_xor(ps, o);
+            l_run = l_run * alpha + ps;
+            m_run = mn;
+            if (lane % LPR == 0) red[srow] = alpha;
+        }
+        __syncthreads(); /* P and alpha complete; both may be rewritten after the next top barrier */
+
+        /* O = O * alpha + P V over this warp's columns (the rescale is
+         * skipped while no row's max moved: alpha is then exactly 1) */
 #pragma unroll
         for (int m = 0; m < MT_TILES; m++) {
-            float cm0 = MT_NEG_INF, cm1 = MT_NEG_INF;
+            const float a0 = red[m * 16 + g], a1 = red[m * 16 + g + 8];
+            if (__any_sync(0xffffffffu, a0 != 1.0f || a1 != 1.0f)) {
 #pragma unroll
-            for (int w = 0; w < NW; w++)
-                cm0 = fmaxf(cm0, red[w * TILE_Q + m * 16 + g]), cm1 = fmaxf(cm1, red[w * TILE_Q + m * 16 + g + 8]);
-            const float mn0 = fmaxf(m_r[m][0], cm0), mn1 = fmaxf(m_r[m][1], cm1);
-            alpha[m][0] = m_r[m][0] == MT_NEG_INF ? 0.0f : mt_exp2f(m_r[m][0] - mn0);
-            alpha[m][1] = m_r[m][1] == MT_NEG_INF ? 0.0f : mt_exp2f(m_r[m][1] - mn1);
-            float ps0 = 0.0f, ps1 = 0.0f;
-#pragma unroll
-            for (int j = 0; j < SN; j++) {
-                float p[4];
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    p[e] = s_acc[0][m][j][e] == MT_NEG_INF ? 0.0f : mt_exp2f(s_acc[0][m][j][e] - mn0);
-                    p[2 + e] = s_acc[0][m][j][2 + e] == MT_NEG_INF ? 0.0f : mt_exp2f(s_acc[0][m][j][2 + e] - mn1);
+                for (int t = 0; t < ON; t++) {
+                    acc_o[m][t][0] *= a0, acc_o[m][t][1] *= a0;
+                    acc_o[m][t][2] *= a1, acc_o[m][t][3] *= a1;
                 }
-                ps0 += p[0] + p[1];
-                ps1 += p[2] + p[3];
-                const int col = warp * KPW + j * 8 + quad * 2;
-                *(mt_u32 *)(p_s + (m * 16 + g) * P_STRIDE + col) = pack_mma(p[0], p[1]);
-                *(mt_u32 *)(p_s + (m * 16 + g + 8) * P_STRIDE + col) = pack_mma(p[2], p[3]);
             }
-            /* each warp keeps the sum over its own keys; all warps rescale
-             * by the same alpha, so the shares add up at the end */
-            l_r[m][0] = l_r[m][0] * alpha[m][0] + ps0;
-            l_r[m][1] = l_r[m][1] * alpha[m][1] + ps1;
-            m_r[m][0] = mn0;
-            m_r[m][1] = mn1;
         }
-        __syncthreads(); /* P complete; red may be rewritten after the next top barrier */
-
-        /* O = O * alpha + P V over this warp's columns */
-#pragma unroll
-        for (int m = 0; m < MT_TILES; m++)
-#pragma unroll
-            for (int t = 0; t < ON; t++) {
-                acc_o[m][t][0] *= alpha[m][0], acc_o[m][t][1] *= alpha[m][0];
-                acc_o[m][t][2] *= alpha[m][1], acc_o[m][t][3] *= alpha[m][1];
-            }
         const mt_u16 *v_warp = kv_c + warp * CPW;
 #pragma unroll
         for (int ks = 0; ks < KV_CHUNK; ks += 16) {
@@ -642,25 +670,25 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         }
     }
 
-    /* the row sums: add the warps' shares */
-    mt_cp_async_wait<0>(); /* nothing may be in flight at exit (q's group when there were no chunks) */
+    /* the owners publish 1/sum per row and write lse */
+    mt_cp_async_wait<0>(); /* nothing may be in flight at exit */
     __syncthreads();
-#pragma unroll
-    for (int m = 0; m < MT_TILES; m++) {
-        float s0 = l_r[m][0], s1 = l_r[m][1];
-        s0 += mt_shfl_xor(s0, 1);
-        s0 += mt_shfl_xor(s0, 2);
-        s1 += mt_shfl_xor(s1, 1);
-        s1 += mt_shfl_xor(s1, 2);
-        if (quad == 0) red[warp * TILE_Q + m * 16 + g] = s0, red[warp * TILE_Q + m * 16 + g + 8] = s1;
+    if (lane % LPR == 0) {
+        red[srow] = l_run > 0.0f ? kv_scale / l_run : 0.0f;
+        const float e = l_run > 0.0f ? (m_run + mt_log2f(l_run)) * LN2 : MT_NEG_INF;
+        const int grow = row0 + srow;
+        if (grow < rows) {
+#if NUM_SPLITS == 1
+            lse[(size_t)b * rows + grow] = e;
+#else
+            lse_part[((size_t)b * NUM_SPLITS + split) * rows + grow] = e;
+#endif
+        }
     }
     __syncthreads();
 #pragma unroll
     for (int m = 0; m < MT_TILES; m++) {
-        float l0 = 0.0f, l1 = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; w++) l0 += red[w * TILE_Q + m * 16 + g], l1 += red[w * TILE_Q + m * 16 + g + 8];
-        const float inv0 = l0 > 0.0f ? kv_scale / l0 : 0.0f, inv1 = l1 > 0.0f ? kv_scale / l1 : 0.0f;
+        const float inv0 = red[m * 16 + g], inv1 = red[m * 16 + g + 8];
         const int g0 = row0 + m * 16 + g, g1 = g0 + 8;
 #pragma unroll
         for (int t = 0; t < ON; t++) {
@@ -672,17 +700,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             float *part = o_part + ((size_t)b * NUM_SPLITS + split) * rows * DL;
             if (g0 < rows) *(float2 *)(part + (size_t)g0 * DL + col) = make_float2(acc_o[m][t][0] * inv0, acc_o[m][t][1] * inv0);
             if (g1 < rows) *(float2 *)(part + (size_t)g1 * DL + col) = make_float2(acc_o[m][t][2] * inv1, acc_o[m][t][3] * inv1);
-#endif
-        }
-        if (warp == 0 && quad == 0) {
-            const float e0 = l0 > 0.0f ? (m_r[m][0] + mt_log2f(l0)) * LN2 : MT_NEG_INF;
-            const float e1 = l1 > 0.0f ? (m_r[m][1] + mt_log2f(l1)) * LN2 : MT_NEG_INF;
-#if NUM_SPLITS == 1
-            if (g0 < rows) lse[(size_t)b * rows + g0] = e0;
-            if (g1 < rows) lse[(size_t)b * rows + g1] = e1;
-#else
-            if (g0 < rows) lse_part[((size_t)b * NUM_SPLITS + split) * rows + g0] = e0;
-            if (g1 < rows) lse_part[((size_t)b * NUM_SPLITS + split) * rows + g1] = e1;
 #endif
         }
     }

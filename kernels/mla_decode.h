@@ -23,6 +23,10 @@ enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT
 /* Dynamic shared memory one work-group needs. */
 size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s);
 
+/* The matrix-unit path's score step splits D over this many warp slices
+ * (DG in mla_decode.cu): 4 when D/16 is a multiple of 4, else 2. */
+int mt_mla_decode_score_slices(int d);
+
 /* The arguments of one decode call, all device pointers. */
 typedef struct mt_mla_decode_args {
     int batch;              /* B */

@@ -133,12 +133,12 @@ __device__ __forceinline__ float mt_fp8e4m3_to_f32(mt_u8 b) {
 /* D = A * B + D, m16n8k16, fp32 accumulators; A/B as packed 16-bit pairs. */
 __device__ __forceinline__ void mt_mma_16816(float *d, const mt_u32 *a, const mt_u32 *b, int fp16) {
     if (fp16)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                      "{%0,%1,%2,%3};"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
     else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                      "{%0,%1,%2,%3};"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -149,6 +149,14 @@ __device__ __forceinline__ void mt_mma_16816(float *d, const mt_u32 *a, const mt
 __device__ __forceinline__ void mt_ldmatrix_x2_trans(mt_u32 *r, const void *smem_row) {
     unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+/* Two 8x8 16-bit matrices from shared memory: threads 0-15 give the row
+ * addresses (row t%8 of matrix t/8); the B operand of one n8 tile stored
+ * as [n][k]. */
+__device__ __forceinline__ void mt_ldmatrix_x2(mt_u32 *r, const void *smem_row) {
+    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
 
 /* Four 8x8 16-bit matrices from shared memory: threads 8i..8i+7 give the

@@ -16,7 +16,7 @@ grep -q "^copy ceiling: [1-9]" "$out" || { echo "no copy ceiling"; exit 1; }
 if "$bin" devices | grep -q " sm_[89]"; then
   grep -q "^matrix ceiling: [1-9]" "$out" || { echo "no matrix ceiling"; exit 1; }
   "$bin" bench --no-ceilings --heads 16 --batch 2 --seq-len 1000 --reps 5 --warmup 1 \
-    --variant tile_q=32,kv_granularity=16,num_splits=8,block_threads=128,kv_chunk=32,mma=1,kv_stages=3 || exit 1
+    --variant tile_q=16,kv_granularity=16,num_splits=8,block_threads=256,kv_chunk=32,mma=1,kv_stages=3 || exit 1
 fi
 rows=$(grep -cE "^ +16 " "$out")
 [ "$rows" -eq 8 ] || { echo "expected 8 rows, got $rows"; exit 1; }

@@ -56,8 +56,14 @@ int main(void) {
     /* mma=1: NVIDIA only, fixed tile shape */
     w = v;
     w.values[MT_P_MMA] = 1;
+    CHECK_OK(mt_variant_validate(&w, &s, &sm90)); /* 8 warps on 32 keys: 4 d-slices x 2 key groups */
+    w.values[MT_P_TILE_Q] = 32, w.values[MT_P_BLOCK_THREADS] = 128;
+    CHECK_OK(mt_variant_validate(&w, &s, &sm90)); /* Q slice 72 + scores 32 + output 128: the limit, 232 */
+    w.values[MT_P_KV_CHUNK] = 64;                 /* scores 64 */
     CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-    CHECK_MSG(strstr(mt_last_error(), "8 keys per warp") != NULL, "%s", mt_last_error()); /* 8 warps, 32 keys */
+    CHECK_MSG(strstr(mt_last_error(), "264 registers") && strstr(mt_last_error(), "would spill"), "%s",
+              mt_last_error());
+    w.values[MT_P_TILE_Q] = 16, w.values[MT_P_KV_CHUNK] = 32;
     w.values[MT_P_BLOCK_THREADS] = 128, w.values[MT_P_KV_CHUNK] = 64;
     w.values[MT_P_KV_STAGES] = 3; /* 3 x 64 keys x 1168 bytes: over 227 KiB */
     CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
@@ -106,9 +112,9 @@ int main(void) {
      * 128 threads is the limit, 189 KB of shared memory at kv_chunk=64) */
     /* (splits, granularity): splits=1 takes granularity 16 only: 1 + 7 x 5.
      * mma=0: kv_stages 2 only, every (threads, chunk): 9.  mma=1: (128, 32)
-     * with 2/3/4 stages, (128, 64) and (256, 64) with 2 stages (3 stages of
-     * 64 keys exceed 227 KiB): 5. */
-    CHECK_MSG(n == (1 + 7 * 5) * 9 + (1 + 7 * 5) * 5 && visited == n, "visited %d", n);
+     * and (256, 32) with 2/3/4 stages, (128, 64) and (256, 64) with 2 stages
+     * (3 stages of 64 keys exceed 227 KiB): 8. */
+    CHECK_MSG(n == (1 + 7 * 5) * 9 + (1 + 7 * 5) * 8 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .scale = 0.04f,
