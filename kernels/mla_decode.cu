@@ -367,8 +367,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     mt_u16 *p_s = (mt_u16 *)(stage_s + KV_STAGES * stage_bytes);
 #endif
     float *red = (float *)(p_s + TILE_Q * P_STRIDE);
-    int *row_limit = (int *)(red + NW * TILE_Q);
-    float *q_factor_s = (float *)(row_limit + TILE_Q);
+    int *row_limit = (int *)(red + NW * TILE_Q); /* then one float: the q factor (bf16 q, fp16 mma) */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, quad = lane & 3;
@@ -424,6 +423,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     amax = mt_warp_max(amax);
     if (lane == 0) red[warp] = amax;
     __syncthreads();
+    float *q_factor_s = (float *)(row_limit + TILE_Q);
     if (tid == 0) {
         float m = 0.0f;
         for (int w = 0; w < NW; w++) m = fmaxf(m, red[w]);
@@ -450,7 +450,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         *(uint4 *)(q_s + r * QS_STRIDE + u * 8) = make_uint4(w[0], w[1], w[2], w[3]);
     }
 #endif
-    (void)q_factor_s;
     __syncthreads();
     int tile_end = 0;
     for (int r = 0; r < TILE_Q; r++) tile_end = max(tile_end, row_limit[r]);
