@@ -221,5 +221,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     unsigned groups = splits < 8 ? (unsigned)splits : 8u;
     unsigned rgrid[3] = {(unsigned)rows, (unsigned)a->batch, (unsigned)((s->dl + 63) / 64)};
     unsigned rblock[3] = {32 * groups, 1, 1};
-    return mt_backend_launch(b, reduce, rgrid, rblock, 0, stream, rargs);
+    /* the reduce may be scheduled while decode's last work-groups run; it
+     * waits for their results in the kernel (mt_grid_dependency_wait) */
+    return mt_backend_launch_dependent(b, reduce, rgrid, rblock, 0, stream, rargs);
 }

@@ -135,6 +135,7 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
     float *row_alpha = row_sum + TILE_Q;
     int *row_limit = (int *)(row_alpha + TILE_Q);
 
+    mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     const int tid = threadIdx.x;
     const int b = blockIdx.z, split = blockIdx.y;
     const int rows = sq * n_heads;
@@ -369,6 +370,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     float *red = (float *)(p_s + TILE_Q * P_STRIDE);
     int *row_limit = (int *)(red + NW * TILE_Q); /* then one float: the q factor (bf16 q, fp16 mma) */
 
+    mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, quad = lane & 3;
     const int b = blockIdx.z, split = blockIdx.y;
@@ -718,9 +720,13 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #define REDUCE_CPT (REDUCE_COLS / 32)
 
 /* Merges the NUM_SPLITS partial results of one row.  Grid: (rows, B,
- * ceil(DL / REDUCE_COLS)).  A split that saw no keys has weight 0 and its
- * partial is never written: it is read but not used (select, not multiply,
- * so stale NaN cannot leak in). */
+ * ceil(DL / REDUCE_COLS)).  Launched as a dependent of the decode kernel
+ * (programmatic dependent launch where there is one), so it waits for
+ * decode's results before the first read.  The partial outputs are loaded
+ * before the split weights are worked out, so the two round trips to L2
+ * overlap.  A split that saw no keys has weight 0 and its partial is never
+ * written: it is read but not used (select, not multiply, so stale NaN
+ * cannot leak in). */
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
            mt_u16 *__restrict__ out, float *__restrict__ lse, int rows) {
@@ -729,7 +735,21 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     __shared__ float partial[REDUCE_GROUPS][REDUCE_COLS];
     const int row = blockIdx.x, b = blockIdx.y, tid = threadIdx.x;
     const int lane = tid % 32, group = tid / 32;
+    const int col0 = blockIdx.z * REDUCE_COLS;
     const float *lp = lse_part + (size_t)b * NUM_SPLITS * rows + row;
+    const float *base = o_part + ((size_t)b * NUM_SPLITS * rows + row) * DL;
+    const size_t split_stride = (size_t)rows * DL;
+    mt_grid_dependency_wait();
+
+    float x[NUM_SPLITS / REDUCE_GROUPS][REDUCE_CPT];
+#pragma unroll
+    for (int i = 0; i < NUM_SPLITS / REDUCE_GROUPS; i++)
+#pragma unroll
+        for (int c = 0; c < REDUCE_CPT; c++) {
+            const int col = col0 + c * 32 + lane;
+            x[i][c] = col < DL ? base[(size_t)(group + i * REDUCE_GROUPS) * split_stride + col] : 0.0f;
+        }
+
     /* split weights: exp(lse_i - max), computed by every block (a few loads) */
     float m = MT_NEG_INF;
     for (int s = tid; s < NUM_SPLITS; s += REDUCE_THREADS) m = fmaxf(m, lp[(size_t)s * rows]);
@@ -752,17 +772,6 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     for (int g = 0; g < REDUCE_GROUPS; g++) total += red[g];
     const float inv = total > 0.0f ? 1.0f / total : 0.0f;
 
-    const int col0 = blockIdx.z * REDUCE_COLS;
-    const float *base = o_part + ((size_t)b * NUM_SPLITS * rows + row) * DL;
-    const size_t split_stride = (size_t)rows * DL;
-    float x[NUM_SPLITS / REDUCE_GROUPS][REDUCE_CPT];
-#pragma unroll
-    for (int i = 0; i < NUM_SPLITS / REDUCE_GROUPS; i++)
-#pragma unroll
-        for (int c = 0; c < REDUCE_CPT; c++) {
-            const int col = col0 + c * 32 + lane;
-            x[i][c] = col < DL ? base[(size_t)(group + i * REDUCE_GROUPS) * split_stride + col] : 0.0f;
-        }
 #pragma unroll
     for (int c = 0; c < REDUCE_CPT; c++) {
         float acc = 0.0f;

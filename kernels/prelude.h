@@ -16,6 +16,8 @@
  *   mt_f16_to_f32 ...       identical on both vendors (no vendor headers)
  *   mt_fp8e4m3_to_f32
  *   MT_NEG_INF, MT_NAN
+ *   mt_grid_dependency_wait   programmatic dependent launch (sm_90+; a
+ *   mt_grid_launch_dependents no-op elsewhere)
  *
  * Storage types are plain integers (uint16_t for bf16/fp16, uint8_t for
  * fp8): the conversions are ours, so no vendor half/bfloat16 header is
@@ -123,6 +125,23 @@ __device__ __forceinline__ float mt_fp8e4m3_to_f32(mt_u8 b) {
         return sign ? -v : v;
     }
     return __int_as_float((int)(sign | ((exp + 120u) << 23) | (mant << 20)));
+}
+
+/* Programmatic dependent launch (runtime/backend.h, launch_dependent): a
+ * kernel launched that way may start while the kernel before it in the
+ * stream still runs, so it waits here before reading anything that kernel
+ * wrote (the wait also makes those writes visible).  The kernel before it
+ * may say early that its dependents can be scheduled.  Both are no-ops
+ * where the launch is ordinary (AMD, NVIDIA before sm_90). */
+__device__ __forceinline__ void mt_grid_dependency_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mt_grid_launch_dependents(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
 }
 
 /* --- NVIDIA matrix units and asynchronous copies (sm_80 and newer) --------

@@ -310,14 +310,27 @@ mt_status mt_backend_function_resources(mt_backend *b, mt_function f, mt_kernel_
     return b->iface->function_resources(b, f, out);
 }
 
-mt_status mt_backend_launch(mt_backend *b, mt_function f, const unsigned grid[3],
-                            const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
-    CHECK_OP(b, launch);
+static mt_status check_launch(mt_function f, const unsigned grid[3], const unsigned block[3]) {
     if (!f || !grid || !block) return mt_fail(MT_ERR_INVALID_ARGUMENT, "launch: null argument");
     for (int i = 0; i < 3; i++)
         if (grid[i] == 0 || block[i] == 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "launch: zero-sized grid or block (dimension %d)", i);
-    return b->iface->launch(b, f, grid, block, shared_bytes, s, args);
+    return MT_OK;
+}
+
+mt_status mt_backend_launch(mt_backend *b, mt_function f, const unsigned grid[3],
+                            const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
+    CHECK_OP(b, launch);
+    mt_status st = check_launch(f, grid, block);
+    return st != MT_OK ? st : b->iface->launch(b, f, grid, block, shared_bytes, s, args);
+}
+
+mt_status mt_backend_launch_dependent(mt_backend *b, mt_function f, const unsigned grid[3],
+                                      const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
+    if (!b || !b->iface || !b->iface->launch_dependent)
+        return mt_backend_launch(b, f, grid, block, shared_bytes, s, args);
+    mt_status st = check_launch(f, grid, block);
+    return st != MT_OK ? st : b->iface->launch_dependent(b, f, grid, block, shared_bytes, s, args);
 }
 
 mt_status mt_backend_synchronize(mt_backend *b) {

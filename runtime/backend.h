@@ -110,6 +110,14 @@ typedef struct mt_backend_iface {
                                  const unsigned block[3], size_t shared_bytes, mt_stream s,
                                  void **args);
     mt_status (*synchronize)    (mt_backend *b);
+    /* (optional) a launch that may begin while the kernel before it in the
+     * stream is still running (CUDA's programmatic dependent launch, sm_90+):
+     * the kernel must call mt_grid_dependency_wait (kernels/prelude.h)
+     * before it reads what that kernel wrote.  Without it, or where the
+     * device cannot overlap, an ordinary launch is the same thing, later. */
+    mt_status (*launch_dependent)(mt_backend *b, mt_function f, const unsigned grid[3],
+                                 const unsigned block[3], size_t shared_bytes, mt_stream s,
+                                 void **args);
     /* (optional) do once what a launch with this much dynamic shared memory
      * needs (the opt-in above 48 KiB on NVIDIA), so later launches from any
      * thread change nothing */
@@ -176,6 +184,9 @@ mt_status mt_backend_module_function(mt_backend *b, mt_module m, const char *nam
 mt_status mt_backend_function_resources(mt_backend *b, mt_function f, mt_kernel_resources *out);
 mt_status mt_backend_launch(mt_backend *b, mt_function f, const unsigned grid[3],
                             const unsigned block[3], size_t shared_bytes, mt_stream s, void **args);
+/* launch_dependent where the backend has it, else an ordinary launch */
+mt_status mt_backend_launch_dependent(mt_backend *b, mt_function f, const unsigned grid[3],
+                                      const unsigned block[3], size_t shared_bytes, mt_stream s, void **args);
 mt_status mt_backend_synchronize(mt_backend *b);
 mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_bytes);
 

@@ -64,6 +64,12 @@ typedef struct cuda_api {
     CU_FN(cuGetErrorName);
 } cuda_api;
 
+/* Entry points newer than the baseline above, looked up separately: a
+ * driver without one still runs everything else (NULL: not there). */
+typedef struct cuda_api_optional {
+    CU_FN(cuLaunchKernelEx); /* CUDA 12.0: programmatic dependent launch */
+} cuda_api_optional;
+
 typedef struct nvrtc_api {
     CU_FN(nvrtcVersion);
     CU_FN(nvrtcCreateProgram);
@@ -81,6 +87,7 @@ typedef struct nvrtc_api {
 struct mt_function_s {
     CUfunction fn;
     size_t dynamic_shared_allowed;
+    int binary_version; /* the code's target, 10 * major + minor (90: sm_90) */
 };
 
 /* A module owns the function wrappers handed out for it; unloading frees them. */
@@ -94,6 +101,7 @@ typedef struct cuda_ctx {
     void *driver_lib;
     void *nvrtc_lib;
     cuda_api cu;
+    cuda_api_optional cu_opt;
     nvrtc_api rtc;
     int device_count;
     CUcontext *primary;  /* per device, retained lazily */
@@ -150,6 +158,7 @@ static int load_driver(mt_backend *b, cuda_ctx *c) {
         c->driver_lib = NULL;
         return 0;
     }
+    c->cu_opt.cuLaunchKernelEx = (__typeof__(c->cu_opt.cuLaunchKernelEx))dlsym(c->driver_lib, "cuLaunchKernelEx");
     CUresult r = c->cu.cuInit(0);
     if (r == CUDA_SUCCESS) r = c->cu.cuDeviceGetCount(&c->device_count);
     if (r != CUDA_SUCCESS) {
@@ -447,6 +456,8 @@ static mt_status cuda_module_function(mt_backend *b, mt_module m, const char *na
     m->fns = grown;
     m->fns[m->n_fns++] = w;
     w->fn = f;
+    st = CU(b, cuFuncGetAttribute(&w->binary_version, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f));
+    if (st != MT_OK) return st;
     *out = w;
     return MT_OK;
 }
@@ -478,6 +489,30 @@ static mt_status cuda_launch(mt_backend *b, mt_function f, const unsigned grid[3
     if (st != MT_OK) return st;
     return CU(b, cuLaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                 (unsigned)shared_bytes, (CUstream)s, args, NULL));
+}
+
+/* Programmatic dependent launch: the kernel may be scheduled while the one
+ * before it in the stream still runs (its blocks then wait in
+ * griddepcontrol.wait, see mt_grid_dependency_wait in kernels/prelude.h).
+ * Only code built for sm_90 or newer has that wait, so anything older, or a
+ * driver without cuLaunchKernelEx, gets the ordinary launch: the same
+ * result, without the overlap. */
+static mt_status cuda_launch_dependent(mt_backend *b, mt_function f, const unsigned grid[3],
+                                       const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
+    cuda_ctx *c = ctx_of(b);
+    if (!c->cu_opt.cuLaunchKernelEx || f->binary_version < 90)
+        return cuda_launch(b, f, grid, block, shared_bytes, s, args);
+    mt_status st = cuda_prepare_launch(b, f, shared_bytes);
+    if (st != MT_OK) return st;
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+                          .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
+                          .sharedMemBytes = (unsigned)shared_bytes, .hStream = (CUstream)s,
+                          .attrs = &attr, .numAttrs = 1};
+    return cu_check(b, c->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx");
 }
 
 static mt_status cuda_synchronize(mt_backend *b) { return CU(b, cuCtxSynchronize()); }
@@ -516,6 +551,7 @@ static void cuda_close(mt_backend *b) {
     .event_elapsed = cuda_event_elapsed, .module_load = cuda_module_load,          \
     .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
     .function_resources = cuda_function_resources, .launch = cuda_launch,          \
+    .launch_dependent = cuda_launch_dependent,                                     \
     .synchronize = cuda_synchronize, .prepare_launch = cuda_prepare_launch
 #define CUDA_COMPILER_OPS                                                          \
     .compiler_version = cuda_compiler_version, .compile = cuda_compile,            \

@@ -14,8 +14,19 @@ static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[
     launches++;
     return MT_OK;
 }
+static int dependent_launches;
+static mt_status counting_launch_dependent(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3],
+                                           size_t sh, mt_stream s, void **args) {
+    (void)b, (void)f, (void)g, (void)bl, (void)sh, (void)s, (void)args;
+    dependent_launches++;
+    return MT_OK;
+}
 static const mt_backend_iface counting_iface = {.launch = counting_launch};
 static mt_backend counting_backend = {.name = "counting", .iface = &counting_iface, .has_driver = 1};
+/* a backend with programmatic dependent launch */
+static const mt_backend_iface overlapping_iface = {.launch = counting_launch,
+                                                   .launch_dependent = counting_launch_dependent};
+static mt_backend overlapping_backend = {.name = "overlapping", .iface = &overlapping_iface, .has_driver = 1};
 
 static int count_visits(const mt_variant *v, void *user) {
     (void)v;
@@ -149,5 +160,19 @@ int main(void) {
     /* and a good call launches decode and reduce (the default splits in 4) */
     CHECK_OK(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &a, NULL));
     CHECK(launches == 2);
+    /* where the backend can overlap them, the reduce is the dependent launch
+     * (it waits for decode inside the kernel); without splits there is none */
+    launches = 0;
+    CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, (mt_function)1, &v, &s, &a, NULL));
+    CHECK_MSG(launches == 1 && dependent_launches == 1, "%d launches, %d dependent", launches, dependent_launches);
+    w = v;
+    w.values[MT_P_NUM_SPLITS] = 1;
+    CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, NULL, &w, &s, &a, NULL));
+    CHECK(launches == 2 && dependent_launches == 1);
+    /* the dependent launch checks its arguments like any other */
+    const unsigned zero[3] = {0, 1, 1}, one[3] = {1, 1, 1};
+    CHECK_STATUS(mt_backend_launch_dependent(&overlapping_backend, (mt_function)1, zero, one, 0, NULL, NULL),
+                 MT_ERR_INVALID_ARGUMENT);
+    CHECK(dependent_launches == 1);
     return check_summary("test_variant");
 }
