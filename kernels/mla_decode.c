@@ -8,8 +8,10 @@
  *   num_splits      key ranges per request; > 1 adds the reduce kernel
  *   block_threads   threads per work-group
  *   kv_chunk        keys staged in shared memory per step
- *   mma             0: SIMT arithmetic; 1: matrix units (mma.sync, NVIDIA
- *                   sm_80+; tile_q 16/32/64, 128/256 threads, 32/64-key chunks)
+ *   mma             0: SIMT arithmetic; 1: matrix units: mma.sync on NVIDIA
+ *                   sm_80+ (tile_q 16/32/64, 128/256 threads, 32/64-key
+ *                   chunks), MFMA on AMD CDNA (tile_q 16/32, 128/256
+ *                   threads, 16-key chunks; compiled, not yet run)
  *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
  *                   in flight while one is computed); mma=0 takes 2 only
  *
@@ -40,14 +42,22 @@ static const mt_param_desc mla_decode_params[] = {
     {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0},
     {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0},
     {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0},
-    {"mma", "MMA", {0, 1}, 2, 0, "1: Q K^T and P V on the matrix units (NVIDIA sm_80+)", 1},
+    {"mma", "MMA", {0, 1}, 2, 0, "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA)", 1},
     {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
 
-size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s) {
+size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, int warp_size) {
     size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
+    if (values[MT_P_MMA] && warp_size == 64) {
+        /* must match the AMD matrix-core path's layout in mla_decode.cu:
+         * partial scores (fp32, one tile per wave), two KV buffers and P in
+         * the 16-bit mma type (rows padded by 8), per-row values, the q
+         * factor */
+        size_t waves = (size_t)values[MT_P_BLOCK_THREADS] / 64, stride = (size_t)s->d + 8;
+        return 4 * waves * tile_q * (chunk + 8) + 2 * 2 * chunk * stride + 2 * tile_q * (chunk + 8) + 8 * tile_q + 4;
+    }
     if (values[MT_P_MMA]) {
         /* must match the MMA path's layout in mla_decode.cu: q (16-bit rows
          * of d + 8) sharing its bytes with the partial scores (fp32, DG
@@ -78,6 +88,39 @@ static mt_status check_static(const mt_decode_static *s) {
     return MT_OK;
 }
 
+/* mma=1 on 64-wide wavefronts: the AMD matrix-core path (MFMA 16x16x16).
+ * Its shape is narrower than NVIDIA's: 2 or 4 waves, tile_q 16 or 32,
+ * 16-key chunks in two LDS buffers loaded through registers (kv_stages 2),
+ * all within 64 KiB of LDS. */
+static mt_status check_mfma(const int *values, const mt_decode_static *s, const mt_target *t) {
+    int threads = values[MT_P_BLOCK_THREADS], tile_q = values[MT_P_TILE_Q], chunk = values[MT_P_KV_CHUNK];
+    int waves = threads / 64;
+    if ((threads != 128 && threads != 256) || (tile_q != 16 && tile_q != 32) || chunk != 16 ||
+        values[MT_P_KV_STAGES] != 2)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: mma=1 on %s (MFMA) takes block_threads 128/256, tile_q 16/32, kv_chunk 16, "
+                       "kv_stages 2 (got %d, %d, %d, %d)", t->arch, threads, tile_q, chunk, values[MT_P_KV_STAGES]);
+    if (s->d % (16 * waves) != 0 || s->dl % (16 * waves) != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 on %s needs D and Dl multiples of %d (D=%d, Dl=%d)",
+                       t->arch, 16 * waves, s->d, s->dl);
+    /* registers live across a chunk: the wave's Q slice, its scores, its
+     * output tiles and the next chunk on its way (256 architectural VGPRs) */
+    int mtiles = tile_q / 16, kv_bytes = s->kv_dtype == MT_FP8_E4M3 ? 1 : 2;
+    int q_regs = mtiles * (s->d / 16 / waves) * 2, s_regs = mtiles * (chunk / 16) * 4;
+    int acc = mtiles * (s->dl / waves / 16) * 4;
+    int pre = (chunk * s->d * kv_bytes / 16 + threads - 1) / threads * 4;
+    if (q_regs + s_regs + acc + pre > 256)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: mma=1 tile_q=%d on %d waves keeps %d registers per lane live (Q %d + scores %d + "
+                       "output %d + next chunk %d > 256)", tile_q, waves, q_regs + s_regs + acc + pre, q_regs, s_regs,
+                       acc, pre);
+    size_t smem = mt_mla_decode_shared_bytes(values, s, 64);
+    if (smem > t->shared_max)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs %zu bytes of LDS, %s allows %zu", smem,
+                       t->arch, t->shared_max);
+    return MT_OK;
+}
+
 static mt_status mla_decode_check(const int *values, const mt_decode_static *s, const mt_target *t) {
     mt_status st = check_static(s);
     if (st != MT_OK) return st;
@@ -89,11 +132,12 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
+    if (values[MT_P_MMA] && t->warp_size == 64) return check_mfma(values, s, t);
     if (values[MT_P_MMA]) {
         if (t->warp_size != 32)
             return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                           "mla_decode: mma=1 is written for NVIDIA's 32-wide warps (mma.sync); %s has %d-wide "
-                           "wavefronts and no MFMA path yet", t->arch, t->warp_size);
+                           "mla_decode: mma=1 has paths for 32-wide warps (mma.sync) and 64-wide wavefronts (MFMA); "
+                           "%s has %d-wide ones", t->arch, t->warp_size);
         if (strncmp(t->arch, "sm_", 3) == 0 && atoi(t->arch + 3) < 80)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs sm_80 or newer, not %s", t->arch);
         int tile_q = values[MT_P_TILE_Q], chunk = values[MT_P_KV_CHUNK], warps = threads / 32;
@@ -121,7 +165,7 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
                            "mla_decode: mma=1 tile_q=%d, %d warps, kv_chunk=%d keeps %d registers per thread live "
                            "(Q %d + scores %d + output %d > 232, would spill)", tile_q, warps, chunk,
                            q_regs + s_regs + acc, q_regs, s_regs, acc);
-        size_t smem = mt_mla_decode_shared_bytes(values, s);
+        size_t smem = mt_mla_decode_shared_bytes(values, s, t->warp_size);
         if (smem > t->shared_max)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 needs %zu bytes of shared memory, %s allows %zu",
                            smem, t->arch, t->shared_max);
@@ -135,7 +179,7 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: tile_q=%d x %d output columns per thread = %d accumulators (> 64, would spill)",
                        values[MT_P_TILE_Q], cols, values[MT_P_TILE_Q] * cols);
-    size_t smem = mt_mla_decode_shared_bytes(values, s);
+    size_t smem = mt_mla_decode_shared_bytes(values, s, t->warp_size);
     if (smem > t->shared_max)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: needs %zu bytes of shared memory per group, %s allows %zu (tile_q=%d, kv_chunk=%d)",
@@ -172,6 +216,8 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: Sq=%d outside 1..8", a->sq);
     if (a->batch < 1 || a->batch > 65535)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: batch %d outside 1..65535", a->batch);
+    if (a->warp_size != 32 && a->warp_size != 64)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: warp width %d (the target's: 32 or 64)", a->warp_size);
     if (a->page_size != s->page_size)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: page size %d not supported by this variant (compiled for %d)",
                        a->page_size, s->page_size);
@@ -214,7 +260,8 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale};
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_P_BLOCK_THREADS], 1, 1};
-    st = mt_backend_launch(b, decode, grid, block, mt_mla_decode_shared_bytes(v->values, s), stream, args);
+    st = mt_backend_launch(b, decode, grid, block, mt_mla_decode_shared_bytes(v->values, s, a->warp_size), stream,
+                           args);
     if (st != MT_OK || splits == 1) return st;
     void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows};
     /* REDUCE_GROUPS, REDUCE_THREADS and REDUCE_COLS in mla_decode.cu */

@@ -267,9 +267,9 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 }
 
 
-#else /* MMA */
+#elif MT_CUDA /* MMA on NVIDIA */
 
-/* ---- the matrix-unit path ------------------------------------------------
+/* ---- the matrix-unit path (NVIDIA) ---------------------------------------
  * Shapes: MT_TILES = TILE_Q / 16 row tiles of 16 rows; NW warps.  Every
  * warp covers all TILE_Q rows in the two matrix products, so one
  * work-group reads each KV tile once for all of its rows: with
@@ -704,6 +704,334 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #endif
         }
     }
+}
+#else /* MMA on AMD */
+
+/* ---- the matrix-unit path (AMD, MFMA) -------------------------------------
+ * Compiled for gfx942 in CI; no AMD GPU has run it yet (see README).
+ * The same computation as the NVIDIA path, shaped for 64-wide wavefronts,
+ * 16x16x16 MFMA and 64 KiB of LDS, without asynchronous copies:
+ *
+ * NWV = BLOCK_THREADS / 64 waves (2 or 4); KV chunks of 16 keys.
+ * Scores: wave w takes the d-slice w (D / NWV dims) and all keys of the
+ * chunk; its slice of Q is in registers for the whole work-group, loaded
+ * straight from global memory as MFMA A fragments (no LDS copy).  The NWV
+ * partial score tiles meet in LDS (s_part).
+ * Softmax: wave w owns rows w*RPW ..; LPR lanes per row, KPL keys per lane;
+ * max and sum by shuffles within the row's lanes.
+ * O += P V: wave w owns output columns w*CPW ..; the V operand (4 keys of
+ * one column per lane) is gathered with four 16-bit LDS reads.
+ * KV: two LDS buffers of one chunk each, in the mma type; chunk i+1 is read
+ * from global memory into registers while chunk i is computed, then
+ * converted and stored into the other buffer (fp8: converted exactly to
+ * fp16 on the way).  Three barriers per chunk.
+ *
+ * LDS (bytes, kept equal to mt_mla_decode_shared_bytes for 64-wide targets):
+ *   s_part  [NWV][TILE_Q][KV_CHUNK+8] f32
+ *   kv_s    [2][KV_CHUNK][D+8]        mma type
+ *   p_s     [TILE_Q][KV_CHUNK+8]      mma type
+ *   red     [TILE_Q] f32, row_limit [TILE_Q] int, q factor f32 */
+#define NWV (BLOCK_THREADS / 64)
+#define MT_TILES (TILE_Q / 16)
+#define KSA (D / 16 / NWV)           /* k-steps of this wave's d-slice */
+#define SNA (KV_CHUNK / 16)          /* 16-key tiles per chunk */
+#define RPW (TILE_Q / NWV)           /* softmax: rows per wave */
+#define LPR (64 / RPW)               /* softmax: lanes per row */
+#define KPL (KV_CHUNK / LPR)         /* softmax: keys per lane (>= 1) */
+#define CPW (DL / NWV)               /* output columns per wave */
+#define ON (CPW / 16)                /* 16-column tiles per wave */
+#define KS_STRIDE (D + 8)
+#define P_STRIDE (KV_CHUNK + 8)
+#define SP_STRIDE (KV_CHUNK + 8)
+#define MMA_FP16 (KV_DTYPE != 0)
+#define KV_FP8 (KV_DTYPE == 2)
+#define PIECE_ELEMS (16 / (int)sizeof(kv_t))          /* elements per 16-byte global load */
+#define KV_PIECES (KV_CHUNK * (D / PIECE_ELEMS))
+#define KV_PER_THREAD ((KV_PIECES + BLOCK_THREADS - 1) / BLOCK_THREADS)
+#define Q_CONVERT ((Q_DTYPE == 0 && MMA_FP16) || (Q_DTYPE == 1 && !MMA_FP16))
+
+__device__ __forceinline__ mt_u32 pack_mma(float lo, float hi) {
+#if MMA_FP16
+    return mt_pack_f16x2(lo, hi);
+#else
+    return mt_pack_bf16x2(lo, hi);
+#endif
+}
+__device__ __forceinline__ mt_u16 to_mma(float v) {
+#if MMA_FP16
+    return mt_f32_to_f16(v);
+#else
+    return mt_f32_to_bf16(v);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
+           const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
+           float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
+           float kv_scale) {
+    extern __shared__ __align__(16) unsigned char smem_bytes[];
+    float *s_part = (float *)smem_bytes;
+    mt_u16 *kv_s = (mt_u16 *)(smem_bytes + NWV * TILE_Q * SP_STRIDE * 4);
+    mt_u16 *p_s = kv_s + 2 * KV_CHUNK * KS_STRIDE;
+    float *red = (float *)(p_s + TILE_Q * P_STRIDE);
+    int *row_limit = (int *)(red + TILE_Q);
+    float *q_factor_s = (float *)(row_limit + TILE_Q);
+
+    mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
+    const int tid = threadIdx.x, wave = tid / 64, lane = tid % 64;
+    const int l16 = lane & 15, l4 = lane >> 4; /* fragment roles: row / column in 16, k group of 4 */
+    const int b = blockIdx.z, split = blockIdx.y;
+    const int rows = sq * n_heads;
+    const int row0 = blockIdx.x * TILE_Q;
+    const int len = seq_lens[b];
+    int per_split = (len + NUM_SPLITS - 1) / NUM_SPLITS;
+    per_split = (per_split + KV_GRANULARITY - 1) / KV_GRANULARITY * KV_GRANULARITY;
+    const int k_begin = min(len, split * per_split);
+    const int k_end = min(len, k_begin + per_split);
+    const int *pages = block_table + (size_t)b * max_blocks;
+    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) {
+        int row = row0 + r;
+        row_limit[r] = row < rows ? max(0, min(len, len - sq + row / n_heads + 1)) : 0;
+    }
+
+    /* this wave's slice of Q: A fragments (4 consecutive d of one row per
+     * lane), 8 bytes each, straight from global memory */
+    const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
+    const int q_rows_here = min(TILE_Q, rows - row0);
+    mt_u32x2 qf[MT_TILES][KSA];
+#pragma unroll
+    for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+        for (int ks = 0; ks < KSA; ks++) {
+            const int r = m * 16 + l16, d0 = (wave * KSA + ks) * 16 + l4 * 4;
+            qf[m][ks] = r < q_rows_here ? *(const mt_u32x2 *)(q_rows + (size_t)r * D + d0) : (mt_u32x2){0u, 0u};
+        }
+#if Q_CONVERT
+#if Q_DTYPE == 0
+    /* bf16 q into fp16: scale by 2^k so the tile's largest |q| < 2^15 (the
+     * factor is divided out of the scores exactly) */
+    float amax = 0.0f;
+#pragma unroll
+    for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+        for (int ks = 0; ks < KSA; ks++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const mt_u32 w = qf[m][ks][e];
+                amax = fmaxf(amax, fmaxf(fabsf(mt_bf16_to_f32((mt_u16)(w & 0xffffu))), fabsf(mt_bf16_to_f32((mt_u16)(w >> 16)))));
+            }
+    amax = mt_warp_max(amax);
+    if (lane == 0) red[wave] = amax;
+    __syncthreads();
+    if (tid == 0) {
+        float mx = 0.0f;
+        for (int w = 0; w < NWV; w++) mx = fmaxf(mx, red[w]);
+        int k = 0;
+        if (mx > 0.0f) k = min(126, max(-126, 14 - ilogbf(mx)));
+        q_factor_s[0] = ldexpf(1.0f, k);
+    }
+    __syncthreads();
+    const float q_factor = q_factor_s[0];
+#else
+    const float q_factor = 1.0f;
+#endif
+#pragma unroll
+    for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+        for (int ks = 0; ks < KSA; ks++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const mt_u32 w = qf[m][ks][e];
+#if Q_DTYPE == 0
+                qf[m][ks][e] = pack_mma(mt_bf16_to_f32((mt_u16)(w & 0xffffu)) * q_factor, mt_bf16_to_f32((mt_u16)(w >> 16)) * q_factor);
+#else
+                qf[m][ks][e] = pack_mma(mt_f16_to_f32((mt_u16)(w & 0xffffu)), mt_f16_to_f32((mt_u16)(w >> 16)));
+#endif
+            }
+#else
+    const float q_factor = 1.0f;
+#endif
+    (void)q_factor_s;
+    __syncthreads(); /* row_limit is complete */
+    int tile_end = 0;
+    for (int r = 0; r < TILE_Q; r++) tile_end = max(tile_end, row_limit[r]);
+    tile_end = min(tile_end, k_end);
+    const int n_chunks = tile_end > k_begin ? (tile_end - k_begin + KV_CHUNK - 1) / KV_CHUNK : 0;
+
+    /* KV chunk [k0, k0 + KV_CHUNK) -> registers (16 bytes per piece; keys
+     * past tile_end are zeros so P V never meets stale data) -> LDS buffer */
+    mt_u32x4 pre[KV_PER_THREAD];
+    auto fetch = [&](int k0) {
+#pragma unroll
+        for (int j = 0; j < KV_PER_THREAD; j++) {
+            const int i = tid + j * BLOCK_THREADS, c = i / (D / PIECE_ELEMS), u = i - c * (D / PIECE_ELEMS);
+            const int key = k0 + c;
+            pre[j] = (mt_u32x4){0u, 0u, 0u, 0u};
+            if ((KV_PIECES % BLOCK_THREADS == 0 || i < KV_PIECES) && key < tile_end)
+                pre[j] = *(const mt_u32x4 *)(kv + ((size_t)pages[key / PAGE_SIZE] * PAGE_SIZE + key % PAGE_SIZE) * D +
+                                             u * PIECE_ELEMS);
+        }
+    };
+    auto store = [&](int buf) {
+        mt_u16 *dst = kv_s + buf * KV_CHUNK * KS_STRIDE;
+#pragma unroll
+        for (int j = 0; j < KV_PER_THREAD; j++) {
+            const int i = tid + j * BLOCK_THREADS, c = i / (D / PIECE_ELEMS), u = i - c * (D / PIECE_ELEMS);
+            if (KV_PIECES % BLOCK_THREADS != 0 && i >= KV_PIECES) break;
+#if KV_FP8
+            mt_u32 h[8];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                h[2 * e] = mt_cvt_e4m3x2_f16x2((mt_u16)(pre[j][e] & 0xffffu));
+                h[2 * e + 1] = mt_cvt_e4m3x2_f16x2((mt_u16)(pre[j][e] >> 16));
+            }
+            *(mt_u32x4 *)(dst + c * KS_STRIDE + u * 16) = (mt_u32x4){h[0], h[1], h[2], h[3]};
+            *(mt_u32x4 *)(dst + c * KS_STRIDE + u * 16 + 8) = (mt_u32x4){h[4], h[5], h[6], h[7]};
+#else
+            *(mt_u32x4 *)(dst + c * KS_STRIDE + u * 8) = pre[j];
+#endif
+        }
+    };
+
+    const float s_scale = scale * kv_scale * LOG2E / q_factor;
+    const int srow = wave * RPW + lane / LPR, skey = (lane % LPR) * KPL;
+    const int slim = min(row_limit[srow], tile_end);
+    float m_run = MT_NEG_INF, l_run = 0.0f; /* running max (log2 domain) and sum of row srow */
+    mt_f32x4 acc[MT_TILES][ON];
+#pragma unroll
+    for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+        for (int t = 0; t < ON; t++) acc[m][t] = (mt_f32x4){0.0f, 0.0f, 0.0f, 0.0f};
+
+    if (n_chunks > 0) {
+        fetch(k_begin);
+        store(0);
+    }
+    for (int ci = 0; ci < n_chunks; ci++) {
+        const int k0 = k_begin + ci * KV_CHUNK, buf = ci & 1;
+        const bool more = ci + 1 < n_chunks;
+        __syncthreads(); /* chunk ci is in its buffer; chunk ci-1's readers are done */
+        if (more) fetch(k0 + KV_CHUNK);
+        const mt_u16 *kc = kv_s + buf * KV_CHUNK * KS_STRIDE;
+
+        /* partial S over this wave's d-slice, all keys of the chunk */
+        {
+            mt_f32x4 s_acc[MT_TILES][SNA];
+#pragma unroll
+            for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+                for (int j = 0; j < SNA; j++) s_acc[m][j] = (mt_f32x4){0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int ks = 0; ks < KSA; ks++)
+#pragma unroll
+                for (int j = 0; j < SNA; j++) {
+                    const mt_u32x2 bk = *(const mt_u32x2 *)(kc + (j * 16 + l16) * KS_STRIDE + (wave * KSA + ks) * 16 + l4 * 4);
+#pragma unroll
+                    for (int m = 0; m < MT_TILES; m++) s_acc[m][j] = mt_mfma_16x16x16(s_acc[m][j], qf[m][ks], bk, MMA_FP16);
+                }
+            float *sp = s_part + wave * (TILE_Q * SP_STRIDE);
+#pragma unroll
+            for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+                for (int j = 0; j < SNA; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) sp[(m * 16 + l4 * 4 + e) * SP_STRIDE + j * 16 + l16] = s_acc[m][j][e];
+        }
+        __syncthreads();
+
+        /* online softmax of row srow over keys skey .. skey + KPL - 1 */
+        {
+            float s[KPL];
+            float mx = MT_NEG_INF;
+#pragma unroll
+            for (int e = 0; e < KPL; e++) {
+                float v = 0.0f;
+#pragma unroll
+                for (int d = 0; d < NWV; d++) v += s_part[(d * TILE_Q + srow) * SP_STRIDE + skey + e];
+                s[e] = k0 + skey + e < slim ? v * s_scale : MT_NEG_INF;
+                mx = fmaxf(mx, s[e]);
+            }
+#pragma unroll
+            for (int o = 1; o < LPR; o <<= 1) mx = fmaxf(mx, mt_shfl_xor(mx, o));
+            const float mn = fmaxf(m_run, mx);
+            const float alpha = m_run == MT_NEG_INF ? 0.0f : mt_exp2f(m_run - mn);
+            float ps = 0.0f;
+#pragma unroll
+            for (int e = 0; e < KPL; e++) {
+                const float p = s[e] == MT_NEG_INF ? 0.0f : mt_exp2f(s[e] - mn);
+                ps += p;
+                p_s[srow * P_STRIDE + skey + e] = to_mma(p);
+            }
+#pragma unroll
+            for (int o = 1; o < LPR; o <<= 1) ps += mt_shfl_xor(ps, o);
+            l_run = l_run * alpha + ps;
+            m_run = mn;
+            if (lane % LPR == 0) red[srow] = alpha;
+        }
+        __syncthreads(); /* P and alpha complete */
+
+        /* O = O * alpha + P V over this wave's columns */
+#pragma unroll
+        for (int m = 0; m < MT_TILES; m++) {
+            float a[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) a[e] = red[m * 16 + l4 * 4 + e];
+#pragma unroll
+            for (int t = 0; t < ON; t++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[m][t][e] *= a[e];
+        }
+#pragma unroll
+        for (int ks = 0; ks < SNA; ks++) {
+            mt_u32x2 pa[MT_TILES];
+#pragma unroll
+            for (int m = 0; m < MT_TILES; m++) pa[m] = *(const mt_u32x2 *)(p_s + (m * 16 + l16) * P_STRIDE + ks * 16 + l4 * 4);
+            const mt_u16 *v_rows = kc + (ks * 16 + l4 * 4) * KS_STRIDE + wave * CPW + l16;
+#pragma unroll
+            for (int t = 0; t < ON; t++) {
+                const mt_u16 *v = v_rows + t * 16;
+                const mt_u32x2 bv = {(mt_u32)v[0] | ((mt_u32)v[KS_STRIDE] << 16),
+                                     (mt_u32)v[2 * KS_STRIDE] | ((mt_u32)v[3 * KS_STRIDE] << 16)};
+#pragma unroll
+                for (int m = 0; m < MT_TILES; m++) acc[m][t] = mt_mfma_16x16x16(acc[m][t], pa[m], bv, MMA_FP16);
+            }
+        }
+        if (more) store(buf ^ 1); /* its last readers finished before this chunk's first barrier */
+    }
+
+    /* the owners publish 1/sum per row and write lse */
+    __syncthreads();
+    if (lane % LPR == 0) {
+        red[srow] = l_run > 0.0f ? kv_scale / l_run : 0.0f;
+        const float e = l_run > 0.0f ? (m_run + mt_log2f(l_run)) * LN2 : MT_NEG_INF;
+        const int grow = row0 + srow;
+        if (grow < rows) {
+#if NUM_SPLITS == 1
+            lse[(size_t)b * rows + grow] = e;
+#else
+            lse_part[((size_t)b * NUM_SPLITS + split) * rows + grow] = e;
+#endif
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < MT_TILES; m++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int r = m * 16 + l4 * 4 + e, grow = row0 + r;
+            if (grow >= rows) continue;
+            const float inv = red[r];
+#pragma unroll
+            for (int t = 0; t < ON; t++) {
+                const int col = wave * CPW + t * 16 + l16;
+#if NUM_SPLITS == 1
+                out[((size_t)b * rows + grow) * DL + col] = store_out(acc[m][t][e] * inv);
+#else
+                o_part[(((size_t)b * NUM_SPLITS + split) * rows + grow) * DL + col] = acc[m][t][e] * inv;
+#endif
+            }
+        }
 }
 #endif /* MMA */
 

@@ -20,8 +20,9 @@ enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT
 #define MT_MLA_DECODE_KERNEL "mla_decode"
 #define MT_MLA_REDUCE_KERNEL "mla_reduce"
 
-/* Dynamic shared memory one work-group needs. */
-size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s);
+/* Dynamic shared memory one work-group needs on a target with this warp
+ * width (the matrix-unit path has one layout per vendor: 32 NVIDIA, 64 AMD). */
+size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, int warp_size);
 
 /* The matrix-unit path's score step splits D over this many warp slices
  * (DG in mla_decode.cu): 4 when D/16 is a multiple of 4, else 2. */
@@ -34,6 +35,7 @@ typedef struct mt_mla_decode_args {
     int sq;                 /* query tokens per request, 1..8 */
     int max_blocks;         /* block-table columns */
     int page_size;          /* tokens per KV page: must be the variant's */
+    int warp_size;          /* the target's warp width, 32 or 64 (which layout the code has) */
     float scale;            /* softmax scale */
     float kv_scale;         /* per-tensor dequantisation scale (1 unless fp8) */
     mt_devptr q;            /* [B, Sq, N, D] q_dtype */

@@ -145,9 +145,8 @@ __device__ __forceinline__ void mt_grid_launch_dependents(void) {
 }
 
 /* --- NVIDIA matrix units and asynchronous copies (sm_80 and newer) --------
- * Used by the MMA=1 path of mla_decode.cu.  There is no AMD (MFMA)
- * equivalent yet: the variant description rejects MMA=1 on 64-wide
- * targets, so these are only compiled for CUDA. */
+ * Used by the MMA=1 path of mla_decode.cu on NVIDIA; the AMD matrix cores
+ * (MFMA) follow in the section after this one. */
 #if MT_CUDA
 /* D = A * B + D, m16n8k16, fp32 accumulators; A/B as packed 16-bit pairs. */
 __device__ __forceinline__ void mt_mma_16816(float *d, const mt_u32 *a, const mt_u32 *b, int fp16) {
@@ -231,5 +230,49 @@ __device__ __forceinline__ void mt_cp_async16(void *smem, const void *gmem, int 
 __device__ __forceinline__ void mt_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void mt_cp_async_wait(void) {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+#endif
+
+/* --- AMD matrix cores (MFMA, CDNA: gfx90a, gfx942, gfx950) ---------------
+ * Used by the MMA=1 path of mla_decode.cu on 64-wide wavefronts.  Compiled
+ * for gfx942 in CI (clang's HIP compiler, register and LDS report); no AMD
+ * GPU has run it yet. */
+#if MT_HIP
+typedef mt_u32 mt_u32x2 __attribute__((ext_vector_type(2)));
+typedef mt_u32 mt_u32x4 __attribute__((ext_vector_type(4)));
+typedef float mt_f32x4 __attribute__((ext_vector_type(4)));
+typedef short mt_s16x4 __attribute__((ext_vector_type(4)));
+typedef _Float16 mt_h16x4 __attribute__((ext_vector_type(4)));
+
+/* D = A * B + D, 16x16x16, fp32 accumulators (v_mfma_f32_16x16x16_bf16 /
+ * _f16).  Operands: four 16-bit values in two registers, low half first.
+ * Lane l (of 64) holds
+ *   A[l % 16][4 * (l / 16) + i]       i = 0..3   (rows x k)
+ *   B[4 * (l / 16) + i][l % 16]                  (k x columns)
+ *   D[4 * (l / 16) + i][l % 16]                  (rows x columns)
+ * so a lane's A and B values are 4 consecutive k of one row / column. */
+__device__ __forceinline__ mt_f32x4 mt_mfma_16x16x16(mt_f32x4 d, mt_u32x2 a, mt_u32x2 b, int fp16) {
+    if (fp16)
+        return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(mt_h16x4, a), __builtin_bit_cast(mt_h16x4, b),
+                                                     d, 0, 0, 0);
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(mt_s16x4, a), __builtin_bit_cast(mt_s16x4, b),
+                                                     d, 0, 0, 0);
+}
+
+/* Two floats -> packed bf16x2 / f16x2 (lo in the low half), round to
+ * nearest even: the same results as the NVIDIA instructions above. */
+__device__ __forceinline__ mt_u32 mt_pack_bf16x2(float lo, float hi) {
+    return (mt_u32)mt_f32_to_bf16(lo) | ((mt_u32)mt_f32_to_bf16(hi) << 16);
+}
+__device__ __forceinline__ mt_u32 mt_pack_f16x2(float lo, float hi) {
+    return (mt_u32)mt_f32_to_f16(lo) | ((mt_u32)mt_f32_to_f16(hi) << 16);
+}
+
+/* Two fp8 e4m3 (low byte first) -> f16x2, exact.  (gfx942's own fp8
+ * conversions read the "fnuz" encoding, not OCP e4m3, so this is done in
+ * software.) */
+__device__ __forceinline__ mt_u32 mt_cvt_e4m3x2_f16x2(mt_u16 two) {
+    return (mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two & 0xff))) |
+           ((mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two >> 8))) << 16);
 }
 #endif

@@ -199,7 +199,7 @@ static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem,
         if (st == MT_OK) st = mt_jit_function(rt->jit, obj, MT_MLA_REDUCE_KERNEL, &plan->kernels[i].reduce);
         if (st == MT_OK)
             st = mt_backend_prepare_launch(rt->backend, plan->kernels[i].decode,
-                                           mt_mla_decode_shared_bytes(v->values, &plan->shape.s));
+                                           mt_mla_decode_shared_bytes(v->values, &plan->shape.s, rt->info.warp_size));
         size_t ws = mt_mla_decode_workspace_bytes(v, &plan->shape.s, plan->max_batch, problem->n_heads, problem->sq);
         if (ws > plan->workspace) plan->workspace = ws;
     }
@@ -286,6 +286,7 @@ mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) 
     const mt_variant *v = &plan->table.variants[r.variant];
     mt_mla_decode_args k = {.batch = a->batch, .n_heads = plan->shape.n_heads, .sq = plan->shape.sq,
                             .max_blocks = a->max_blocks_per_seq, .page_size = plan->shape.s.page_size,
+                            .warp_size = plan->rt->info.warp_size,
                             .scale = plan->scale, .kv_scale = plan->kv_scale, .q = (mt_devptr)(uintptr_t)a->q,
                             .kv = (mt_devptr)(uintptr_t)a->kv_cache, .block_table = (mt_devptr)(uintptr_t)a->block_table,
                             .seq_lens = (mt_devptr)(uintptr_t)a->seq_lens, .out = (mt_devptr)(uintptr_t)a->out,

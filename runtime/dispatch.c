@@ -86,7 +86,9 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
     if (out->n_entries == 0) {
         out->heuristic = 1;
         /* the heuristic only ever varies the split count of its base: the
-         * matrix-unit variant where it fits, else the family default */
+         * measured matrix-unit variant where it fits (NVIDIA; its 32-key
+         * chunk never fits the MFMA path, which has not run on an AMD GPU
+         * yet), else the family default */
         if (mt_variant_parse(&mt_family_mla_decode_simt, heuristic_mma_base, &out->heuristic_base) != MT_OK ||
             mt_variant_validate(&out->heuristic_base, &shape->s, t) != MT_OK) {
             if (mt_variant_default_for(&mt_family_mla_decode_simt, &shape->s, t, &out->heuristic_base) != MT_OK)

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", mt_last_error());
         return 1;
     }
-    mt_mla_decode_args a = {.batch = 8, .n_heads = 16, .sq = 1, .max_blocks = 256, .page_size = 64, .scale = 0.04f,
+    mt_mla_decode_args a = {.batch = 8, .n_heads = 16, .sq = 1, .max_blocks = 256, .page_size = 64, .warp_size = 32, .scale = 0.04f,
                             .kv_scale = 1, .q = 1, .kv = 2, .block_table = 3, .seq_lens = 4, .out = 5, .lse = 6,
                             .workspace = 7, .workspace_bytes = 1u << 30};
     volatile int sink = 0;

@@ -20,6 +20,12 @@ echo "== 1/2: gcc build and full test suite"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
+# what the AMD matrix-core (MFMA) variants use on gfx942: compiled here, never
+# run (no AMD GPU); registers are VGPRs per lane, shared is LDS bytes per group
+echo "-- gfx942 MFMA variants (mma=1): registers and LDS, per variant shape and dtype"
+cat build/tests/compile-reports/gfx942-mfma-space.txt build/tests/compile-reports/gfx942-mfma-dtypes.txt |
+  awk '/^mla_decode_simt/ {dt = $5 " " $6} $1 == "ok" {v = $8; sub(/num_splits=[0-9]+,/, "", v); print dt, "regs", $4, "lds", $5, "scratch", $6, v}' |
+  sort -u
 
 echo "== 2/2: clang-19 ASan+UBSan build, sanitized tests and fuzzers"
 CC=clang-19 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON -DMLA_TUNE_FUZZ=ON \

@@ -240,7 +240,7 @@ int main(void) {
         CHECK_OK(mt_backend_mem_set(b, dlse, 0xff, lse_elems * 4, stream));
         if (ws) CHECK_OK(mt_backend_mem_set(b, dws, 0xff, ws, stream));
         mt_mla_decode_args a = {.batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq, .max_blocks = max_blocks,
-                                .page_size = page, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
+                                .page_size = page, .warp_size = info.warp_size, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
                                 .q = dq, .kv = dkv, .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse,
                                 .workspace = dws, .workspace_bytes = ws};
         CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));

@@ -81,8 +81,30 @@ int main(void) {
     CHECK_MSG(strstr(mt_last_error(), "shared memory") != NULL, "%s", mt_last_error());
     w.values[MT_P_KV_STAGES] = 2;
     CHECK_OK(mt_variant_validate(&w, &s, &sm90));
+    /* mma=1 on gfx942 (MFMA): 16-key chunks, 2 or 4 waves, tile_q 16/32 */
+    CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT); /* 64-key chunks */
+    CHECK_MSG(strstr(mt_last_error(), "MFMA") && strstr(mt_last_error(), "kv_chunk 16"), "%s", mt_last_error());
+    w.values[MT_P_KV_CHUNK] = 16;
+    CHECK_OK(mt_variant_validate(&w, &s, &gfx942));
+    CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT); /* NVIDIA takes 32/64 */
+    /* LDS of the AMD layout: scores 4 x 2 waves x 16 x 24, two KV buffers of
+     * 16 x 584 x 2 bytes, P 16 x 24 x 2, row values 8 x 16, the q factor */
+    CHECK(mt_mla_decode_shared_bytes(w.values, &s, 64) == 4 * 2 * 16 * 24 + 2 * 2 * 16 * 584 + 2 * 16 * 24 + 8 * 16 + 4);
+    CHECK(mt_mla_decode_shared_bytes(w.values, &s, 64) != mt_mla_decode_shared_bytes(w.values, &s, 32));
+    w.values[MT_P_KV_STAGES] = 3;
+    CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT); /* two buffers, no stages */
+    w.values[MT_P_KV_STAGES] = 2, w.values[MT_P_TILE_Q] = 64;
     CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(mt_last_error(), "no MFMA path yet") != NULL);
+    w.values[MT_P_TILE_Q] = 32;
+    CHECK_OK(mt_variant_validate(&w, &s, &gfx942)); /* Q 72 + scores 8 + output 128 + next chunk 36: 244 */
+    mt_decode_static wide = s;
+    wide.dl = 1024, wide.d = 1024;
+    CHECK_STATUS(mt_variant_validate(&w, &wide, &gfx942), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "registers per lane") != NULL, "%s", mt_last_error());
+    wide = s, wide.d = 584; /* 36.5 k-steps: not a multiple of 16 x waves */
+    w.values[MT_P_TILE_Q] = 16;
+    CHECK_STATUS(mt_variant_validate(&w, &wide, &gfx942), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "multiples of 32") != NULL, "%s", mt_last_error());
 
     /* validation: allowed values, then constraints */
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
@@ -128,7 +150,7 @@ int main(void) {
     CHECK_MSG(n == (1 + 7 * 5) * 9 + (1 + 7 * 5) * 8 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
-    mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .scale = 0.04f,
+    mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,
                             .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000, .seq_lens = 0x4000,
                             .out = 0x5000, .lse = 0x6000, .workspace = 0x7000};
     a.workspace_bytes = mt_mla_decode_workspace_bytes(&v, &s, 2, 16, 1);
@@ -152,6 +174,9 @@ int main(void) {
     bad_a = a, bad_a.workspace_bytes = 10;
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "workspace") != NULL);
+    bad_a = a, bad_a.warp_size = 0; /* the layout depends on it: no default */
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "warp width 0") != NULL);
     bad_a = a, bad_a.sq = 9;
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
     bad_a = a, bad_a.scale = -1.0f;

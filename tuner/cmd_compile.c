@@ -288,7 +288,7 @@ int cmd_compile(int argc, char **argv) {
                         continue;
                     }
                     mt_kernel_resources *r = &job->res;
-                    size_t dyn = mt_mla_decode_shared_bytes(job->variant.values, &job->problem);
+                    size_t dyn = mt_mla_decode_shared_bytes(job->variant.values, &job->problem, target.warp_size);
                     int spill = r->spill_stores < 0 ? -1 : r->spill_stores + (r->spill_loads > 0 ? r->spill_loads : 0);
                     printf("%-7s %9.1f %-8s %5d %7zu %6d %6d  %s\n", "ok", job->ms, origin_name(job->origin),
                            r->registers, dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0), r->local_bytes,

@@ -245,7 +245,8 @@ static mt_status ensure_workspace(gpu_worker *w, size_t bytes) {
 static mt_mla_decode_args key_args(gpu_worker *w, size_t ws_needed) {
     key_state *k = &w->ks;
     return (mt_mla_decode_args){.batch = k->key.batch, .n_heads = k->key.n_heads, .sq = k->key.sq,
-                                .max_blocks = k->max_blocks, .page_size = k->key.s.page_size, .scale = k->scale,
+                                .max_blocks = k->max_blocks, .page_size = k->key.s.page_size, .warp_size = w->info.warp_size,
+                                .scale = k->scale,
                                 .kv_scale = k->kv_scale, .q = k->dq, .kv = k->dkv, .block_table = k->dtable,
                                 .seq_lens = k->dlens, .out = k->dout, .lse = k->dlse, .workspace = ws_needed ? k->dws : 0,
                                 .workspace_bytes = ws_needed ? k->ws_bytes : 0};
