@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "db_query.h"
 #include "db/db.h"
 #include "kernels/mla_decode.h"
 
@@ -63,18 +64,6 @@ static mt_status put(mt_db *db, const char *arch, mt_problem_key k, mt_variant v
     return st;
 }
 
-static int count_rows(const char *path, const char *sql) {
-    sqlite3 *h = NULL;
-    int n = -1;
-    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_stmt *s = NULL;
-        if (sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-            n = sqlite3_column_int(s, 0);
-        sqlite3_finalize(s);
-    }
-    sqlite3_close(h);
-    return n;
-}
 
 static const mt_choice *find_choice(const mt_choice *c, int n, const char *arch, int batch) {
     for (int i = 0; i < n; i++)
@@ -107,11 +96,11 @@ static void test_migrations(void) {
         CHECK_OK(mt_db_open(path, MT_DB_READ, &db));
         CHECK(db && mt_db_schema_version(db) == MT_DB_SCHEMA_VERSION);
         mt_db_close(db);
-        CHECK(count_rows(path, "PRAGMA user_version") == from);
+        CHECK(db_query_int(path, "PRAGMA user_version") == from);
         /* writing migrates in place and keeps every row */
         CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
-        CHECK(count_rows(path, "PRAGMA user_version") == MT_DB_SCHEMA_VERSION);
-        CHECK(count_rows(path, "SELECT count(*) FROM measurements WHERE uid IS NOT NULL AND median_ms = 0.5") == 1);
+        CHECK(db_query_int(path, "PRAGMA user_version") == MT_DB_SCHEMA_VERSION);
+        CHECK(db_query_int(path, "SELECT count(*) FROM measurements WHERE uid IS NOT NULL AND median_ms = 0.5") == 1);
         CHECK_OK(mt_db_recompute_choices(db));
         mt_choice *c = NULL;
         int n = 0;
@@ -214,10 +203,10 @@ static void test_overlay_and_transfer(void) {
     CHECK_OK(mt_db_copy_into(from, to, "gfx942", &copied));
     CHECK(copied == 0);
     mt_db_close(to);
-    CHECK(count_rows(exported, "SELECT count(*) FROM measurements") == 1);
-    CHECK(count_rows(exported, "SELECT count(*) FROM devices WHERE arch <> 'gfx942'") == 0);
+    CHECK(db_query_int(exported, "SELECT count(*) FROM measurements") == 1);
+    CHECK(db_query_int(exported, "SELECT count(*) FROM devices WHERE arch <> 'gfx942'") == 0);
     /* provenance kept: the origin and uid are the original's */
-    CHECK(count_rows(exported, "SELECT count(*) FROM measurements WHERE origin <> '' AND uid IS NOT NULL") == 1);
+    CHECK(db_query_int(exported, "SELECT count(*) FROM measurements WHERE origin <> '' AND uid IS NOT NULL") == 1);
     /* merge user + system: union, each measurement once, choices as overlay-free union */
     mt_db *sysdb = NULL, *m = NULL;
     CHECK_OK(mt_db_open(sys, MT_DB_READ, &sysdb));
@@ -229,12 +218,12 @@ static void test_overlay_and_transfer(void) {
     CHECK_OK(mt_db_copy_into(from, m, NULL, &copied)); /* again: nothing new */
     CHECK(copied == 0);
     mt_db_close(m);
-    CHECK(count_rows(merged, "SELECT count(*) FROM measurements") == 4);
-    CHECK(count_rows(merged, "SELECT count(DISTINCT uid) FROM measurements") == 4);
-    CHECK(count_rows(merged, "SELECT count(DISTINCT origin) FROM measurements") >= 1);
+    CHECK(db_query_int(merged, "SELECT count(*) FROM measurements") == 4);
+    CHECK(db_query_int(merged, "SELECT count(DISTINCT uid) FROM measurements") == 4);
+    CHECK(db_query_int(merged, "SELECT count(DISTINCT origin) FROM measurements") >= 1);
     /* the conflicting key (sm_90 batch 8) has a measurement from each: both
      * are kept, each variant's latest counts, the faster wins */
-    CHECK(count_rows(merged, "SELECT count(*) FROM measurements m JOIN problems p ON p.id = m.problem_id "
+    CHECK(db_query_int(merged, "SELECT count(*) FROM measurements m JOIN problems p ON p.id = m.problem_id "
                              "WHERE p.batch = 8") == 3);
     CHECK_OK(mt_db_open(merged, MT_DB_READ, &m));
     CHECK_OK(mt_db_load_choices(m, "sm_90", &c, &n));
@@ -367,9 +356,9 @@ static void test_sigkill_writer(void) {
     mt_db *db = NULL;
     CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));  /* opens (recovers the WAL) */
     mt_db_close(db);
-    int rows = count_rows(path, "SELECT count(*) FROM measurements");
+    int rows = db_query_int(path, "SELECT count(*) FROM measurements");
     CHECK_MSG(rows >= last, "%d committed rows reported, %d found", last, rows);
-    CHECK(count_rows(path, "SELECT count(*) FROM measurements WHERE median_ms BETWEEN 1 AND 1e9") == rows);
+    CHECK(db_query_int(path, "SELECT count(*) FROM measurements WHERE median_ms BETWEEN 1 AND 1e9") == rows);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "test \"$(sqlite3 '%s' 'PRAGMA integrity_check')\" = ok", path);
     CHECK(system(cmd) == 0);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "db_query.h"
 
 static char dir[256];
 static const char *bin;
@@ -34,19 +35,11 @@ static int run(const char *args, char *out, size_t out_size) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* one value from the database file `db` in the test's folder */
 static int count(const char *db, const char *sql) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, db);
-    sqlite3 *h = NULL;
-    int n = -1;
-    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_stmt *s = NULL;
-        if (sqlite3_prepare_v2(h, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-            n = sqlite3_column_int(s, 0);
-        sqlite3_finalize(s);
-    }
-    sqlite3_close(h);
-    return n;
+    return db_query_int(path, sql);
 }
 
 static void write_file(const char *name, const char *text) {
