@@ -115,6 +115,63 @@ __device__ __forceinline__ mt_u16 store_out(float v) {
  * mt_mla_decode_shared_bytes in mla_decode.c). */
 #define SMEM_FLOATS (TILE_Q * D + KV_CHUNK * KV_STRIDE + TILE_Q * KV_CHUNK + 4 * TILE_Q)
 
+/* Split `split` of a request of `len` keys takes keys [*begin, *end): the
+ * keys cut into NUM_SPLITS ranges whose boundaries fall on multiples of
+ * KV_GRANULARITY (the last ones may be empty). */
+__device__ __forceinline__ void split_keys(int len, int split, int *begin, int *end) {
+    int per_split = (len + NUM_SPLITS - 1) / NUM_SPLITS;
+    per_split = (per_split + KV_GRANULARITY - 1) / KV_GRANULARITY * KV_GRANULARITY;
+    *begin = min(len, split * per_split);
+    *end = min(len, *begin + per_split);
+}
+
+/* How many keys query row `row` (= t * n_heads + n) of a request sees:
+ * token t of the Sq new ones sees keys j < len - sq + t + 1; rows past the
+ * request's last see none. */
+__device__ __forceinline__ int row_key_limit(int row, int rows, int len, int sq, int n_heads) {
+    return row < rows ? max(0, min(len, len - sq + row / n_heads + 1)) : 0;
+}
+
+#if MMA
+/* Shared by both matrix-unit paths.  The mma type is bf16 when KV is bf16,
+ * fp16 when KV is fp16 or fp8; q is converted to it when its own dtype
+ * differs. */
+#define MMA_FP16 (KV_DTYPE != 0)
+#define KV_FP8 (KV_DTYPE == 2)
+#define Q_CONVERT ((Q_DTYPE == 0 && MMA_FP16) || (Q_DTYPE == 1 && !MMA_FP16))
+
+__device__ __forceinline__ mt_u32 pack_mma(float lo, float hi) {
+#if MMA_FP16
+    return mt_pack_f16x2(lo, hi);
+#else
+    return mt_pack_bf16x2(lo, hi);
+#endif
+}
+
+/* bf16 q going to fp16: the larger |value| of a packed bf16 pair, and the
+ * power of two that brings the tile's largest |q| (amax) under 2^15 so
+ * nothing overflows (the factor is divided out of the scores exactly). */
+__device__ __forceinline__ float bf16_pair_absmax(mt_u32 w) {
+    return fmaxf(fabsf(mt_bf16_to_f32((mt_u16)(w & 0xffffu))), fabsf(mt_bf16_to_f32((mt_u16)(w >> 16))));
+}
+__device__ __forceinline__ float q_fp16_factor(float amax) {
+    int k = 0;
+    if (amax > 0.0f) k = min(126, max(-126, 14 - ilogbf(amax)));
+    return ldexpf(1.0f, k);
+}
+
+/* A packed pair of q (q's dtype) -> the mma type; bf16 q is multiplied by
+ * q_factor on the way (1 unless it goes to fp16). */
+__device__ __forceinline__ mt_u32 q_pair_to_mma(mt_u32 w, float q_factor) {
+#if Q_DTYPE == 0
+    return pack_mma(mt_bf16_to_f32((mt_u16)(w & 0xffffu)) * q_factor, mt_bf16_to_f32((mt_u16)(w >> 16)) * q_factor);
+#else
+    (void)q_factor;
+    return pack_mma(mt_f16_to_f32((mt_u16)(w & 0xffffu)), mt_f16_to_f32((mt_u16)(w >> 16)));
+#endif
+}
+#endif
+
 #if !MMA
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
@@ -142,17 +199,11 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
     const int row0 = blockIdx.x * TILE_Q;
     const int len = seq_lens[b];
 
-    /* this split's keys: boundaries on multiples of KV_GRANULARITY */
-    int per_split = (len + NUM_SPLITS - 1) / NUM_SPLITS;
-    per_split = (per_split + KV_GRANULARITY - 1) / KV_GRANULARITY * KV_GRANULARITY;
-    const int k_begin = min(len, split * per_split);
-    const int k_end = min(len, k_begin + per_split);
+    int k_begin, k_end;
+    split_keys(len, split, &k_begin, &k_end);
 
     for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) {
-        int row = row0 + r;
-        int limit = 0;
-        if (row < rows) limit = max(0, min(len, len - sq + row / n_heads + 1));
-        row_limit[r] = limit;
+        row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
         row_max[r] = MT_NEG_INF;
         row_sum[r] = 0.0f;
     }
@@ -325,8 +376,6 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 #define KS_STRIDE (D + 8)
 #define P_STRIDE (KV_CHUNK + 8)
 #define SP_STRIDE (KV_CHUNK + 8)     /* floats; 8 rows of a fragment store hit distinct banks */
-#define MMA_FP16 (KV_DTYPE != 0)
-#define KV_FP8 (KV_DTYPE == 2)
 #ifndef KV_STAGES
 #define KV_STAGES 2
 #endif
@@ -334,14 +383,6 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 #define QS_BYTES (TILE_Q * QS_STRIDE * 2)
 #define SP_BYTES (DG * TILE_Q * SP_STRIDE * 4)
 #define REGION0_BYTES (QS_BYTES > SP_BYTES ? QS_BYTES : SP_BYTES)
-
-__device__ __forceinline__ mt_u32 pack_mma(float lo, float hi) {
-#if MMA_FP16
-    return mt_pack_f16x2(lo, hi);
-#else
-    return mt_pack_bf16x2(lo, hi);
-#endif
-}
 __device__ __forceinline__ mt_u32 pack2_out(float lo, float hi) {
 #if Q_DTYPE == 0
     return mt_pack_bf16x2(lo, hi);
@@ -377,16 +418,11 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const int rows = sq * n_heads;
     const int row0 = blockIdx.x * TILE_Q;
     const int len = seq_lens[b];
-    int per_split = (len + NUM_SPLITS - 1) / NUM_SPLITS;
-    per_split = (per_split + KV_GRANULARITY - 1) / KV_GRANULARITY * KV_GRANULARITY;
-    const int k_begin = min(len, split * per_split);
-    const int k_end = min(len, k_begin + per_split);
+    int k_begin, k_end;
+    split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
 
-    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) {
-        int row = row0 + r;
-        row_limit[r] = row < rows ? max(0, min(len, len - sq + row / n_heads + 1)) : 0;
-    }
+    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
 
     /* q -> shared memory in the mma type, 16 bytes (8 elements) per piece.
      * When q already has the mma type it goes by cp.async (its own group,
@@ -396,7 +432,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const int q_rows_here = min(TILE_Q, rows - row0);
 #define Q_PIECES (TILE_Q * (D / 8))
 #define Q_PER_THREAD ((Q_PIECES + BLOCK_THREADS - 1) / BLOCK_THREADS)
-#define Q_CONVERT ((Q_DTYPE == 0 && MMA_FP16) || (Q_DTYPE == 1 && !MMA_FP16))
 #if !Q_CONVERT
     const float q_factor = 1.0f;
     for (int i = tid; i < Q_PIECES; i += BLOCK_THREADS) {
@@ -414,14 +449,12 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         if (i < Q_PIECES && r < q_rows_here) qv[j] = *(const uint4 *)(q_rows + (size_t)r * D + u * 8);
     }
 #if Q_DTYPE == 0
-    /* bf16 q into fp16: scale by 2^k so the tile's largest |q| < 2^15 */
+    /* bf16 q into fp16: the tile's largest |q| picks the factor */
     float amax = 0.0f;
 #pragma unroll
-    for (int j = 0; j < Q_PER_THREAD; j++) {
-        const mt_u32 w[4] = {qv[j].x, qv[j].y, qv[j].z, qv[j].w};
-        for (int e = 0; e < 4; e++)
-            amax = fmaxf(amax, fmaxf(fabsf(mt_bf16_to_f32((mt_u16)(w[e] & 0xffffu))), fabsf(mt_bf16_to_f32((mt_u16)(w[e] >> 16)))));
-    }
+    for (int j = 0; j < Q_PER_THREAD; j++)
+        amax = fmaxf(fmaxf(bf16_pair_absmax(qv[j].x), bf16_pair_absmax(qv[j].y)),
+                     fmaxf(fmaxf(bf16_pair_absmax(qv[j].z), bf16_pair_absmax(qv[j].w)), amax));
     amax = mt_warp_max(amax);
     if (lane == 0) red[warp] = amax;
     __syncthreads();
@@ -429,9 +462,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     if (tid == 0) {
         float m = 0.0f;
         for (int w = 0; w < NW; w++) m = fmaxf(m, red[w]);
-        int k = 0;
-        if (m > 0.0f) k = min(126, max(-126, 14 - ilogbf(m)));
-        q_factor_s[0] = ldexpf(1.0f, k);
+        q_factor_s[0] = q_fp16_factor(m);
     }
     __syncthreads();
     const float q_factor = q_factor_s[0];
@@ -442,14 +473,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     for (int j = 0; j < Q_PER_THREAD; j++) {
         const int i = tid + j * BLOCK_THREADS, r = i / (D / 8), u = i - r * (D / 8);
         if (i >= Q_PIECES) break;
-        mt_u32 w[4] = {qv[j].x, qv[j].y, qv[j].z, qv[j].w};
-        for (int e = 0; e < 4; e++)
-#if Q_DTYPE == 0
-            w[e] = pack_mma(mt_bf16_to_f32((mt_u16)(w[e] & 0xffffu)) * q_factor, mt_bf16_to_f32((mt_u16)(w[e] >> 16)) * q_factor);
-#else
-            w[e] = pack_mma(mt_f16_to_f32((mt_u16)(w[e] & 0xffffu)), mt_f16_to_f32((mt_u16)(w[e] >> 16)));
-#endif
-        *(uint4 *)(q_s + r * QS_STRIDE + u * 8) = make_uint4(w[0], w[1], w[2], w[3]);
+        *(uint4 *)(q_s + r * QS_STRIDE + u * 8) = make_uint4(q_pair_to_mma(qv[j].x, q_factor), q_pair_to_mma(qv[j].y, q_factor),
+                                                           q_pair_to_mma(qv[j].z, q_factor), q_pair_to_mma(qv[j].w, q_factor));
     }
 #endif
     __syncthreads();
@@ -743,20 +768,10 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #define KS_STRIDE (D + 8)
 #define P_STRIDE (KV_CHUNK + 8)
 #define SP_STRIDE (KV_CHUNK + 8)
-#define MMA_FP16 (KV_DTYPE != 0)
-#define KV_FP8 (KV_DTYPE == 2)
 #define PIECE_ELEMS (16 / (int)sizeof(kv_t))          /* elements per 16-byte global load */
 #define KV_PIECES (KV_CHUNK * (D / PIECE_ELEMS))
 #define KV_PER_THREAD ((KV_PIECES + BLOCK_THREADS - 1) / BLOCK_THREADS)
-#define Q_CONVERT ((Q_DTYPE == 0 && MMA_FP16) || (Q_DTYPE == 1 && !MMA_FP16))
 
-__device__ __forceinline__ mt_u32 pack_mma(float lo, float hi) {
-#if MMA_FP16
-    return mt_pack_f16x2(lo, hi);
-#else
-    return mt_pack_bf16x2(lo, hi);
-#endif
-}
 __device__ __forceinline__ mt_u16 to_mma(float v) {
 #if MMA_FP16
     return mt_f32_to_f16(v);
@@ -785,15 +800,10 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const int rows = sq * n_heads;
     const int row0 = blockIdx.x * TILE_Q;
     const int len = seq_lens[b];
-    int per_split = (len + NUM_SPLITS - 1) / NUM_SPLITS;
-    per_split = (per_split + KV_GRANULARITY - 1) / KV_GRANULARITY * KV_GRANULARITY;
-    const int k_begin = min(len, split * per_split);
-    const int k_end = min(len, k_begin + per_split);
+    int k_begin, k_end;
+    split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
-    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) {
-        int row = row0 + r;
-        row_limit[r] = row < rows ? max(0, min(len, len - sq + row / n_heads + 1)) : 0;
-    }
+    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
 
     /* this wave's slice of Q: A fragments (4 consecutive d of one row per
      * lane), 8 bytes each, straight from global memory */
@@ -809,27 +819,19 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         }
 #if Q_CONVERT
 #if Q_DTYPE == 0
-    /* bf16 q into fp16: scale by 2^k so the tile's largest |q| < 2^15 (the
-     * factor is divided out of the scores exactly) */
+    /* bf16 q into fp16: the tile's largest |q| picks the factor */
     float amax = 0.0f;
 #pragma unroll
     for (int m = 0; m < MT_TILES; m++)
 #pragma unroll
-        for (int ks = 0; ks < KSA; ks++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const mt_u32 w = qf[m][ks][e];
-                amax = fmaxf(amax, fmaxf(fabsf(mt_bf16_to_f32((mt_u16)(w & 0xffffu))), fabsf(mt_bf16_to_f32((mt_u16)(w >> 16)))));
-            }
+        for (int ks = 0; ks < KSA; ks++) amax = fmaxf(amax, fmaxf(bf16_pair_absmax(qf[m][ks][0]), bf16_pair_absmax(qf[m][ks][1])));
     amax = mt_warp_max(amax);
     if (lane == 0) red[wave] = amax;
     __syncthreads();
     if (tid == 0) {
         float mx = 0.0f;
         for (int w = 0; w < NWV; w++) mx = fmaxf(mx, red[w]);
-        int k = 0;
-        if (mx > 0.0f) k = min(126, max(-126, 14 - ilogbf(mx)));
-        q_factor_s[0] = ldexpf(1.0f, k);
+        q_factor_s[0] = q_fp16_factor(mx);
     }
     __syncthreads();
     const float q_factor = q_factor_s[0];
@@ -841,14 +843,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
         for (int ks = 0; ks < KSA; ks++)
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const mt_u32 w = qf[m][ks][e];
-#if Q_DTYPE == 0
-                qf[m][ks][e] = pack_mma(mt_bf16_to_f32((mt_u16)(w & 0xffffu)) * q_factor, mt_bf16_to_f32((mt_u16)(w >> 16)) * q_factor);
-#else
-                qf[m][ks][e] = pack_mma(mt_f16_to_f32((mt_u16)(w & 0xffffu)), mt_f16_to_f32((mt_u16)(w >> 16)));
-#endif
-            }
+            for (int e = 0; e < 2; e++) qf[m][ks][e] = q_pair_to_mma(qf[m][ks][e], q_factor);
 #else
     const float q_factor = 1.0f;
 #endif
