@@ -333,6 +333,14 @@ mt_status mt_backend_launch_dependent(mt_backend *b, mt_function f, const unsign
     return st != MT_OK ? st : b->iface->launch_dependent(b, f, grid, block, shared_bytes, s, args);
 }
 
+mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
+                                   unsigned box_cols, unsigned box_rows, void *out) {
+    CHECK_OP(b, tensor_map_2d);
+    if (!base || !out || cols == 0 || rows == 0 || box_cols == 0 || box_rows == 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "tensor_map_2d: null pointer or empty shape");
+    return b->iface->tensor_map_2d(b, base, cols, rows, row_bytes, box_cols, box_rows, out);
+}
+
 mt_status mt_backend_synchronize(mt_backend *b) {
     CHECK_OP(b, synchronize);
     return b->iface->synchronize(b);

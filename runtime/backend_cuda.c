@@ -68,6 +68,7 @@ typedef struct cuda_api {
  * driver without one still runs everything else (NULL: not there). */
 typedef struct cuda_api_optional {
     CU_FN(cuLaunchKernelEx); /* CUDA 12.0: programmatic dependent launch */
+    CU_FN(cuTensorMapEncodeTiled); /* CUDA 12.0: descriptors for the tensor copy engine */
 } cuda_api_optional;
 
 typedef struct nvrtc_api {
@@ -159,6 +160,8 @@ static int load_driver(mt_backend *b, cuda_ctx *c) {
         return 0;
     }
     c->cu_opt.cuLaunchKernelEx = (__typeof__(c->cu_opt.cuLaunchKernelEx))dlsym(c->driver_lib, "cuLaunchKernelEx");
+    c->cu_opt.cuTensorMapEncodeTiled =
+        (__typeof__(c->cu_opt.cuTensorMapEncodeTiled))dlsym(c->driver_lib, "cuTensorMapEncodeTiled");
     CUresult r = c->cu.cuInit(0);
     if (r == CUDA_SUCCESS) r = c->cu.cuDeviceGetCount(&c->device_count);
     if (r != CUDA_SUCCESS) {
@@ -332,7 +335,11 @@ static mt_status cuda_compile(mt_backend *b, const char *source, const char *sou
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "too many compile options (%d)", n_options);
     const char *opts[MAX_OPTIONS];
     char arch_opt[64];
-    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
+    /* Hopper code is built for sm_90a, the architecture-specific target:
+     * the warpgroup instructions (wgmma) exist only there, and the code
+     * runs on every sm_90 device (it is not forward compatible, which a
+     * JIT for the device at hand does not need). */
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s%s", arch, strcmp(arch, "sm_90") == 0 ? "a" : "");
     opts[0] = arch_opt;
     opts[1] = "--ptxas-options=-v";
     opts[2] = "--std=c++17";
@@ -515,6 +522,27 @@ static mt_status cuda_launch_dependent(mt_backend *b, mt_function f, const unsig
     return cu_check(b, c->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx");
 }
 
+/* A host-side encoding (no device work): 16-bit elements, no interleave,
+ * 128-byte swizzle, L2 lines fetched 256 bytes at a time, no fill beyond
+ * the array (callers never ask for rows outside it). */
+static mt_status cuda_tensor_map_2d(mt_backend *b, mt_devptr base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
+                                    unsigned box_cols, unsigned box_rows, void *out) {
+    cuda_ctx *c = ctx_of(b);
+    if (!c->cu_opt.cuTensorMapEncodeTiled)
+        return mt_fail(MT_ERR_UNSUPPORTED, "this CUDA driver has no cuTensorMapEncodeTiled (needs CUDA 12.0+)");
+    _Static_assert(sizeof(CUtensorMap) == MT_TENSOR_MAP_BYTES, "CUtensorMap size");
+    cuuint64_t dims[2] = {cols, rows}, strides[1] = {row_bytes};
+    cuuint32_t box[2] = {box_cols, box_rows}, elem_strides[2] = {1, 1};
+    CUtensorMap map;
+    mt_status st = cu_check(b, c->cu_opt.cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)base, dims,
+                                                                strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                            "cuTensorMapEncodeTiled");
+    if (st == MT_OK) memcpy(out, &map, sizeof map);
+    return st;
+}
+
 static mt_status cuda_synchronize(mt_backend *b) { return CU(b, cuCtxSynchronize()); }
 
 static void cuda_close(mt_backend *b) {
@@ -551,7 +579,7 @@ static void cuda_close(mt_backend *b) {
     .event_elapsed = cuda_event_elapsed, .module_load = cuda_module_load,          \
     .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
     .function_resources = cuda_function_resources, .launch = cuda_launch,          \
-    .launch_dependent = cuda_launch_dependent,                                     \
+    .launch_dependent = cuda_launch_dependent, .tensor_map_2d = cuda_tensor_map_2d, \
     .synchronize = cuda_synchronize, .prepare_launch = cuda_prepare_launch
 #define CUDA_COMPILER_OPS                                                          \
     .compiler_version = cuda_compiler_version, .compile = cuda_compile,            \
