@@ -11,7 +11,9 @@
  *   mma             0: SIMT arithmetic; 1: matrix units: mma.sync on NVIDIA
  *                   sm_80+ (tile_q 16/32/64, 128/256 threads, 32/64-key
  *                   chunks), MFMA on AMD CDNA (tile_q 16/32, 128/256
- *                   threads, 16-key chunks; compiled, not yet run)
+ *                   threads, 16-key chunks; compiled, not yet run);
+ *                   2: warpgroup matrix instructions (wgmma) on Hopper
+ *                   (sm_90a): tile_q 64, 256 threads, 64-key chunks
  *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
  *                   in flight while one is computed); mma=0 takes 2 only
  *
@@ -42,7 +44,8 @@ static const mt_param_desc mla_decode_params[] = {
     {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0},
     {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0},
     {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0},
-    {"mma", "MMA", {0, 1}, 2, 0, "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA)", 1},
+    {"mma", "MMA", {0, 1, 2}, 3, 0,
+     "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1},
     {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1},
 };
 
@@ -50,6 +53,13 @@ int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
 
 size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, int warp_size) {
     size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
+    if (values[MT_P_MMA] == 2) {
+        /* must match the warpgroup path's layout in mla_decode.cu: up to
+         * 1023 bytes to reach a 1024-byte boundary, Q and two stages of
+         * 64 rows x d (16-bit), P (64 x 64), row alpha and row limits, an
+         * mbarrier per stage */
+        return 1024 + 3 * 128 * (size_t)s->d + 64 * 128 + 64 * 4 + 64 * 4 + 2 * 8;
+    }
     if (values[MT_P_MMA] && warp_size == 64) {
         /* must match the AMD matrix-core path's layout in mla_decode.cu:
          * partial scores (fp32, one tile per wave), two KV buffers and P in
@@ -121,6 +131,39 @@ static mt_status check_mfma(const int *values, const mt_decode_static *s, const 
     return MT_OK;
 }
 
+/* mma=2: the warpgroup path (wgmma), Hopper only, one fixed shape: two
+ * warpgroups on a 64-row tile, 64-key chunks in two stages, Dl = 512
+ * split in two 256-column halves, D in 64-column swizzle blocks.  wgmma
+ * reads both operands in one 16-bit type, so q and KV must share it (fp8
+ * KV and mixed types take mma=1).  Chunks arrive through the tensor copy
+ * engine a page (or 64 keys of one) at a time: pages of 16+ keys. */
+static mt_status check_wgmma(const int *values, const mt_decode_static *s, const mt_target *t) {
+    if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
+                       t->arch);
+    if (values[MT_P_TILE_Q] != 64 || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 ||
+        values[MT_P_KV_STAGES] != 2)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: mma=2 takes tile_q 64, block_threads 256, kv_chunk 64, kv_stages 2 "
+                       "(got %d, %d, %d, %d)", values[MT_P_TILE_Q], values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK],
+                       values[MT_P_KV_STAGES]);
+    if (s->d % 64 != 0 || s->dl != 512)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs D %% 64 == 0 and Dl == 512 (D=%d, Dl=%d)",
+                       s->d, s->dl);
+    if (s->kv_dtype != s->q_dtype)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs q and KV of one type (q %s, KV %s)",
+                       mt_dtype_name(s->q_dtype), mt_dtype_name(s->kv_dtype));
+    if (s->page_size < 16)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: mma=2 copies whole pages of at least 16 keys (page size %d: use mma=1)",
+                       s->page_size);
+    size_t smem = mt_mla_decode_shared_bytes(values, s, t->warp_size);
+    if (smem > t->shared_max)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs %zu bytes of shared memory, %s allows %zu",
+                       smem, t->arch, t->shared_max);
+    return MT_OK;
+}
+
 static mt_status mla_decode_check(const int *values, const mt_decode_static *s, const mt_target *t) {
     mt_status st = check_static(s);
     if (st != MT_OK) return st;
@@ -132,6 +175,7 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
+    if (values[MT_P_MMA] == 2) return check_wgmma(values, s, t);
     if (values[MT_P_MMA] && t->warp_size == 64) return check_mfma(values, s, t);
     if (values[MT_P_MMA]) {
         if (t->warp_size != 32)
@@ -257,7 +301,20 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     int n_heads = a->n_heads, sq = a->sq, max_blocks = a->max_blocks;
     float scale = a->scale, kv_scale = a->kv_scale;
     mt_devptr q = a->q, kv = a->kv, bt = a->block_table, lens = a->seq_lens, out = a->out, lse = a->lse;
-    void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale};
+    /* mma=2 also takes the KV cache's tensor map (its copy engine reads
+     * 64-column boxes of a page, or of 64 keys of one); the cache's length
+     * is not an argument, so the map spans 2^31 rows: only rows the block
+     * table names are ever asked for */
+    _Alignas(64) unsigned char kv_map[MT_TENSOR_MAP_BYTES];
+    void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale,
+                    kv_map};
+    if (v->values[MT_P_MMA] == 2) {
+        if (a->kv % 16 != 0)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs a 16-byte aligned KV cache");
+        unsigned box_rows = s->page_size < 64 ? (unsigned)s->page_size : 64u;
+        st = mt_backend_tensor_map_2d(b, kv, (uint64_t)s->d, 1ull << 31, (uint64_t)s->d * 2, 64, box_rows, kv_map);
+        if (st != MT_OK) return st;
+    }
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_P_BLOCK_THREADS], 1, 1};
     st = mt_backend_launch(b, decode, grid, block, mt_mla_decode_shared_bytes(v->values, s, a->warp_size), stream,

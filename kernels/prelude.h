@@ -18,6 +18,8 @@
  *   MT_NEG_INF, MT_NAN
  *   mt_grid_dependency_wait   programmatic dependent launch (sm_90+; a
  *   mt_grid_launch_dependents no-op elsewhere)
+ *   mt_wgmma_*, mt_swizzle128  Hopper warpgroup matrix instructions (sm_90a only;
+ *                           MT_HAVE_WGMMA says they exist)
  *
  * Storage types are plain integers (uint16_t for bf16/fp16, uint8_t for
  * fp8): the conversions are ours, so no vendor half/bfloat16 header is
@@ -230,6 +232,157 @@ __device__ __forceinline__ void mt_cp_async16(void *smem, const void *gmem, int 
 __device__ __forceinline__ void mt_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void mt_cp_async_wait(void) {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+#endif
+
+/* --- NVIDIA Hopper warpgroup matrix instructions (sm_90a) -----------------
+ * Used by the MMA=2 path of mla_decode.cu.  A warpgroup is 4 consecutive
+ * warps (128 threads); one wgmma.mma_async multiplies a 64-row A (shared
+ * memory through a descriptor, or registers) by a B in shared memory into
+ * fp32 accumulators spread over the warpgroup:
+ *   warp w of the group holds rows 16w .. 16w+15; lane l holds, for each
+ *   8-column block j, d[4j+0..1] = row 16w + l/4, columns 8j + 2(l%4) + 0..1
+ *   and d[4j+2..3] = the same columns of row 16w + l/4 + 8
+ * (the m16n8 accumulator layout of mma.sync, repeated over the columns).
+ * An A operand in registers has mma.sync's m16n8k16 A layout per warp, so
+ * the accumulators of one product become the A operand of the next without
+ * moving between lanes.
+ *
+ * Operands in shared memory are described by a 64-bit descriptor; the only
+ * layout used here is the 128-byte swizzle: a tile is stored as blocks of
+ * 64 16-bit columns; in a block, row r takes 128 bytes at r * 128 and its
+ * 16-byte piece u sits at position u ^ (r % 8) (mt_swizzle128).  Blocks are
+ * 1024-byte aligned.  K-major (the reduction dimension contiguous, as Q and
+ * K are stored): rows 8 apart are sbo = 1024 bytes apart, the k16 steps of
+ * a block start 32 bytes apart.  MN-major (V as the B operand of P V: the
+ * output columns contiguous, keys are rows): lbo = the distance between
+ * 64-column blocks, sbo = 1024 between groups of 8 keys. */
+#if MT_CUDA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MT_HAVE_WGMMA 1
+
+/* The tensor copy engine (TMA): one thread asks for a box of a 2-D array
+ * described by a tensor map (built on the host, runtime/backend.h
+ * tensor_map_2d; passed as a __grid_constant__ kernel parameter) to be
+ * copied into shared memory in the 128-byte swizzle; completion is counted
+ * in bytes on an mbarrier, which the consumers wait on by phase parity. */
+struct __align__(64) mt_tensor_map {
+    mt_u64 opaque[16];
+};
+__device__ __forceinline__ unsigned mt_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mt_mbar_init(mt_u64 *bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mt_smem_addr(bar)), "r"(count) : "memory");
+}
+/* makes initialised mbarriers visible to the copy engine (then a barrier) */
+__device__ __forceinline__ void mt_mbar_init_fence(void) { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+/* arrives once and announces `bytes` still to come from copies */
+__device__ __forceinline__ void mt_mbar_expect_tx(mt_u64 *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mt_smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mt_mbar_wait(mt_u64 *bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(mt_smem_addr(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* box at (col, row) of the map's array -> dst (1024-byte aligned for the swizzle) */
+__device__ __forceinline__ void mt_tma_load_2d(void *dst, const mt_tensor_map *map, int col, int row, mt_u64 *bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(mt_smem_addr(dst)), "l"((mt_u64)map), "r"(col), "r"(row), "r"(mt_smem_addr(bar))
+                 : "memory");
+}
+
+/* Byte offset of 16-byte piece u of row r in a 128-byte-swizzled tile of
+ * `rows` rows (blocks of 64 16-bit columns, each rows * 128 bytes). */
+__device__ __forceinline__ int mt_swizzle128(int r, int u, int rows) {
+    return (u >> 3) * (rows * 128) + r * 128 + (((u & 7) ^ (r & 7)) << 4);
+}
+
+__device__ __forceinline__ mt_u64 mt_wgmma_desc(const void *smem, int lbo, int sbo) {
+    mt_u64 addr = (mt_u64)__cvta_generic_to_shared(smem);
+    return ((addr & 0x3ffffu) >> 4) | ((mt_u64)((lbo >> 4) & 0x3fff) << 16) |
+           ((mt_u64)((sbo >> 4) & 0x3fff) << 32) | (1ull << 62); /* layout 1: 128-byte swizzle */
+}
+
+/* Ordering around the asynchronous products: fence before the first
+ * wgmma that reads registers written since the last one; commit closes a
+ * group; wait<N> returns when at most N groups are still running.  Shared
+ * memory written by ordinary stores or cp.async is seen by wgmma (the
+ * "async proxy") only after a proxy fence by the writing thread. */
+__device__ __forceinline__ void mt_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void mt_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void mt_wgmma_wait(void) {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void mt_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+/* Keeps the compiler from moving accumulator reads across a wait. */
+template <int N> __device__ __forceinline__ void mt_wgmma_pin(float *d) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* Named barriers (0 is __syncthreads): `count` threads of the block. */
+__device__ __forceinline__ void mt_bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
+__device__ __forceinline__ void mt_bar_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory"); }
+
+#define MT_OUT8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                   "+f"(d[i + 6]), "+f"(d[i + 7])
+#define MT_OUT32(i) MT_OUT8(i), MT_OUT8(i + 8), MT_OUT8(i + 16), MT_OUT8(i + 24)
+#define MT_OUT128 MT_OUT32(0), MT_OUT32(32), MT_OUT32(64), MT_OUT32(96)
+#define MT_ACC32 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define MT_ACC128 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+
+/* d[32] (+)= A[64 x 16] * B[16 x 64]; A and B K-major in shared memory. */
+#define MT_WGMMA_N64_SS(TY)                                                                            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" MT_ACC32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+                 : MT_OUT32(0)                                                                         \
+                 : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+template <int FP16>
+__device__ __forceinline__ void mt_wgmma_m64n64k16_ss(float *d, mt_u64 a_desc, mt_u64 b_desc, int accumulate) {
+    if (FP16) MT_WGMMA_N64_SS("f16");
+    else MT_WGMMA_N64_SS("bf16");
+}
+
+/* d[128] += A[64 x 16] * B[16 x 256]; A in registers (a[4] per thread),
+ * B MN-major in shared memory. */
+#define MT_WGMMA_N256_RS(TY)                                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" MT_ACC128 "}, "         \
+                 "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"                                    \
+                 : MT_OUT128                                                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+template <int FP16>
+__device__ __forceinline__ void mt_wgmma_m64n256k16_rs(float *d, const mt_u32 *a, mt_u64 b_desc, int accumulate) {
+    if (FP16) MT_WGMMA_N256_RS("f16");
+    else MT_WGMMA_N256_RS("bf16");
+}
+
+/* d[128] += A[64 x 16] * B[16 x 256]; A K-major, B MN-major, both in
+ * shared memory. */
+#define MT_WGMMA_N256_SS(TY)                                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {" MT_ACC128 "}, "         \
+                 "%128, %129, p, 1, 1, 0, 1;\n}\n"                                                     \
+                 : MT_OUT128                                                                           \
+                 : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+template <int FP16>
+__device__ __forceinline__ void mt_wgmma_m64n256k16_ss(float *d, mt_u64 a_desc, mt_u64 b_desc, int accumulate) {
+    if (FP16) MT_WGMMA_N256_SS("f16");
+    else MT_WGMMA_N256_SS("bf16");
 }
 #endif
 

@@ -136,14 +136,17 @@ int main(void) {
             mt_space_full(&mt_family_mla_decode_simt, &sp);
             mt_space_enumerate(&sp, &tc->s, &target, collect, vl, NULL);
         }
-        /* every other case from the matrix-unit path when this GPU has it
-         * (it is a small part of the space, and the newest code) */
-        int n_mma = 0;
-        for (int k = 0; k < vl->n; k++) n_mma += vl->items[k].values[MT_P_MMA] == 1;
-        if (i % 2 == 1 && n_mma > 0) {
-            int pick = (int)(rnd() % (uint64_t)n_mma);
+        /* every other case from the matrix-unit paths when this GPU has
+         * them (a small part of the space, and the newest code): mma=1, and
+         * every other one of those mma=2 where it exists (Hopper, q and KV
+         * of one type) */
+        int n_mma[3] = {0, 0, 0};
+        for (int k = 0; k < vl->n; k++) n_mma[vl->items[k].values[MT_P_MMA]]++;
+        int want = i % 4 == 3 && n_mma[2] > 0 ? 2 : 1;
+        if (i % 2 == 1 && n_mma[want] > 0) {
+            int pick = (int)(rnd() % (uint64_t)n_mma[want]);
             for (int k = 0; k < vl->n; k++)
-                if (vl->items[k].values[MT_P_MMA] == 1 && pick-- == 0) tc->v = vl->items[k];
+                if (vl->items[k].values[MT_P_MMA] == want && pick-- == 0) tc->v = vl->items[k];
         } else {
             tc->v = vl->items[rnd() % (uint64_t)vl->n];
         }
@@ -184,7 +187,7 @@ int main(void) {
     mt_stream stream = NULL;
     CHECK_OK(mt_backend_stream_create(b, &stream));
     double worst_out[2] = {0, 0}, worst_lse = 0;
-    int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0;
+    int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
         test_case *tc = &cases[i];
@@ -273,6 +276,7 @@ int main(void) {
         nan_cases += has_nan;
         passed += ok;
         mma_cases += tc->v.values[MT_P_MMA] == 1;
+        wgmma_cases += tc->v.values[MT_P_MMA] == 2;
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
         printf("case %3d %s N=%3d Sq=%d page=%2d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
@@ -285,9 +289,10 @@ int main(void) {
         mt_backend_mem_free(b, dlens), mt_backend_mem_free(b, dout), mt_backend_mem_free(b, dlse);
         mt_backend_mem_free(b, dws);
     }
-    printf("\n%d/%d cases passed (%d on the matrix-unit path); worst relative error: out %.2e (bf16), %.2e (fp16), "
-           "lse %.2e; NaN in %d cases; %d keyless rows; %ld keys in all\n",
-           passed, n_cases, mma_cases, worst_out[0], worst_out[1], worst_lse, nan_cases, keyless_rows, total_keys);
+    printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2); worst relative "
+           "error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless rows; %ld keys in all\n",
+           passed, n_cases, mma_cases, wgmma_cases, worst_out[0], worst_out[1], worst_lse, nan_cases, keyless_rows,
+           total_keys);
     CHECK(keyless_rows > 0);  /* the draw must cover requests shorter than Sq */
     mt_jit_destroy(jit);
     mt_backend_stream_destroy(b, stream);

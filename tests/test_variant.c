@@ -106,6 +106,47 @@ int main(void) {
     CHECK_STATUS(mt_variant_validate(&w, &wide, &gfx942), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "multiples of 32") != NULL, "%s", mt_last_error());
 
+    /* mma=2 (wgmma): Hopper only, one shape, q and KV of one 16-bit type */
+    mt_target sm80, sm90a;
+    CHECK_OK(mt_target_for_arch("sm_80", &sm80));
+    CHECK_OK(mt_target_for_arch("sm_90a", &sm90a));
+    CHECK_OK(mt_variant_parse(f, "tile_q=64,kv_granularity=16,num_splits=8,block_threads=256,kv_chunk=64,mma=2,kv_stages=2", &w));
+    CHECK_OK(mt_variant_validate(&w, &s, &sm90));
+    CHECK_OK(mt_variant_validate(&w, &s, &sm90a));
+    /* 1024 alignment bytes, Q and two stages of 64 x 576 x 2, P 64 x 64 x 2, alpha and limits of 64 rows,
+     * two mbarriers */
+    CHECK(mt_mla_decode_shared_bytes(w.values, &s, 32) == 1024 + 3 * 73728 + 8192 + 512 + 16);
+    mt_decode_static small_pages = s;
+    small_pages.page_size = 8;
+    CHECK_STATUS(mt_variant_validate(&w, &small_pages, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "at least 16 keys") != NULL, "%s", mt_last_error());
+    small_pages.page_size = 16;
+    CHECK_OK(mt_variant_validate(&w, &small_pages, &sm90));
+    CHECK_STATUS(mt_variant_validate(&w, &s, &sm80), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "Hopper") && strstr(mt_last_error(), "sm_80"), "%s", mt_last_error());
+    CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
+    mt_decode_static mixed = s;
+    mixed.kv_dtype = MT_FP8_E4M3;
+    CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "one type") != NULL, "%s", mt_last_error());
+    mixed = s, mixed.q_dtype = MT_FP16, mixed.kv_dtype = MT_FP16;
+    CHECK_OK(mt_variant_validate(&w, &mixed, &sm90));
+    mixed = s, mixed.dl = 256;
+    CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "Dl == 512") != NULL, "%s", mt_last_error());
+    mixed = s, mixed.d = 608; /* not whole 64-column swizzle blocks */
+    CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
+    mixed = s, mixed.d = 640; /* three tiles of 64 x 640 x 2 bytes: over 227 KiB */
+    CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "shared memory") != NULL, "%s", mt_last_error());
+    static const int other_shape[][2] = {{MT_P_TILE_Q, 32}, {MT_P_BLOCK_THREADS, 128}, {MT_P_KV_CHUNK, 32}, {MT_P_KV_STAGES, 3}};
+    for (int i = 0; i < 4; i++) {
+        mt_variant x = w;
+        x.values[other_shape[i][0]] = other_shape[i][1];
+        CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "mma=2 takes") != NULL, "%s", mt_last_error());
+    }
+
     /* validation: allowed values, then constraints */
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
     w = v;
