@@ -42,3 +42,33 @@ extern "C" __global__ void __launch_bounds__(256) mt_mma_peak(float *out, int it
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 #endif
+
+#if defined(MT_HAVE_WGMMA)
+/* The same for Hopper's warpgroup instructions, the way the mma=2 decode
+ * path uses them: two warpgroups per group, each issuing wgmma m64n256k16
+ * (A from registers, B from shared memory) in batches of 8 with up to two
+ * batches in flight.  FLOPs = 2 * 64 * 256 * 16 * 8 * iters per warpgroup. */
+extern "C" __global__ void __launch_bounds__(256, 1) mt_wgmma_peak(float *out, int iters) {
+    __shared__ __align__(1024) mt_u16 b_s[16 * 256]; /* k16 x n256, four 64-column blocks */
+    for (int i = threadIdx.x; i < 16 * 256; i += blockDim.x) b_s[i] = (mt_u16)(0x3c00u ^ (i & 7));
+    mt_fence_proxy_async();
+    __syncthreads();
+    mt_u32 a[4];
+    for (int i = 0; i < 4; i++) a[i] = 0x3f803f80u ^ (threadIdx.x * 0x00010001u * (i + 1));
+    float acc[128];
+    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+    const mt_u64 desc = mt_wgmma_desc(b_s, 16 * 128, 1024);
+    for (int it = 0; it < iters; it++) {
+        mt_wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 8; k++) mt_wgmma_m64n256k16_rs<0>(acc, a, desc, 1);
+        mt_wgmma_commit();
+        mt_wgmma_wait<1>();
+    }
+    mt_wgmma_wait<0>();
+    mt_wgmma_pin<128>(acc);
+    float s = 0.0f;
+    for (int i = 0; i < 128; i++) s += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+#endif

@@ -88,3 +88,24 @@ double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int c
     free(src);
     return result;
 }
+
+double mt_ceiling_wgmma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
+    if (strcmp(arch, "sm_90") != 0 || compute_units < 1) return 0;
+    char *src = NULL;
+    const mt_code_object *obj = NULL;
+    mma_job m = {.groups = (unsigned)compute_units, .iters = 2048};
+    mt_status st = mt_kernel_source("bench_kernels.cu", &src);
+    mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = arch};
+    if (st == MT_OK) st = mt_jit_compile(jit, &req, &obj, NULL);
+    if (st == MT_OK) st = mt_jit_function(jit, obj, "mt_wgmma_peak", &m.f);
+    if (st == MT_OK) st = mt_backend_mem_alloc(b, (size_t)m.groups * 256 * sizeof(float), &m.out);
+    double result = 0;
+    if (st == MT_OK) {
+        double ms = median_ms(b, s, 7, run_mma, &m);
+        double flops = 2.0 * 64 * 256 * 16 * 8 * (double)m.iters * m.groups * 2; /* 2 warpgroups per group */
+        if (ms > 0) result = flops / (ms * 1e-3) / 1e12;
+    }
+    mt_backend_mem_free(b, m.out);
+    free(src);
+    return result;
+}

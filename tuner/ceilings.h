@@ -20,4 +20,9 @@ double mt_ceiling_copy_gbps(mt_backend *b, mt_stream s);
  * target has no such instruction (not sm_80+) or it cannot run. */
 double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s);
 
+/* The same for Hopper's warpgroup instructions (wgmma m64n256k16, A from
+ * registers, B from shared memory, 2 warpgroups per SM), which the mma=2
+ * decode path uses; 0 on anything but sm_90. */
+double mt_ceiling_wgmma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s);
+
 #endif
