@@ -126,7 +126,8 @@ typedef struct mt_backend_iface {
      * map, sm_90+; 128 bytes into `out`) for a 2-D array of 16-bit elements
      * at `base`: `rows` rows of `cols` elements, `row_bytes` apart; each copy
      * moves a box of box_cols x box_rows into shared memory in the 128-byte
-     * swizzle (kernels/prelude.h, mt_swizzle128) */
+     * swizzle (kernels/prelude.h, mt_swizzle128); like every driver
+     * operation it needs the device current on the calling thread */
     mt_status (*tensor_map_2d)  (mt_backend *b, mt_devptr base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
                                  unsigned box_cols, unsigned box_rows, void *out);
     /* teardown: unloads the vendor libraries and frees the context */

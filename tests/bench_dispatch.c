@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
     free(choices);
 
     mt_backend *b = NULL;
-    if (mt_backend_open("cuda", &b) == MT_OK && b->has_driver) {
+    if (mt_backend_open("cuda", &b) == MT_OK && b->has_driver && mt_backend_set_device(b, 0) == MT_OK) {
         _Alignas(64) unsigned char map[MT_TENSOR_MAP_BYTES];
         const long encodes = 200000;
         mt_status st = MT_OK;
