@@ -15,6 +15,11 @@ static const int heuristic_splits[] = {1, 2, 4, 8, 16, 32, 64, 128};
  * (reports/h100/fast-decode), used as the heuristic's base where it fits. */
 static const char heuristic_mma_base[] =
     "tile_q=16,kv_granularity=16,num_splits=1,block_threads=128,kv_chunk=32,mma=1,kv_stages=2";
+/* Where a request has 64+ query rows (64+ heads, or 16 heads x 4 tokens)
+ * the shape is bound by the matrix units, and the wgmma path (Hopper only)
+ * won every such key of that sweep (128 heads: 2.5x the mma.sync path). */
+static const char heuristic_wgmma_base[] =
+    "tile_q=64,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
 
 void mt_dispatch_heuristic(const mt_problem_key *shape, const mt_variant *base, int batch, int seq_len,
                            int compute_units, mt_variant *out) {
@@ -86,11 +91,16 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
     if (out->n_entries == 0) {
         out->heuristic = 1;
         /* the heuristic only ever varies the split count of its base: the
-         * measured matrix-unit variant where it fits (NVIDIA; its 32-key
+         * measured wgmma variant for 64+ rows where it fits (Hopper), else
+         * the measured mma.sync variant where it fits (NVIDIA; its 32-key
          * chunk never fits the MFMA path, which has not run on an AMD GPU
          * yet), else the family default */
-        if (mt_variant_parse(&mt_family_mla_decode_simt, heuristic_mma_base, &out->heuristic_base) != MT_OK ||
-            mt_variant_validate(&out->heuristic_base, &shape->s, t) != MT_OK) {
+        int wide = shape->sq * shape->n_heads >= 64;
+        if (!wide || mt_variant_parse(&mt_family_mla_decode_simt, heuristic_wgmma_base, &out->heuristic_base) != MT_OK ||
+            mt_variant_validate(&out->heuristic_base, &shape->s, t) != MT_OK)
+            mt_clear_error(), wide = 0;
+        if (!wide && (mt_variant_parse(&mt_family_mla_decode_simt, heuristic_mma_base, &out->heuristic_base) != MT_OK ||
+                      mt_variant_validate(&out->heuristic_base, &shape->s, t) != MT_OK)) {
             if (mt_variant_default_for(&mt_family_mla_decode_simt, &shape->s, t, &out->heuristic_base) != MT_OK)
                 return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and no built-in variant fits: %s",
                                mt_last_error());

@@ -66,6 +66,21 @@ int main(void) {
     CHECK(r.entry == NULL);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 1); /* sm_90: the matrix-unit base */
     mt_dispatch_free(&table);
+    /* 128 heads (64+ rows) on sm_90: the wgmma base; 32 requests x 2 tiles
+     * of 64 rows fill a wave of 132 CUs with 2 splits (the tuned choice) */
+    shape.n_heads = 128;
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, &table));
+    mt_dispatch_lookup(&table, 32, 16384, &r);
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
+    mt_dispatch_free(&table);
+    /* ... but not with fp8 KV (wgmma needs q and KV of one type): mma.sync */
+    mt_problem_key fp8_shape = shape;
+    fp8_shape.s.kv_dtype = MT_FP8_E4M3;
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    mt_dispatch_lookup(&table, 32, 16384, &r);
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 1);
+    mt_dispatch_free(&table);
+    shape.n_heads = 3;
     /* on gfx942 the heuristic starts from a default that fits 64 KiB of LDS */
     mt_target amd;
     CHECK_OK(mt_target_for_arch("gfx942", &amd));
