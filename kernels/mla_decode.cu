@@ -133,6 +133,31 @@ __device__ __forceinline__ int row_key_limit(int row, int rows, int len, int sq,
     return row < rows ? max(0, min(len, len - sq + row / n_heads + 1)) : 0;
 }
 
+/* A row's log-sum-exp (natural log) from its running max in the log2
+ * domain and its sum; -inf for a row that saw no key. */
+__device__ __forceinline__ float row_lse(float m, float l) { return l > 0.0f ? (m + mt_log2f(l)) * LN2 : MT_NEG_INF; }
+
+/* Where the results of query row `row` of request b go: out and lse
+ * without splits, the split's fp32 partials (o_part, lse_part) otherwise. */
+__device__ __forceinline__ void store_lse(float *lse, float *lse_part, int b, int split, int rows, int row, float v) {
+#if NUM_SPLITS == 1
+    (void)lse_part, (void)split;
+    lse[(size_t)b * rows + row] = v;
+#else
+    (void)lse;
+    lse_part[((size_t)b * NUM_SPLITS + split) * rows + row] = v;
+#endif
+}
+__device__ __forceinline__ void store_o(mt_u16 *out, float *o_part, int b, int split, int rows, int row, int col, float v) {
+#if NUM_SPLITS == 1
+    (void)o_part, (void)split;
+    out[((size_t)b * rows + row) * DL + col] = store_out(v);
+#else
+    (void)out;
+    o_part[(((size_t)b * NUM_SPLITS + split) * rows + row) * DL + col] = v;
+#endif
+}
+
 #if MMA
 /* Shared by both matrix-unit paths.  The mma type is bf16 when KV is bf16,
  * fp16 when KV is fp16 or fp8; q is converted to it when its own dtype
@@ -160,6 +185,25 @@ __device__ __forceinline__ float q_fp16_factor(float amax) {
     if (amax > 0.0f) k = min(126, max(-126, 14 - ilogbf(amax)));
     return ldexpf(1.0f, k);
 }
+
+#if MT_CUDA
+/* Output columns col and col + 1 of one row (the NVIDIA matrix paths'
+ * accumulator pairs), as store_o does for one. */
+__device__ __forceinline__ void store_o_pair(mt_u16 *out, float *o_part, int b, int split, int rows, int row, int col,
+                                             float v0, float v1) {
+#if NUM_SPLITS == 1
+    (void)o_part, (void)split;
+#if Q_DTYPE == 0
+    *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_bf16x2(v0, v1);
+#else
+    *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_f16x2(v0, v1);
+#endif
+#else
+    (void)out;
+    *(float2 *)(o_part + (((size_t)b * NUM_SPLITS + split) * rows + row) * DL + col) = make_float2(v0, v1);
+#endif
+}
+#endif
 
 /* A packed pair of q (q's dtype) -> the mma type; bf16 q is multiplied by
  * q_factor on the way (1 unless it goes to fp16). */
@@ -300,21 +344,9 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
         for (int j = 0; j < COLS_PER_THREAD; j++) {
             int col = tid + j * BLOCK_THREADS;
             if (col >= DL) continue;
-            float v = acc_o[r][j] * inv;
-#if NUM_SPLITS == 1
-            out[((size_t)b * rows + row) * DL + col] = store_out(v);
-#else
-            o_part[(((size_t)b * NUM_SPLITS + split) * rows + row) * DL + col] = v;
-#endif
+            store_o(out, o_part, b, split, rows, row, col, acc_o[r][j] * inv);
         }
-        if (tid == 0) {
-            float l = sum > 0.0f ? (row_max[r] + mt_log2f(sum)) * LN2 : MT_NEG_INF;
-#if NUM_SPLITS == 1
-            lse[(size_t)b * rows + row] = l;
-#else
-            lse_part[((size_t)b * NUM_SPLITS + split) * rows + row] = l;
-#endif
-        }
+        if (tid == 0) store_lse(lse, lse_part, b, split, rows, row, row_lse(row_max[r], sum));
     }
 }
 
@@ -372,13 +404,6 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 #error "mma=2 copies whole pages of at least 16 keys"
 #endif
 
-__device__ __forceinline__ mt_u32 pack2_out(float lo, float hi) {
-#if Q_DTYPE == 0
-    return mt_pack_bf16x2(lo, hi);
-#else
-    return mt_pack_f16x2(lo, hi);
-#endif
-}
 
 /* O rows r0 / r1 of this thread *= a0 / a1, skipped while the whole warp's
  * rows keep their max (the factor is then exactly 1). */
@@ -398,7 +423,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
            float kv_scale, const __grid_constant__ mt_tensor_map kv_map) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes of the shared address */
-    unsigned char *q_s = smem_raw + ((1024u - ((unsigned)__cvta_generic_to_shared(smem_raw) & 1023u)) & 1023u);
+    unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
     unsigned char *kv_s = q_s + WG_TILE_BYTES;
     unsigned char *p_s = kv_s + 2 * WG_TILE_BYTES;
     float *row_alpha = (float *)(p_s + WG_BLOCK_BYTES);
@@ -578,15 +603,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         if (quad == 0) {
             row_alpha[r0] = l0 > 0.0f ? kv_scale / l0 : 0.0f;
             row_alpha[r1] = l1 > 0.0f ? kv_scale / l1 : 0.0f;
-            const float e0 = l0 > 0.0f ? (m0 + mt_log2f(l0)) * LN2 : MT_NEG_INF;
-            const float e1 = l1 > 0.0f ? (m1 + mt_log2f(l1)) * LN2 : MT_NEG_INF;
-#if NUM_SPLITS == 1
-            float *lse_out = lse + (size_t)b * rows;
-#else
-            float *lse_out = lse_part + ((size_t)b * NUM_SPLITS + split) * rows;
-#endif
-            if (row0 + r0 < rows) lse_out[row0 + r0] = e0;
-            if (row0 + r1 < rows) lse_out[row0 + r1] = e1;
+            if (row0 + r0 < rows) store_lse(lse, lse_part, b, split, rows, row0 + r0, row_lse(m0, l0));
+            if (row0 + r1 < rows) store_lse(lse, lse_part, b, split, rows, row0 + r1, row_lse(m1, l1));
         }
     }
     __syncthreads();
@@ -595,14 +613,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         const int col = wg * 256 + j * 8 + quad * 2;
-#if NUM_SPLITS == 1
-        if (g0 < rows) *(mt_u32 *)(out + ((size_t)b * rows + g0) * DL + col) = pack2_out(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-        if (g1 < rows) *(mt_u32 *)(out + ((size_t)b * rows + g1) * DL + col) = pack2_out(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
-#else
-        float *part = o_part + ((size_t)b * NUM_SPLITS + split) * rows * DL;
-        if (g0 < rows) *(float2 *)(part + (size_t)g0 * DL + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-        if (g1 < rows) *(float2 *)(part + (size_t)g1 * DL + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
-#endif
+        if (g0 < rows) store_o_pair(out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+        if (g1 < rows) store_o_pair(out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
     }
 }
 
@@ -671,13 +683,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #define QS_BYTES (TILE_Q * QS_STRIDE * 2)
 #define SP_BYTES (DG * TILE_Q * SP_STRIDE * 4)
 #define REGION0_BYTES (QS_BYTES > SP_BYTES ? QS_BYTES : SP_BYTES)
-__device__ __forceinline__ mt_u32 pack2_out(float lo, float hi) {
-#if Q_DTYPE == 0
-    return mt_pack_bf16x2(lo, hi);
-#else
-    return mt_pack_f16x2(lo, hi);
-#endif
-}
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
@@ -989,15 +994,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     __syncthreads();
     if (lane % LPR == 0) {
         red[srow] = l_run > 0.0f ? kv_scale / l_run : 0.0f;
-        const float e = l_run > 0.0f ? (m_run + mt_log2f(l_run)) * LN2 : MT_NEG_INF;
-        const int grow = row0 + srow;
-        if (grow < rows) {
-#if NUM_SPLITS == 1
-            lse[(size_t)b * rows + grow] = e;
-#else
-            lse_part[((size_t)b * NUM_SPLITS + split) * rows + grow] = e;
-#endif
-        }
+        if (row0 + srow < rows) store_lse(lse, lse_part, b, split, rows, row0 + srow, row_lse(m_run, l_run));
     }
     __syncthreads();
 #pragma unroll
@@ -1007,14 +1004,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
         for (int t = 0; t < ON; t++) {
             const int col = warp * CPW + t * 8 + quad * 2;
-#if NUM_SPLITS == 1
-            if (g0 < rows) *(mt_u32 *)(out + ((size_t)b * rows + g0) * DL + col) = pack2_out(acc_o[m][t][0] * inv0, acc_o[m][t][1] * inv0);
-            if (g1 < rows) *(mt_u32 *)(out + ((size_t)b * rows + g1) * DL + col) = pack2_out(acc_o[m][t][2] * inv1, acc_o[m][t][3] * inv1);
-#else
-            float *part = o_part + ((size_t)b * NUM_SPLITS + split) * rows * DL;
-            if (g0 < rows) *(float2 *)(part + (size_t)g0 * DL + col) = make_float2(acc_o[m][t][0] * inv0, acc_o[m][t][1] * inv0);
-            if (g1 < rows) *(float2 *)(part + (size_t)g1 * DL + col) = make_float2(acc_o[m][t][2] * inv1, acc_o[m][t][3] * inv1);
-#endif
+            if (g0 < rows) store_o_pair(out, o_part, b, split, rows, g0, col, acc_o[m][t][0] * inv0, acc_o[m][t][1] * inv0);
+            if (g1 < rows) store_o_pair(out, o_part, b, split, rows, g1, col, acc_o[m][t][2] * inv1, acc_o[m][t][3] * inv1);
         }
     }
 }
@@ -1290,15 +1281,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     __syncthreads();
     if (lane % LPR == 0) {
         red[srow] = l_run > 0.0f ? kv_scale / l_run : 0.0f;
-        const float e = l_run > 0.0f ? (m_run + mt_log2f(l_run)) * LN2 : MT_NEG_INF;
-        const int grow = row0 + srow;
-        if (grow < rows) {
-#if NUM_SPLITS == 1
-            lse[(size_t)b * rows + grow] = e;
-#else
-            lse_part[((size_t)b * NUM_SPLITS + split) * rows + grow] = e;
-#endif
-        }
+        if (row0 + srow < rows) store_lse(lse, lse_part, b, split, rows, row0 + srow, row_lse(m_run, l_run));
     }
     __syncthreads();
 #pragma unroll
@@ -1310,12 +1293,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             const float inv = red[r];
 #pragma unroll
             for (int t = 0; t < ON; t++) {
-                const int col = wave * CPW + t * 16 + l16;
-#if NUM_SPLITS == 1
-                out[((size_t)b * rows + grow) * DL + col] = store_out(acc[m][t][e] * inv);
-#else
-                o_part[(((size_t)b * NUM_SPLITS + split) * rows + grow) * DL + col] = acc[m][t][e] * inv;
-#endif
+                store_o(out, o_part, b, split, rows, grow, wave * CPW + t * 16 + l16, acc[m][t][e] * inv);
             }
         }
 }

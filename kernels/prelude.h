@@ -150,6 +150,10 @@ __device__ __forceinline__ void mt_grid_launch_dependents(void) {
  * Used by the MMA=1 path of mla_decode.cu on NVIDIA; the AMD matrix cores
  * (MFMA) follow in the section after this one. */
 #if MT_CUDA
+/* The shared-memory address of a generic pointer into shared memory (what
+ * the instructions below take). */
+__device__ __forceinline__ unsigned mt_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
 /* D = A * B + D, m16n8k16, fp32 accumulators; A/B as packed 16-bit pairs. */
 __device__ __forceinline__ void mt_mma_16816(float *d, const mt_u32 *a, const mt_u32 *b, int fp16) {
     if (fp16)
@@ -167,7 +171,7 @@ __device__ __forceinline__ void mt_mma_16816(float *d, const mt_u32 *a, const mt
 /* Two 8x8 16-bit matrices from shared memory, transposed: threads 0-15
  * give the row addresses (row t%8 of matrix t/8). */
 __device__ __forceinline__ void mt_ldmatrix_x2_trans(mt_u32 *r, const void *smem_row) {
-    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    unsigned addr = mt_smem_addr(smem_row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
 
@@ -175,7 +179,7 @@ __device__ __forceinline__ void mt_ldmatrix_x2_trans(mt_u32 *r, const void *smem
  * addresses (row t%8 of matrix t/8); the B operand of one n8 tile stored
  * as [n][k]. */
 __device__ __forceinline__ void mt_ldmatrix_x2(mt_u32 *r, const void *smem_row) {
-    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    unsigned addr = mt_smem_addr(smem_row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
 
@@ -184,7 +188,7 @@ __device__ __forceinline__ void mt_ldmatrix_x2(mt_u32 *r, const void *smem_row) 
  * m16n8k16 from a row-major tile, or two k-steps of a B operand stored as
  * [n][k]). */
 __device__ __forceinline__ void mt_ldmatrix_x4(mt_u32 *r, const void *smem_row) {
-    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    unsigned addr = mt_smem_addr(smem_row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
@@ -192,7 +196,7 @@ __device__ __forceinline__ void mt_ldmatrix_x4(mt_u32 *r, const void *smem_row) 
 
 /* The same, transposed: the B operand of two n8 tiles from a [k][n] tile. */
 __device__ __forceinline__ void mt_ldmatrix_x4_trans(mt_u32 *r, const void *smem_row) {
-    unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    unsigned addr = mt_smem_addr(smem_row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
@@ -226,7 +230,7 @@ __device__ __forceinline__ mt_u32 mt_cvt_e4m3x2_f16x2(mt_u16 two) {
 
 /* 16 bytes global -> shared without registers; src_bytes = 0 writes zeros. */
 __device__ __forceinline__ void mt_cp_async16(void *smem, const void *gmem, int src_bytes) {
-    unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    unsigned addr = mt_smem_addr(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(addr), "l"(gmem), "r"(src_bytes));
 }
 __device__ __forceinline__ void mt_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
@@ -268,7 +272,6 @@ template <int N> __device__ __forceinline__ void mt_cp_async_wait(void) {
 struct __align__(64) mt_tensor_map {
     mt_u64 opaque[16];
 };
-__device__ __forceinline__ unsigned mt_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void mt_mbar_init(mt_u64 *bar, int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mt_smem_addr(bar)), "r"(count) : "memory");
 }
@@ -301,7 +304,7 @@ __device__ __forceinline__ int mt_swizzle128(int r, int u, int rows) {
 }
 
 __device__ __forceinline__ mt_u64 mt_wgmma_desc(const void *smem, int lbo, int sbo) {
-    mt_u64 addr = (mt_u64)__cvta_generic_to_shared(smem);
+    mt_u64 addr = mt_smem_addr(smem);
     return ((addr & 0x3ffffu) >> 4) | ((mt_u64)((lbo >> 4) & 0x3fff) << 16) |
            ((mt_u64)((sbo >> 4) & 0x3fff) << 32) | (1ull << 62); /* layout 1: 128-byte swizzle */
 }
