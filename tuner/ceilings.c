@@ -68,44 +68,39 @@ static mt_status run_mma(mt_backend *b, void *arg, mt_stream s) {
     return mt_backend_launch(b, m->f, grid, block, 0, s, args);
 }
 
-double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
-    if (strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 80 || compute_units < 1) return 0;
+/* Times `kernel` of bench_kernels.cu (args: out, iters) on `groups`
+ * groups of 256 threads and converts with the FLOPs one group does per
+ * iteration; 0 when anything fails. */
+static double matrix_peak_tflops(mt_backend *b, mt_jit *jit, const char *arch, const char *kernel, unsigned groups,
+                                 int iters, double flops_per_group_iter, mt_stream s) {
     char *src = NULL;
     const mt_code_object *obj = NULL;
-    mma_job m = {.groups = 4u * (unsigned)compute_units, .iters = 4096};
+    mma_job m = {.groups = groups, .iters = iters};
     mt_status st = mt_kernel_source("bench_kernels.cu", &src);
     mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = arch};
     if (st == MT_OK) st = mt_jit_compile(jit, &req, &obj, NULL);
-    if (st == MT_OK) st = mt_jit_function(jit, obj, "mt_mma_peak", &m.f);
+    if (st == MT_OK) st = mt_jit_function(jit, obj, kernel, &m.f);
     if (st == MT_OK) st = mt_backend_mem_alloc(b, (size_t)m.groups * 256 * sizeof(float), &m.out);
     double result = 0;
     if (st == MT_OK) {
         double ms = median_ms(b, s, 7, run_mma, &m);
-        double flops = 2.0 * 16 * 8 * 16 * 8 * (double)m.iters * m.groups * 8; /* 8 warps per group */
-        if (ms > 0) result = flops / (ms * 1e-3) / 1e12;
+        if (ms > 0) result = flops_per_group_iter * m.iters * m.groups / (ms * 1e-3) / 1e12;
     }
     mt_backend_mem_free(b, m.out);
     free(src);
     return result;
 }
 
+double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
+    if (strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 80 || compute_units < 1) return 0;
+    /* 8 warps per group, 8 m16n8k16 products per warp and iteration */
+    return matrix_peak_tflops(b, jit, arch, "mt_mma_peak", 4u * (unsigned)compute_units, 4096,
+                              2.0 * 16 * 8 * 16 * 8 * 8, s);
+}
+
 double mt_ceiling_wgmma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
     if (strcmp(arch, "sm_90") != 0 || compute_units < 1) return 0;
-    char *src = NULL;
-    const mt_code_object *obj = NULL;
-    mma_job m = {.groups = (unsigned)compute_units, .iters = 2048};
-    mt_status st = mt_kernel_source("bench_kernels.cu", &src);
-    mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = arch};
-    if (st == MT_OK) st = mt_jit_compile(jit, &req, &obj, NULL);
-    if (st == MT_OK) st = mt_jit_function(jit, obj, "mt_wgmma_peak", &m.f);
-    if (st == MT_OK) st = mt_backend_mem_alloc(b, (size_t)m.groups * 256 * sizeof(float), &m.out);
-    double result = 0;
-    if (st == MT_OK) {
-        double ms = median_ms(b, s, 7, run_mma, &m);
-        double flops = 2.0 * 64 * 256 * 16 * 8 * (double)m.iters * m.groups * 2; /* 2 warpgroups per group */
-        if (ms > 0) result = flops / (ms * 1e-3) / 1e12;
-    }
-    mt_backend_mem_free(b, m.out);
-    free(src);
-    return result;
+    /* 2 warpgroups per group, 8 m64n256k16 products per warpgroup and iteration */
+    return matrix_peak_tflops(b, jit, arch, "mt_wgmma_peak", (unsigned)compute_units, 2048,
+                              2.0 * 64 * 256 * 16 * 8 * 2, s);
 }
