@@ -22,6 +22,20 @@ extern "C" __global__ void mt_fill_random(unsigned char *p, unsigned long long n
     }
 }
 
+/* Evicts the L2 by reading `n` 8-byte words (a buffer a few times the
+ * L2): unlike a memset it leaves clean lines behind, so the timed call that
+ * follows does not pay for writing the flush's own dirty lines back.  The
+ * store happens only if a thread's xor of what it read equals `never` (the
+ * caller zeroes the buffer once and passes 1), so nothing is optimised
+ * away. */
+extern "C" __global__ void mt_l2_evict_read(const mt_u64 *p, unsigned long long n, mt_u64 never, mt_u64 *sink) {
+    mt_u64 x = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        x ^= p[i];
+    if (x == never) *sink = x;
+}
+
 #if MT_CUDA
 /* Matrix-unit ceiling: every warp issues `iters` x 8 independent
  * m16n8k16 bf16 products on register operands (no memory traffic), the way

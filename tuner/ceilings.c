@@ -7,52 +7,30 @@
 #include <string.h>
 
 #include "../kernels/kernels.h"
+#include "timing.h"
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+/* Median ms of `n` (<= 16) runs of fn after one warm-up run, or -1. */
+static double median_ms(mt_stream s, int n, mt_timed_fn fn, void *arg, mt_backend *b) {
+    double ms[16];
+    mt_status st = fn(arg, s);
+    if (st == MT_OK) st = mt_time_runs(b, s, NULL, n, fn, arg, ms);
+    return st == MT_OK ? mt_sorted_median(ms, n) : -1;
 }
 
-/* Times `n` runs of fn(b, arg, s) between events; median ms, or -1. */
-static double median_ms(mt_backend *b, mt_stream s, int n, mt_status (*fn)(mt_backend *, void *, mt_stream),
-                        void *arg) {
-    mt_event e0 = NULL, e1 = NULL;
-    double ms[16] = {0}, result = -1;
-    mt_status st = mt_backend_event_create(b, &e0);
-    if (st == MT_OK) st = mt_backend_event_create(b, &e1);
-    if (st == MT_OK) st = fn(b, arg, s); /* warm-up */
-    for (int i = 0; i < n && st == MT_OK; i++) {
-        float t = 0;
-        st = mt_backend_event_record(b, e0, s);
-        if (st == MT_OK) st = fn(b, arg, s);
-        if (st == MT_OK) st = mt_backend_event_record(b, e1, s);
-        if (st == MT_OK) st = mt_backend_event_sync(b, e1);
-        if (st == MT_OK) st = mt_backend_event_elapsed(b, e0, e1, &t);
-        ms[i] = t;
-    }
-    if (st == MT_OK) {
-        qsort(ms, (size_t)n, sizeof ms[0], compare_doubles);
-        result = ms[n / 2];
-    }
-    if (e0) mt_backend_event_destroy(b, e0);
-    if (e1) mt_backend_event_destroy(b, e1);
-    return result;
-}
-
-typedef struct copy_job { mt_devptr dst, src; size_t bytes; } copy_job;
-static mt_status run_copy(mt_backend *b, void *arg, mt_stream s) {
+typedef struct copy_job { mt_backend *b; mt_devptr dst, src; size_t bytes; } copy_job;
+static mt_status run_copy(void *arg, mt_stream s) {
     copy_job *c = arg;
-    return mt_backend_copy_on_device(b, c->dst, c->src, c->bytes, s);
+    return mt_backend_copy_on_device(c->b, c->dst, c->src, c->bytes, s);
 }
 
 double mt_ceiling_copy_gbps(mt_backend *b, mt_stream s) {
-    copy_job c = {0, 0, (size_t)1 << 30};
+    copy_job c = {b, 0, 0, (size_t)1 << 30};
     double result = 0;
     mt_status st = mt_backend_mem_alloc(b, c.bytes, &c.src);
     if (st == MT_OK) st = mt_backend_mem_alloc(b, c.bytes, &c.dst);
     if (st == MT_OK) st = mt_backend_mem_set(b, c.src, 0x5a, c.bytes, s);
     if (st == MT_OK) {
-        double ms = median_ms(b, s, 9, run_copy, &c);
+        double ms = median_ms(s, 9, run_copy, &c, b);
         if (ms > 0) result = 2.0 * (double)c.bytes / (ms * 1e-3) / 1e9;
     }
     mt_backend_mem_free(b, c.src);
@@ -60,12 +38,12 @@ double mt_ceiling_copy_gbps(mt_backend *b, mt_stream s) {
     return result;
 }
 
-typedef struct mma_job { mt_function f; unsigned groups; mt_devptr out; int iters; } mma_job;
-static mt_status run_mma(mt_backend *b, void *arg, mt_stream s) {
+typedef struct mma_job { mt_backend *b; mt_function f; unsigned groups; mt_devptr out; int iters; } mma_job;
+static mt_status run_mma(void *arg, mt_stream s) {
     mma_job *m = arg;
     unsigned grid[3] = {m->groups, 1, 1}, block[3] = {256, 1, 1};
     void *args[] = {&m->out, &m->iters};
-    return mt_backend_launch(b, m->f, grid, block, 0, s, args);
+    return mt_backend_launch(m->b, m->f, grid, block, 0, s, args);
 }
 
 /* Times `kernel` of bench_kernels.cu (args: out, iters) on `groups`
@@ -75,7 +53,7 @@ static double matrix_peak_tflops(mt_backend *b, mt_jit *jit, const char *arch, c
                                  int iters, double flops_per_group_iter, mt_stream s) {
     char *src = NULL;
     const mt_code_object *obj = NULL;
-    mma_job m = {.groups = groups, .iters = iters};
+    mma_job m = {.b = b, .groups = groups, .iters = iters};
     mt_status st = mt_kernel_source("bench_kernels.cu", &src);
     mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = arch};
     if (st == MT_OK) st = mt_jit_compile(jit, &req, &obj, NULL);
@@ -83,7 +61,7 @@ static double matrix_peak_tflops(mt_backend *b, mt_jit *jit, const char *arch, c
     if (st == MT_OK) st = mt_backend_mem_alloc(b, (size_t)m.groups * 256 * sizeof(float), &m.out);
     double result = 0;
     if (st == MT_OK) {
-        double ms = median_ms(b, s, 7, run_mma, &m);
+        double ms = median_ms(s, 7, run_mma, &m, b);
         if (ms > 0) result = flops_per_group_iter * m.iters * m.groups / (ms * 1e-3) / 1e12;
     }
     mt_backend_mem_free(b, m.out);

@@ -10,9 +10,10 @@
  * ceiling, and the variant the plan ran with the reason (DB key, nearest
  * key, heuristic, or --variant).
  *
- * Timing follows METHOD.md: random data generated on the GPU, warm-up
- * calls, then per timed call an L2 flush (a memset over 256 MiB, ~5x the
- * H100's L2) and events around the call only; the median is reported, with
+ * Timing follows METHOD.md (timing.h): random data generated on the GPU,
+ * warm-up calls, then per timed call an L2 flush (reads over 256 MiB, ~5x
+ * the H100's L2; --flush write for a memset) and events around the call
+ * only; the median is reported, with
  * the 10th and 90th percentiles.  Outputs are checked for non-finite values
  * (a broken variant shows up as "NaN" instead of a time).  Correctness
  * against the reference is the sweep's job (every measured variant is
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "ceilings.h"
+#include "timing.h"
 #include "commands.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
@@ -39,6 +41,7 @@ typedef struct bench_opts {
     int_list heads, sq, batch, seq_len, kv;  /* kv: mt_dtype values */
     mt_dtype q_dtype;
     int page_size, warmup, reps, device, ceilings;
+    int flush_write; /* --flush write: evict the L2 with a memset (timing.h) */
     const char *user_db, *system_db, *cache_dir, *variant, *csv;
 } bench_opts;
 
@@ -61,6 +64,10 @@ static void usage(FILE *to) {
             "  --db FILE, --system-db FILE   tuning databases (as the runtime)\n"
             "  --warmup N         calls before timing (default 5)\n"
             "  --reps N           timed calls, median reported (default 30)\n"
+            "  --flush MODE       L2 flush before each timed call: read (reads over\n"
+            "                     256 MiB, clean lines left; the default) or write (a\n"
+            "                     memset, whose dirty lines are written back during the\n"
+            "                     call)\n"
             "  --no-ceilings      skip the copy and matrix-unit measurements\n"
             "  --csv FILE         also write the rows as CSV\n"
             "  --device N         GPU ordinal (default 0)\n"
@@ -87,18 +94,20 @@ static int parse_list(const char *text, int_list *out, int is_dtype) {
     return out->n > 0 ? 0 : -1;
 }
 
-static int compare_floats(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct bench_gpu {
     mlt_runtime *rt;
     mt_backend *b;
     mt_function fill;
-    mt_devptr flush;
-    size_t flush_bytes;
+    mt_l2_flush flush;
 } bench_gpu;
+
+/* One timed call: the plan run as an engine makes it. */
+typedef struct plan_call { mlt_plan *plan; const mlt_decode_args *a; } plan_call;
+static mt_status run_plan(void *arg, mt_stream s) {
+    plan_call *c = arg;
+    (void)s; /* the runtime's default stream, as the events */
+    return mlt_plan_run(c->plan, c->a, NULL) == MLT_OK ? MT_OK : mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
+}
 
 static mt_status fill_random(bench_gpu *g, mt_devptr p, size_t n, mt_dtype t, unsigned seed) {
     unsigned long long count = n;
@@ -171,21 +180,13 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
                          .workspace = (void *)(uintptr_t)dws, .workspace_size = ws};
     for (int i = 0; i < o->warmup && st == MT_OK; i++)
         if (mlt_plan_run(plan, &a, NULL) != MLT_OK) st = mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
-    mt_event *ev = calloc((size_t)o->reps * 2, sizeof *ev);
-    float *ms = calloc((size_t)o->reps, sizeof *ms);
-    for (int i = 0; i < o->reps * 2 && st == MT_OK; i++) st = mt_backend_event_create(g->b, &ev[i]);
-    for (int i = 0; i < o->reps && st == MT_OK; i++) {
-        st = mt_backend_mem_set(g->b, g->flush, (uint8_t)i, g->flush_bytes, NULL);
-        if (st == MT_OK) st = mt_backend_event_record(g->b, ev[2 * i], NULL);
-        if (st == MT_OK && mlt_plan_run(plan, &a, NULL) != MLT_OK) st = mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
-        if (st == MT_OK) st = mt_backend_event_record(g->b, ev[2 * i + 1], NULL);
-    }
-    if (st == MT_OK) st = mt_backend_stream_sync(g->b, NULL);
-    for (int i = 0; i < o->reps && st == MT_OK; i++) st = mt_backend_event_elapsed(g->b, ev[2 * i], ev[2 * i + 1], &ms[i]);
+    double *ms = calloc((size_t)o->reps, sizeof *ms);
+    plan_call call = {plan, &a};
+    if (st == MT_OK) st = ms ? mt_time_runs(g->b, NULL, &g->flush, o->reps, run_plan, &call, ms)
+                             : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == MT_OK) st = mt_backend_copy_to_host(g->b, host_out, dout, out_bytes, NULL);
     if (st == MT_OK) {
-        qsort(ms, (size_t)o->reps, sizeof ms[0], compare_floats);
-        r->median_us = 1e3 * (o->reps % 2 ? ms[o->reps / 2] : 0.5 * (ms[o->reps / 2 - 1] + ms[o->reps / 2]));
+        r->median_us = 1e3 * mt_sorted_median(ms, o->reps);
         r->p10_us = 1e3 * ms[o->reps / 10];
         r->p90_us = 1e3 * ms[(o->reps * 9) / 10 < o->reps ? (o->reps * 9) / 10 : o->reps - 1];
         double keys = 0; /* key visits per head: token t of Sq sees len - sq + t + 1 keys */
@@ -200,9 +201,7 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
             r->non_finite += !isfinite(f);
         }
     }
-    for (int i = 0; i < o->reps * 2; i++)
-        if (ev[i]) mt_backend_event_destroy(g->b, ev[i]);
-    free(ev), free(ms), free(table), free(lens), free(host_out);
+    free(ms), free(table), free(lens), free(host_out);
     mt_backend_mem_free(g->b, dq), mt_backend_mem_free(g->b, dkv), mt_backend_mem_free(g->b, dtable);
     mt_backend_mem_free(g->b, dlens), mt_backend_mem_free(g->b, dout), mt_backend_mem_free(g->b, dlse);
     mt_backend_mem_free(g->b, dws);
@@ -253,6 +252,10 @@ int cmd_bench(int argc, char **argv) {
         else if (strcmp(a, "--warmup") == 0) o.warmup = atoi(v), bad = o.warmup < 0 ? -1 : 0;
         else if (strcmp(a, "--reps") == 0) o.reps = atoi(v), bad = o.reps < 3 || o.reps > 10000 ? -1 : 0;
         else if (strcmp(a, "--device") == 0) o.device = atoi(v);
+        else if (strcmp(a, "--flush") == 0) {
+            o.flush_write = strcmp(v, "write") == 0;
+            bad = o.flush_write || strcmp(v, "read") == 0 ? 0 : -1;
+        }
         else {
             mt_cli_error("bench: unknown option '%s' (see --help)", a);
             return 2;
@@ -282,12 +285,13 @@ int cmd_bench(int argc, char **argv) {
     const mt_device_info *info = mt_runtime_device(g.rt);
     char *src = NULL;
     const mt_code_object *obj = NULL;
-    g.flush_bytes = (size_t)256 << 20;
     mt_status st = mt_kernel_source("bench_kernels.cu", &src);
     mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = info->arch};
     if (st == MT_OK) st = mt_jit_compile(mt_runtime_jit(g.rt), &req, &obj, NULL);
     if (st == MT_OK) st = mt_jit_function(mt_runtime_jit(g.rt), obj, "mt_fill_random", &g.fill);
-    if (st == MT_OK) st = mt_backend_mem_alloc(g.b, g.flush_bytes, &g.flush);
+    if (st == MT_OK)
+        st = mt_l2_flush_create(g.b, mt_runtime_jit(g.rt), info->arch, (size_t)256 << 20,
+                                o.flush_write ? MT_FLUSH_WRITE : MT_FLUSH_READ, &g.flush);
     free(src);
     if (st != MT_OK) {
         mt_cli_error("bench: %s", mt_last_error());
@@ -360,7 +364,7 @@ int cmd_bench(int argc, char **argv) {
                     }
 done:
     if (csv) fclose(csv);
-    mt_backend_mem_free(g.b, g.flush);
+    mt_l2_flush_destroy(&g.flush);
     mlt_runtime_destroy(g.rt);
     return failures ? 1 : 0;
 }

@@ -12,7 +12,8 @@
  * the coordinator compiles ahead), poison out and lse with NaN, run once and
  * compare (NaN never passes; ||out - ref|| / ||ref|| under 1e-2 for bf16,
  * 5e-3 for fp16), then time: warm-up launches, and per timed run an L2 flush
- * (a memset over twice the L2) followed by the launch between two events.
+ * (reads over four times the L2, timing.h) followed by the launch between
+ * two events.
  * Median, min, max and spread (p90 - p10) of the event times are reported.
  *
  * --inject-fault PARAM=VALUE (tests on a real GPU): for variants with that
@@ -41,6 +42,7 @@
 #include "kernels/mla_decode.h"
 #include "kernels/mla_reference.h"
 #include "ceilings.h"
+#include "timing.h"
 #include "protocol.h"
 #include "runtime/jit.h"
 
@@ -192,8 +194,7 @@ typedef struct gpu_worker {
     mt_jit *jit;
     mt_device_info info;
     mt_stream stream;
-    mt_devptr flush;
-    size_t flush_bytes;
+    mt_l2_flush flush;
     char *source;
     key_state ks;
     double *got_out, *got_lse;
@@ -361,12 +362,19 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     return MT_OK;
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+/* One timed call: the decode launch (and its reduce) as the runtime makes it. */
+typedef struct launch_job {
+    gpu_worker *w;
+    mt_function dec, red;
+    const mt_variant *v;
+    const mt_decode_static *s;
+    const mt_mla_decode_args *a;
+} launch_job;
+static mt_status run_launch(void *arg, mt_stream s) {
+    launch_job *j = arg;
+    return mt_mla_decode_launch(j->w->b, j->dec, j->red, j->v, j->s, j->a, s);
 }
 
-/* Returns 1 when the worker must exit (its GPU context cannot be trusted). */
 static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     memset(r, 0, sizeof *r);
     mt_status st = prepare_key(w, job);
@@ -421,33 +429,19 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     for (int i = 0; i < job->warmup && st == MT_OK; i++)
         st = mt_mla_decode_launch(w->b, dec, red, &job->variant, &k->key.s, &a, w->stream);
     int reps = job->reps;
-    mt_event *ev = calloc((size_t)reps * 2, sizeof *ev);
     double *ms = calloc((size_t)reps, sizeof *ms);
-    for (int i = 0; i < reps * 2 && st == MT_OK; i++) st = mt_backend_event_create(w->b, &ev[i]);
-    for (int i = 0; i < reps && st == MT_OK; i++) {
-        st = mt_backend_mem_set(w->b, w->flush, (uint8_t)i, w->flush_bytes, w->stream);
-        if (st == MT_OK) st = mt_backend_event_record(w->b, ev[2 * i], w->stream);
-        if (st == MT_OK) st = mt_mla_decode_launch(w->b, dec, red, &job->variant, &k->key.s, &a, w->stream);
-        if (st == MT_OK) st = mt_backend_event_record(w->b, ev[2 * i + 1], w->stream);
-    }
-    if (st == MT_OK) st = mt_backend_stream_sync(w->b, w->stream);
-    for (int i = 0; i < reps && st == MT_OK; i++) {
-        float t = 0;
-        st = mt_backend_event_elapsed(w->b, ev[2 * i], ev[2 * i + 1], &t);
-        ms[i] = t;
-    }
-    for (int i = 0; i < reps * 2; i++) mt_backend_event_destroy(w->b, ev[i]);
-    free(ev);
+    launch_job lj = {w, dec, red, &job->variant, &k->key.s, &a};
+    if (st == MT_OK) st = ms ? mt_time_runs(w->b, w->stream, &w->flush, reps, run_launch, &lj, ms)
+                             : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st != MT_OK) {
         free(ms);
         r->status = MT_MEASURE_LAUNCH_FAILED;
         snprintf(r->error, sizeof r->error, "while timing: %s", mt_last_error());
         return 1;
     }
-    qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
     r->status = MT_MEASURE_OK;
     r->reps = reps;
-    r->median_ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+    r->median_ms = mt_sorted_median(ms, reps);
     r->min_ms = ms[0];
     r->max_ms = ms[reps - 1];
     r->spread_ms = ms[(reps * 9) / 10 < reps ? (reps * 9) / 10 : reps - 1] - ms[reps / 10];
@@ -480,8 +474,8 @@ int cmd_worker(int argc, char **argv) {
     if (st == MT_OK) st = mt_backend_compiler_version(w.b, compiler, sizeof compiler);
     if (st == MT_OK) st = mt_backend_stream_create(w.b, &w.stream);
     if (st == MT_OK) st = mt_kernel_source("mla_decode.cu", &w.source);
-    w.flush_bytes = w.info.l2_bytes ? 2 * w.info.l2_bytes : (256u << 20);
-    if (st == MT_OK) st = mt_backend_mem_alloc(w.b, w.flush_bytes, &w.flush);
+    size_t flush_bytes = w.info.l2_bytes ? 4 * (size_t)w.info.l2_bytes : ((size_t)256 << 20);
+    if (st == MT_OK) st = mt_l2_flush_create(w.b, w.jit, w.info.arch, flush_bytes, MT_FLUSH_READ, &w.flush);
     if (st != MT_OK) {
         /* one line: "a\n  b" becomes "a b; ..." */
         char msg[1024];
@@ -517,6 +511,7 @@ int cmd_worker(int argc, char **argv) {
         if (must_exit) return 3;
     }
     free_key(&w);
+    mt_l2_flush_destroy(&w.flush);
     mt_jit_destroy(w.jit);
     mt_backend_close(w.b);
     free(w.source);
