@@ -13,9 +13,12 @@
  *                   chunks), MFMA on AMD CDNA (tile_q 16/32, 128/256
  *                   threads, 16-key chunks; compiled, not yet run);
  *                   2: warpgroup matrix instructions (wgmma) on Hopper
- *                   (sm_90a): tile_q 64, 256 threads, 64-key chunks
+ *                   (sm_90a): tile_q 64, 256 threads, 64-key chunks, 2
+ *                   stages for 16-bit KV; tile_q 16 (transposed
+ *                   products), 4 stages for fp8 KV
  *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
- *                   in flight while one is computed); mma=0 takes 2 only
+ *                   in flight while one is computed); mma=2: copy stages
+ *                   (2, or 4 for fp8); mma=0 takes 2 only
  *
  * Constraints (checked before compiling, and on every value read from a DB):
  *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
@@ -53,6 +56,15 @@ int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
 
 size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, int warp_size) {
     size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
+    if (values[MT_P_MMA] == 2 && tile_q == 16) {
+        /* must match the transposed fp8 path's layout in mla_decode.cu: up
+         * to 1023 bytes to a 1024-byte boundary, Q^T (16 rows x d, fp16),
+         * four stages of 64 keys x d bytes, P^T per warpgroup (16 x 64
+         * fp16), the maxima/sums exchange, row limits, q maxima, an mbarrier
+         * per stage */
+        size_t blocks = (size_t)s->d / 64;
+        return 1024 + blocks * 2048 + 4 * blocks * 4096 + 2 * 2048 + 256 * 4 + 16 * 4 + 8 * 4 + 4 * 8;
+    }
     if (values[MT_P_MMA] == 2) {
         /* must match the warpgroup path's layout in mla_decode.cu: up to
          * 1023 bytes to reach a 1024-byte boundary, Q and two stages of
@@ -141,16 +153,19 @@ static mt_status check_wgmma(const int *values, const mt_decode_static *s, const
     if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
                        t->arch);
-    if (values[MT_P_TILE_Q] != 64 || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 ||
-        values[MT_P_KV_STAGES] != 2)
+    /* two shapes: the 64-row tile for 16-bit KV, and the transposed
+     * 16-row tile for fp8 KV (its own path in mla_decode.cu) */
+    int fp8 = s->kv_dtype == MT_FP8_E4M3, tile_q = fp8 ? 16 : 64, stages = fp8 ? 4 : 2;
+    if (values[MT_P_TILE_Q] != tile_q || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 ||
+        values[MT_P_KV_STAGES] != stages)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: mma=2 takes tile_q 64, block_threads 256, kv_chunk 64, kv_stages 2 "
-                       "(got %d, %d, %d, %d)", values[MT_P_TILE_Q], values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK],
-                       values[MT_P_KV_STAGES]);
+                       "mla_decode: mma=2 with %s KV takes tile_q %d, block_threads 256, kv_chunk 64, kv_stages %d "
+                       "(got %d, %d, %d, %d)", mt_dtype_name(s->kv_dtype), tile_q, stages, values[MT_P_TILE_Q],
+                       values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK], values[MT_P_KV_STAGES]);
     if (s->d % 64 != 0 || s->dl != 512)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs D %% 64 == 0 and Dl == 512 (D=%d, Dl=%d)",
                        s->d, s->dl);
-    if (s->kv_dtype != s->q_dtype)
+    if (!fp8 && s->kv_dtype != s->q_dtype)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs q and KV of one type (q %s, KV %s)",
                        mt_dtype_name(s->q_dtype), mt_dtype_name(s->kv_dtype));
     if (s->page_size < 16)
@@ -312,7 +327,9 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
         if (a->kv % 16 != 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs a 16-byte aligned KV cache");
         unsigned box_rows = s->page_size < 64 ? (unsigned)s->page_size : 64u;
-        st = mt_backend_tensor_map_2d(b, kv, (uint64_t)s->d, 1ull << 31, (uint64_t)s->d * 2, 64, box_rows, kv_map);
+        unsigned elem = s->kv_dtype == MT_FP8_E4M3 ? 1u : 2u; /* 64 columns: 64- or 128-byte box rows */
+        st = mt_backend_tensor_map_2d(b, kv, elem, (uint64_t)s->d, 1ull << 31, (uint64_t)s->d * elem, 64, box_rows,
+                                      kv_map);
         if (st != MT_OK) return st;
     }
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};

@@ -351,6 +351,381 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 }
 
 
+#elif MT_CUDA && MMA == 2 && TILE_Q == 16 /* transposed warpgroup path on Hopper, fp8 KV */
+
+/* ---- the transposed warpgroup path (NVIDIA sm_90a, wgmma, fp8 KV) -------
+ * For fp8 KV at 16 heads, where the bytes halve and the 64-row tile of the
+ * path below would waste three quarters of every product: the products are
+ * transposed so the 64 rows a wgmma needs are keys and output columns, and
+ * the 16 query rows (heads) are its N:
+ *   S^T [64 keys x 16]   = K [64 x D] . Q^T          (A = K from registers)
+ *   O^T [512 x 16]      += V^T [512 x 64] . P^T      (A = V^T from registers)
+ * with Q^T and P^T (16 rows each, K-major) in shared memory.  The fp8 bytes
+ * are converted to fp16 on the way into the A registers (exact), so no
+ * converted copy of a chunk is kept in shared memory.
+ *
+ * Work split: the two warpgroups take alternate 64-key chunks (warpgroup w
+ * the chunks w, w+2, ...), each with its own online softmax and O^T, and
+ * two copy stages of its own (chunk i+2 of a warpgroup is in flight while
+ * it computes chunk i); they merge at the end as two splits would.  So a
+ * warpgroup never waits for the other one, and one converts or computes
+ * the softmax while the other's products run.
+ *
+ * The chunks come through the tensor copy engine as 64-byte-wide boxes (one
+ * per 64 columns, page piece) in the 64-byte swizzle, so that both the
+ * 16-byte K loads and the transposing V loads (ldmatrix.trans) of a warp
+ * hit 32 distinct banks.
+ *
+ * K as the A operand: lane (g, q) of warp wi holds keys 16wi+g and
+ * 16wi+g+8.  Per 64-column block it loads 16 bytes of each key row
+ * (columns 16q .. 16q+15), and those feed the four k16 steps of the block:
+ * step s takes bytes 4s..4s+3, i.e. the reduction index runs over D in a
+ * permuted order (t8_dim below).  Q^T is stored in the same order, so the
+ * dot products are unchanged.
+ * V^T as the A operand: ldmatrix.trans over 8 keys x 16 columns (as
+ * 16-bit pairs) gives a lane 2 keys x 2 columns; one byte permute and two
+ * conversions make the two A registers of columns 2g and 2g+1.  Rows g and
+ * g+8 of an m64 tile are the columns 16wi+2g and 16wi+2g+1 of a 64-column
+ * block, so each lane ends with adjacent output columns (pair stores).
+ *
+ * Shared memory (kept equal to mt_mla_decode_shared_bytes):
+ *   q_s        [D/64][16 rows][128 B]  Q^T, fp16, permuted columns, 128-byte swizzle
+ *   kv_s       4 x [D/64][64 keys][64 B]  the stages (raw fp8, 64-byte swizzle);
+ *                                      at the end warpgroup 1's O^T for the merge
+ *   p_s        2 x [16 rows][128 B]    P^T of each warpgroup's chunk, fp16
+ *   red        [2 wg][2][4 warps][16]  column maxima (double-buffered), then sums and maxima
+ *   row_limit  [16] int, q_amax [8] f32, stage_full [4] mbarrier
+ * Fixed shape (checked in mla_decode.c): 256 threads, 64-key chunks, 4
+ * stages, DL 512, D % 64 == 0, fp8 KV, PAGE_SIZE >= 16. */
+#if !defined(MT_HAVE_WGMMA)
+#error "mma=2 (wgmma) needs sm_90a"
+#endif
+#if BLOCK_THREADS != 256 || KV_CHUNK != 64 || KV_STAGES != 4 || DL != 512 || D % 64 != 0 || !KV_FP8
+#error "mma=2 with tile_q 16 takes fp8 KV, 256 threads, 64-key chunks, 4 stages, Dl 512, D % 64 == 0"
+#endif
+#if PAGE_SIZE < 16
+#error "mma=2 copies whole pages of at least 16 keys"
+#endif
+#define T8_BLOCK_BYTES (64 * 64)                /* 64 keys x 64 fp8 columns */
+#define T8_STAGE_BYTES ((D / 64) * T8_BLOCK_BYTES)
+#define T8_Q_BLOCK_BYTES (16 * 128)             /* 16 rows x 64 fp16 columns */
+#define BOX_ROWS (PAGE_SIZE < 64 ? PAGE_SIZE : 64)
+
+/* Byte offset of 16-byte piece c (0..3) of row r in a block of 64-byte
+ * rows stored in the copy engine's 64-byte swizzle (blocks 512-byte aligned). */
+__device__ __forceinline__ int t8_swizzle64(int r, int c) { return r * 64 + ((c ^ ((r >> 1) & 3)) << 4); }
+
+/* The column of q / K that position p (0..15) of k16 step ks holds (the
+ * order the K registers are filled in: lane q's bytes 4s..4s+3 of its 16). */
+__device__ __forceinline__ int t8_dim(int ks, int p) {
+    return 64 * (ks >> 2) + 16 * ((p & 7) >> 1) + 4 * (ks & 3) + (p >= 8 ? 2 : 0) + (p & 1);
+}
+
+/* f16x2 of two fp8 e4m3 bytes */
+__device__ __forceinline__ mt_u32 t8_cvt(mt_u32 two) { return mt_cvt_e4m3x2_f16x2((mt_u16)two); }
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
+           const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
+           float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
+           float kv_scale, const __grid_constant__ mt_tensor_map kv_map) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
+    unsigned char *kv_s = q_s + (D / 64) * T8_Q_BLOCK_BYTES;
+    unsigned char *p_s = kv_s + 4 * T8_STAGE_BYTES;
+    float *red = (float *)(p_s + 2 * 2048);
+    int *row_limit = (int *)(red + 256);
+    float *q_amax = (float *)(row_limit + 16);
+    mt_u64 *stage_full = (mt_u64 *)(q_amax + 8);
+
+    mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
+    const int tid = threadIdx.x, wg = tid >> 7, wtid = tid & 127, wi = wtid >> 5, lane = tid & 31;
+    const int g = lane >> 2, qd = lane & 3;
+    const int b = blockIdx.z, split = blockIdx.y;
+    const int rows = sq * n_heads, row0 = blockIdx.x * 16;
+    const int len = seq_lens[b];
+    int k_begin, k_end;
+    split_keys(len, split, &k_begin, &k_end);
+    const int *pages = block_table + (size_t)b * max_blocks;
+    if (tid < 16) row_limit[tid] = row_key_limit(row0 + tid, rows, len, sq, n_heads);
+    if (tid == 0) {
+        for (int i = 0; i < 4; i++) mt_mbar_init(&stage_full[i], 1);
+        mt_mbar_init_fence();
+    }
+
+    /* Q^T: piece u (8 positions) of row r holds q columns t8_dim(u / 2,
+     * 8 (u % 2) + 0..7), read as 4 pairs; bf16 q is scaled by a power of
+     * two into fp16's range first (q_fp16_factor, divided out of the
+     * scores) */
+    const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
+    const int q_rows_here = min(16, rows - row0);
+    float q_factor = 1.0f;
+#if Q_DTYPE == 0
+    {
+        float amax = 0.0f;
+        for (int i = tid; i < q_rows_here * (D / 2); i += 256)
+            amax = fmaxf(amax, bf16_pair_absmax(*(const mt_u32 *)(q_rows + 2 * i)));
+        amax = mt_warp_max(amax);
+        if (lane == 0) q_amax[tid >> 5] = amax;
+        __syncthreads();
+        amax = 0.0f;
+#pragma unroll
+        for (int w = 0; w < 8; w++) amax = fmaxf(amax, q_amax[w]);
+        q_factor = q_fp16_factor(amax);
+    }
+#endif
+    for (int i = tid; i < 16 * (D / 8); i += 256) {
+        const int r = i / (D / 8), u = i - r * (D / 8);
+        mt_u32 w[4] = {0u, 0u, 0u, 0u};
+        if (r < q_rows_here) {
+#pragma unroll
+            for (int pp = 0; pp < 4; pp++)
+                w[pp] = q_pair_to_mma(*(const mt_u32 *)(q_rows + (size_t)r * D + t8_dim(u >> 1, 8 * (u & 1) + 2 * pp)),
+                                      q_factor);
+        }
+        *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    mt_fence_proxy_async(); /* Q^T, for the wgmma */
+    __syncthreads();
+    int tile_end = 0;
+    for (int r = 0; r < 16; r++) tile_end = max(tile_end, row_limit[r]);
+    tile_end = min(tile_end, k_end);
+
+    const int kb0 = k_begin & ~63;
+    const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
+    const int n_mine = n_chunks > wg ? (n_chunks - wg + 1) / 2 : 0; /* chunks wg, wg + 2, ... */
+    /* a warpgroup's local chunk li: chunk wg + 2 li, in stage 2 wg + li % 2 */
+    auto issue = [&](int li) {
+        const int k0 = kb0 + 64 * (wg + 2 * li), st = 2 * wg + (li & 1);
+        unsigned char *dst = kv_s + st * T8_STAGE_BYTES;
+        const int boxes = min(64 / BOX_ROWS, (tile_end - k0 + BOX_ROWS - 1) / BOX_ROWS);
+        mt_mbar_expect_tx(&stage_full[st], (unsigned)(boxes * (D / 64) * BOX_ROWS * 64));
+        for (int bx = 0; bx < boxes; bx++) {
+            const int key = k0 + bx * BOX_ROWS;
+            const int row = pages[key / PAGE_SIZE] * PAGE_SIZE + key % PAGE_SIZE;
+#pragma unroll
+            for (int blk = 0; blk < D / 64; blk++)
+                mt_tma_load_2d(dst + blk * T8_BLOCK_BYTES + bx * BOX_ROWS * 64, &kv_map, blk * 64, row,
+                               &stage_full[st]);
+        }
+    };
+    if (wtid == 0) {
+        if (n_mine > 0) issue(0);
+        if (n_mine > 1) issue(1);
+    }
+
+    /* this lane's heads: slot 2j + e is head 8j + 2 qd + e */
+    int lim[4];
+#pragma unroll
+    for (int h = 0; h < 4; h++) lim[h] = min(row_limit[8 * (h >> 1) + 2 * qd + (h & 1)], tile_end);
+    const float s_scale = scale * kv_scale * LOG2E / q_factor; /* scores in the log2 domain */
+    float m_run[4], l_run[4];
+#pragma unroll
+    for (int h = 0; h < 4; h++) m_run[h] = MT_NEG_INF, l_run[h] = 0.0f;
+    float o[8][8];
+#pragma unroll
+    for (int t = 0; t < 8; t++)
+#pragma unroll
+        for (int i = 0; i < 8; i++) o[t][i] = 0.0f;
+    const mt_u64 q_desc = mt_wgmma_desc(q_s, 16, 1024);
+    unsigned char *p_w = p_s + wg * 2048;
+    const mt_u64 p_desc = mt_wgmma_desc(p_w, 16, 1024);
+    float *red_w = red + wg * 128;
+    const int bar_wg = 1 + wg, key_r = 16 * wi + g;
+
+    for (int li = 0; li < n_mine; li++) {
+        const int k0 = kb0 + 64 * (wg + 2 * li), st = 2 * wg + (li & 1);
+        unsigned char *stg = kv_s + st * T8_STAGE_BYTES;
+        mt_mbar_wait(&stage_full[st], (unsigned)(li >> 1) & 1u);
+        if (k0 + 64 > tile_end) {
+            /* the last chunk: zero the key rows past the last key (a page's
+             * unused tail may hold NaN codes, and P V must not meet one) */
+            const int first = tile_end - k0, per_row = (D / 64) * 4;
+            for (int i = wtid; i < (64 - first) * per_row; i += 128) {
+                const int r = first + i / per_row, rem = i % per_row;
+                *(uint4 *)(stg + (rem >> 2) * T8_BLOCK_BYTES + r * 64 + (rem & 3) * 16) = make_uint4(0u, 0u, 0u, 0u);
+            }
+            mt_bar_sync(bar_wg, 128);
+        }
+
+        /* S^T = K Q^T: per 64-column block, 16 bytes of each of this lane's
+         * two keys -> the A registers of 4 k16 steps (two register sets,
+         * so one block converts while the previous one's products run) */
+        float s[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) s[i] = 0.0f;
+        mt_u32 af[2][16];
+#pragma unroll
+        for (int j = 0; j < D / 64; j++) {
+            const uint4 lo = *(const uint4 *)(stg + j * T8_BLOCK_BYTES + t8_swizzle64(key_r, qd));
+            const uint4 hi = *(const uint4 *)(stg + j * T8_BLOCK_BYTES + t8_swizzle64(key_r + 8, qd));
+            const mt_u32 wl[4] = {lo.x, lo.y, lo.z, lo.w}, wh[4] = {hi.x, hi.y, hi.z, hi.w};
+            mt_u32 *a = af[j & 1];
+#pragma unroll
+            for (int ss = 0; ss < 4; ss++) {
+                a[4 * ss + 0] = t8_cvt(wl[ss] & 0xffffu), a[4 * ss + 1] = t8_cvt(wh[ss] & 0xffffu);
+                a[4 * ss + 2] = t8_cvt(wl[ss] >> 16), a[4 * ss + 3] = t8_cvt(wh[ss] >> 16);
+            }
+            mt_wgmma_fence();
+#pragma unroll
+            for (int ss = 0; ss < 4; ss++)
+                mt_wgmma_m64n16k16_rs<1>(s, a + 4 * ss, q_desc + ((j * T8_Q_BLOCK_BYTES + ss * 32) >> 4),
+                                         (j | ss) != 0);
+            mt_wgmma_commit();
+            if (j > 0) {
+                mt_wgmma_wait<1>();
+                mt_wgmma_pin_a<16>(af[(j - 1) & 1]);
+            }
+        }
+        mt_wgmma_wait<0>();
+        mt_wgmma_pin_a<16>(af[(D / 64 - 1) & 1]);
+        mt_wgmma_pin<8>(s);
+
+        /* online softmax per head (a column of S^T): mask (only a chunk
+         * that starts before the split or crosses a limit), column max over
+         * the lane's two keys, the 8 lanes of its quad column and the 4 warps
+         * (through red, double-buffered by chunk) */
+        const int ka = k0 + key_r, kb = ka + 8;
+        if (k0 < k_begin || k0 + 64 > min(min(lim[0], lim[1]), min(lim[2], lim[3]))) {
+#pragma unroll
+            for (int h = 0; h < 4; h++) {
+                const int i = 4 * (h >> 1) + (h & 1);
+                if (ka < k_begin || ka >= lim[h]) s[i] = MT_NEG_INF;
+                if (kb < k_begin || kb >= lim[h]) s[i + 2] = MT_NEG_INF;
+            }
+        }
+        float cm[4];
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+            const int i = 4 * (h >> 1) + (h & 1);
+            cm[h] = fmaxf(s[i], s[i + 2]);
+            cm[h] = fmaxf(cm[h], mt_shfl_xor(cm[h], 4));
+            cm[h] = fmaxf(cm[h], mt_shfl_xor(cm[h], 8));
+            cm[h] = fmaxf(cm[h], mt_shfl_xor(cm[h], 16));
+        }
+        float *rb = red_w + (li & 1) * 64;
+        if (g == 0) {
+#pragma unroll
+            for (int h = 0; h < 4; h++) rb[wi * 16 + 8 * (h >> 1) + 2 * qd + (h & 1)] = cm[h];
+        }
+        mt_bar_sync(bar_wg, 128);
+        float alpha[4];
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+            const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
+            const float cmax = fmaxf(fmaxf(rb[hd], rb[16 + hd]), fmaxf(rb[32 + hd], rb[48 + hd]));
+            const float mn = fmaxf(m_run[h], cmax * s_scale);
+            alpha[h] = m_run[h] == MT_NEG_INF ? 0.0f : mt_exp2f(m_run[h] - mn);
+            const float sub = mn == MT_NEG_INF ? 0.0f : mn;
+            m_run[h] = mn;
+            const int i = 4 * (h >> 1) + (h & 1);
+            const float pa = mt_exp2f(fmaf(s[i], s_scale, -sub)), pb = mt_exp2f(fmaf(s[i + 2], s_scale, -sub));
+            l_run[h] = l_run[h] * alpha[h] + pa + pb;
+            const mt_u32 pp = mt_pack_f16x2(pa, pb);
+            *(mt_u16 *)(p_w + mt_swizzle128(hd, key_r >> 3, 16) + (key_r & 7) * 2) = (mt_u16)(pp & 0xffffu);
+            *(mt_u16 *)(p_w + mt_swizzle128(hd, (key_r + 8) >> 3, 16) + (key_r & 7) * 2) = (mt_u16)(pp >> 16);
+        }
+        mt_fence_proxy_async(); /* P^T, for the wgmma */
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f)) {
+#pragma unroll
+            for (int t = 0; t < 8; t++)
+#pragma unroll
+                for (int h = 0; h < 4; h++) {
+                    const int i = 4 * (h >> 1) + (h & 1);
+                    o[t][i] *= alpha[h], o[t][i + 2] *= alpha[h];
+                }
+        }
+        mt_bar_sync(bar_wg, 128); /* P^T is whole */
+
+        /* O^T += V^T P^T: per 64-column block t, two ldmatrix.trans of 4 x
+         * (8 keys x 16 columns) give the A registers of its 4 k16 steps */
+        mt_u32 vf[2][16];
+#pragma unroll
+        for (int t = 0; t < DL / 64; t++) {
+            mt_u32 *a = vf[t & 1];
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                mt_u32 r[4];
+                mt_ldmatrix_x4_trans(r, stg + t * T8_BLOCK_BYTES +
+                                            t8_swizzle64(32 * half + 8 * (lane >> 3) + (lane & 7), wi));
+#pragma unroll
+                for (int mi = 0; mi < 4; mi++) {
+                    /* r[mi] = (key 2qd: columns 2g, 2g+1 | key 2qd+1: the same) */
+                    const mt_u32 w = __byte_perm(r[mi], 0u, 0x3120);
+                    const int at = 4 * (2 * half + (mi >> 1)) + 2 * (mi & 1);
+                    a[at] = t8_cvt(w & 0xffffu), a[at + 1] = t8_cvt(w >> 16);
+                }
+            }
+            mt_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) mt_wgmma_m64n16k16_rs<1>(o[t], a + 4 * kk, p_desc + ((kk * 32) >> 4), 1);
+            mt_wgmma_commit();
+            if (t > 0) {
+                mt_wgmma_wait<1>();
+                mt_wgmma_pin_a<16>(vf[(t - 1) & 1]);
+            }
+        }
+        mt_wgmma_wait<0>();
+        mt_wgmma_pin_a<16>(vf[(DL / 64 - 1) & 1]);
+#pragma unroll
+        for (int t = 0; t < 8; t++) mt_wgmma_pin<8>(o[t]);
+        mt_bar_sync(bar_wg, 128); /* the stage and P^T are free */
+        if (wtid == 0 && li + 2 < n_mine) issue(li + 2);
+    }
+
+    /* merge the two warpgroups: sums over the warpgroup, then warpgroup 1
+     * hands its maxima, sums and O^T to warpgroup 0 through shared memory */
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+        l_run[h] += mt_shfl_xor(l_run[h], 4);
+        l_run[h] += mt_shfl_xor(l_run[h], 8);
+        l_run[h] += mt_shfl_xor(l_run[h], 16);
+    }
+    if (g == 0) {
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+            const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
+            red_w[wi * 16 + hd] = l_run[h];
+            if (wi == 0) red_w[64 + hd] = m_run[h];
+        }
+    }
+    __syncthreads(); /* both are done with the stages: every copy has landed and been read */
+    float *o_x = (float *)kv_s;
+    if (wg == 1) {
+#pragma unroll
+        for (int t = 0; t < 8; t++)
+#pragma unroll
+            for (int i = 0; i < 8; i++) o_x[(t * 8 + i) * 128 + wtid] = o[t][i];
+    }
+    __syncthreads();
+    if (wg == 1) return;
+    float f0[4], f1[4];
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+        const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
+        const float l0 = red[hd] + red[16 + hd] + red[32 + hd] + red[48 + hd];
+        const float l1 = red[128 + hd] + red[144 + hd] + red[160 + hd] + red[176 + hd];
+        const float m0 = red[64 + hd], m1 = red[192 + hd], mx = fmaxf(m0, m1);
+        f0[h] = m0 == MT_NEG_INF ? 0.0f : mt_exp2f(m0 - mx);
+        f1[h] = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mx);
+        const float l = l0 * f0[h] + l1 * f1[h];
+        if (wi == 0 && g == 0 && row0 + hd < rows) store_lse(lse, lse_part, b, split, rows, row0 + hd, row_lse(mx, l));
+        const float inv = l > 0.0f ? kv_scale / l : 0.0f;
+        f0[h] *= inv, f1[h] *= inv;
+    }
+#pragma unroll
+    for (int t = 0; t < 8; t++) {
+        const int col = 64 * t + 16 * wi + 2 * g;
+#pragma unroll
+        for (int h = 0; h < 4; h++) {
+            const int hd = 8 * (h >> 1) + 2 * qd + (h & 1), i = 4 * (h >> 1) + (h & 1);
+            const float v0 = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
+            const float v1 = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
+            if (row0 + hd < rows) store_o_pair(out, o_part, b, split, rows, row0 + hd, col, v0, v1);
+        }
+    }
+}
+
 #elif MT_CUDA && MMA == 2 /* warpgroup path on Hopper */
 
 /* ---- the warpgroup path (NVIDIA sm_90a, wgmma) ---------------------------

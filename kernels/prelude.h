@@ -360,6 +360,30 @@ __device__ __forceinline__ void mt_wgmma_m64n64k16_ss(float *d, mt_u64 a_desc, m
     else MT_WGMMA_N64_SS("bf16");
 }
 
+/* Keeps the A-operand registers of a wgmma in flight alive (and
+ * unchanged) until here: call it after the wait that retires the wgmma, so
+ * the compiler cannot give those registers to other values while the
+ * tensor cores may still read them. */
+template <int N> __device__ __forceinline__ void mt_wgmma_pin_a(mt_u32 *a) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+r"(a[i])::"memory");
+}
+
+/* d[8] (+)= A[64 x 16] * B[16 x 16]; A in registers (a[4] per thread), B
+ * K-major in shared memory (the transposed products of the fp8 path: 64
+ * keys or 64 output columns by 16 heads). */
+#define MT_WGMMA_N16_RS(TY)                                                                            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " "                            \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"        \
+                 : MT_OUT8(0)                                                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+template <int FP16>
+__device__ __forceinline__ void mt_wgmma_m64n16k16_rs(float *d, const mt_u32 *a, mt_u64 b_desc, int accumulate) {
+    if (FP16) MT_WGMMA_N16_RS("f16");
+    else MT_WGMMA_N16_RS("bf16");
+}
+
 /* d[128] += A[64 x 16] * B[16 x 256]; A in registers (a[4] per thread),
  * B MN-major in shared memory. */
 #define MT_WGMMA_N256_RS(TY)                                                                           \

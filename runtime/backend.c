@@ -333,12 +333,16 @@ mt_status mt_backend_launch_dependent(mt_backend *b, mt_function f, const unsign
     return st != MT_OK ? st : b->iface->launch_dependent(b, f, grid, block, shared_bytes, s, args);
 }
 
-mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
-                                   unsigned box_cols, unsigned box_rows, void *out) {
+mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
+                                   uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out) {
     CHECK_OP(b, tensor_map_2d);
     if (!base || !out || cols == 0 || rows == 0 || box_cols == 0 || box_rows == 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "tensor_map_2d: null pointer or empty shape");
-    return b->iface->tensor_map_2d(b, base, cols, rows, row_bytes, box_cols, box_rows, out);
+    if ((elem_bytes != 1 && elem_bytes != 2) || (box_cols * elem_bytes != 64 && box_cols * elem_bytes != 128))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "tensor_map_2d: %u-byte elements in boxes of %u columns (1 or 2 bytes, 64- or 128-byte rows)",
+                       elem_bytes, box_cols);
+    return b->iface->tensor_map_2d(b, base, elem_bytes, cols, rows, row_bytes, box_cols, box_rows, out);
 }
 
 mt_status mt_backend_synchronize(mt_backend *b) {

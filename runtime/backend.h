@@ -123,13 +123,15 @@ typedef struct mt_backend_iface {
      * thread change nothing */
     mt_status (*prepare_launch) (mt_backend *b, mt_function f, size_t shared_bytes);
     /* (optional) the descriptor the tensor copy engine reads (CUDA's tensor
-     * map, sm_90+; 128 bytes into `out`) for a 2-D array of 16-bit elements
-     * at `base`: `rows` rows of `cols` elements, `row_bytes` apart; each copy
-     * moves a box of box_cols x box_rows into shared memory in the 128-byte
-     * swizzle (kernels/prelude.h, mt_swizzle128); like every driver
-     * operation it needs the device current on the calling thread */
-    mt_status (*tensor_map_2d)  (mt_backend *b, mt_devptr base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
-                                 unsigned box_cols, unsigned box_rows, void *out);
+     * map, sm_90+; 128 bytes into `out`) for a 2-D array of elem_bytes-wide
+     * elements (1 or 2) at `base`: `rows` rows of `cols` elements,
+     * `row_bytes` apart; each copy moves a box of box_cols x box_rows into
+     * shared memory in the swizzle as wide as a box row, which must be 64
+     * or 128 bytes (kernels/prelude.h, mt_swizzle128; mla_decode.cu,
+     * t8_swizzle64); like every driver operation it needs the device
+     * current on the calling thread */
+    mt_status (*tensor_map_2d)  (mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
+                                 uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out);
     /* teardown: unloads the vendor libraries and frees the context */
     void      (*close)          (mt_backend *b);
 } mt_backend_iface;
@@ -199,8 +201,8 @@ mt_status mt_backend_synchronize(mt_backend *b);
 mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_bytes);
 /* MT_ERR_UNSUPPORTED where the backend has no tensor copy engine */
 #define MT_TENSOR_MAP_BYTES 128
-mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
-                                   unsigned box_cols, unsigned box_rows, void *out);
+mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
+                                   uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out);
 
 /* --- helpers for implementations ----------------------------------------- */
 

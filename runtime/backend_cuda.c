@@ -525,8 +525,8 @@ static mt_status cuda_launch_dependent(mt_backend *b, mt_function f, const unsig
 /* A host-side encoding (no device work): 16-bit elements, no interleave,
  * 128-byte swizzle, L2 lines fetched 256 bytes at a time, no fill beyond
  * the array (callers never ask for rows outside it). */
-static mt_status cuda_tensor_map_2d(mt_backend *b, mt_devptr base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
-                                    unsigned box_cols, unsigned box_rows, void *out) {
+static mt_status cuda_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
+                                    uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out) {
     cuda_ctx *c = ctx_of(b);
     if (!c->cu_opt.cuTensorMapEncodeTiled)
         return mt_fail(MT_ERR_UNSUPPORTED, "this CUDA driver has no cuTensorMapEncodeTiled (needs CUDA 12.0+)");
@@ -534,9 +534,12 @@ static mt_status cuda_tensor_map_2d(mt_backend *b, mt_devptr base, uint64_t cols
     cuuint64_t dims[2] = {cols, rows}, strides[1] = {row_bytes};
     cuuint32_t box[2] = {box_cols, box_rows}, elem_strides[2] = {1, 1};
     CUtensorMap map;
-    mt_status st = cu_check(b, c->cu_opt.cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)base, dims,
-                                                                strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    /* the swizzle is as wide as a box row (checked: 64 or 128 bytes) */
+    CUtensorMapDataType type = elem_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    CUtensorMapSwizzle swizzle = box_cols * elem_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+    mt_status st = cu_check(b, c->cu_opt.cuTensorMapEncodeTiled(&map, type, 2, (void *)base, dims, strides, box,
+                                                                elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                             "cuTensorMapEncodeTiled");
     if (st == MT_OK) memcpy(out, &map, sizeof map);

@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
         mt_status st = MT_OK;
         double t0 = now_ns();
         for (long i = 0; i < encodes && st == MT_OK; i++)
-            st = mt_backend_tensor_map_2d(b, (mt_devptr)1 << 30, 576, 1ull << 31, 1152, 64, 64, map);
+            st = mt_backend_tensor_map_2d(b, (mt_devptr)1 << 30, 2, 576, 1ull << 31, 1152, 64, 64, map);
         if (st == MT_OK)
             printf("tensor map encode (each mma=2 launch): %.1f ns per call\n", (now_ns() - t0) / (double)encodes);
         else

@@ -126,9 +126,33 @@ int main(void) {
     CHECK_MSG(strstr(mt_last_error(), "Hopper") && strstr(mt_last_error(), "sm_80"), "%s", mt_last_error());
     CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
     mt_decode_static mixed = s;
-    mixed.kv_dtype = MT_FP8_E4M3;
+    mixed.q_dtype = MT_FP16; /* 16-bit KV: q of the same type */
     CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "one type") != NULL, "%s", mt_last_error());
+    mixed = s, mixed.kv_dtype = MT_FP8_E4M3; /* fp8 KV: the transposed 16-row shape only */
+    CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "fp8e4m3 KV takes tile_q 16") != NULL, "%s", mt_last_error());
+    {
+        mt_variant t8;
+        CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,kv_stages=4",
+                                  &t8));
+        CHECK_OK(mt_variant_validate(&t8, &mixed, &sm90));
+        /* 1024 alignment, Q^T 16 x 576 x 2, four stages of 64 x 576 bytes, P^T 2 x 16 x 64 x 2, the exchange
+         * (256 floats), limits (16), q maxima (8), four mbarriers */
+        CHECK(mt_mla_decode_shared_bytes(t8.values, &mixed, 32) == 1024 + 18432 + 147456 + 4096 + 1024 + 64 + 32 + 32);
+        mt_decode_static fp16_q = mixed;
+        fp16_q.q_dtype = MT_FP16; /* q of either 16-bit type goes to fp16 */
+        CHECK_OK(mt_variant_validate(&t8, &fp16_q, &sm90));
+        CHECK_STATUS(mt_variant_validate(&t8, &s, &sm90), MT_ERR_INVALID_ARGUMENT); /* bf16 KV: tile_q 64 */
+        CHECK_MSG(strstr(mt_last_error(), "bf16 KV takes tile_q 64") != NULL, "%s", mt_last_error());
+        CHECK_STATUS(mt_variant_validate(&t8, &mixed, &sm80), MT_ERR_INVALID_ARGUMENT);
+        mt_variant x = t8;
+        x.values[MT_P_KV_STAGES] = 2;
+        CHECK_STATUS(mt_variant_validate(&x, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
+        mt_decode_static fp8_small = mixed;
+        fp8_small.page_size = 8;
+        CHECK_STATUS(mt_variant_validate(&t8, &fp8_small, &sm90), MT_ERR_INVALID_ARGUMENT);
+    }
     mixed = s, mixed.q_dtype = MT_FP16, mixed.kv_dtype = MT_FP16;
     CHECK_OK(mt_variant_validate(&w, &mixed, &sm90));
     mixed = s, mixed.dl = 256;
@@ -144,7 +168,7 @@ int main(void) {
         mt_variant x = w;
         x.values[other_shape[i][0]] = other_shape[i][1];
         CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "mma=2 takes") != NULL, "%s", mt_last_error());
+        CHECK_MSG(strstr(mt_last_error(), "mma=2 with bf16 KV takes") != NULL, "%s", mt_last_error());
     }
 
     /* validation: allowed values, then constraints */
