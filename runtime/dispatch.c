@@ -20,6 +20,18 @@ static const char heuristic_mma_base[] =
  * won every such key of that sweep (128 heads: 2.5x the mma.sync path). */
 static const char heuristic_wgmma_base[] =
     "tile_q=64,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
+/* fp8 KV on Hopper: the transposed wgmma path (1.26x the mma.sync path's
+ * best at 16 heads, B=128, L=16384; reports/PERFLOG.md, session 6). */
+static const char heuristic_fp8_base[] =
+    "tile_q=16,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=4";
+
+/* Parses and validates a built-in base; 0 when it does not fit. */
+static int base_fits(const char *spec, const mt_problem_key *shape, const mt_target *t, mt_variant *out) {
+    int ok = mt_variant_parse(&mt_family_mla_decode_simt, spec, out) == MT_OK &&
+             mt_variant_validate(out, &shape->s, t) == MT_OK;
+    if (!ok) mt_clear_error();
+    return ok;
+}
 
 void mt_dispatch_heuristic(const mt_problem_key *shape, const mt_variant *base, int batch, int seq_len,
                            int compute_units, mt_variant *out) {
@@ -90,21 +102,18 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
     qsort(out->entries, (size_t)out->n_entries, sizeof *out->entries, by_key);
     if (out->n_entries == 0) {
         out->heuristic = 1;
-        /* the heuristic only ever varies the split count of its base: the
-         * measured wgmma variant for 64+ rows where it fits (Hopper), else
-         * the measured mma.sync variant where it fits (NVIDIA; its 32-key
-         * chunk never fits the MFMA path, which has not run on an AMD GPU
-         * yet), else the family default */
-        int wide = shape->sq * shape->n_heads >= 64;
-        if (!wide || mt_variant_parse(&mt_family_mla_decode_simt, heuristic_wgmma_base, &out->heuristic_base) != MT_OK ||
-            mt_variant_validate(&out->heuristic_base, &shape->s, t) != MT_OK)
-            mt_clear_error(), wide = 0;
-        if (!wide && (mt_variant_parse(&mt_family_mla_decode_simt, heuristic_mma_base, &out->heuristic_base) != MT_OK ||
-                      mt_variant_validate(&out->heuristic_base, &shape->s, t) != MT_OK)) {
-            if (mt_variant_default_for(&mt_family_mla_decode_simt, &shape->s, t, &out->heuristic_base) != MT_OK)
-                return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and no built-in variant fits: %s",
-                               mt_last_error());
-        }
+        /* the heuristic only ever varies the split count of its base, the
+         * first of these that fits: for fp8 KV the transposed wgmma variant
+         * (Hopper); for 64+ rows the measured wgmma variant (Hopper); the
+         * measured mma.sync variant (NVIDIA; its 32-key chunk never fits
+         * the MFMA path, which has not run on an AMD GPU yet); the family
+         * default */
+        int wide = shape->sq * shape->n_heads >= 64, fp8 = shape->s.kv_dtype == MT_FP8_E4M3;
+        if (!(fp8 && base_fits(heuristic_fp8_base, shape, t, &out->heuristic_base)) &&
+            !(wide && base_fits(heuristic_wgmma_base, shape, t, &out->heuristic_base)) &&
+            !base_fits(heuristic_mma_base, shape, t, &out->heuristic_base) &&
+            mt_variant_default_for(&mt_family_mla_decode_simt, &shape->s, t, &out->heuristic_base) != MT_OK)
+            return mt_fail(MT_ERR_UNSUPPORTED, "no tuning entry and no built-in variant fits: %s", mt_last_error());
         for (size_t i = 0; i < sizeof heuristic_splits / sizeof heuristic_splits[0]; i++) {
             mt_variant v = out->heuristic_base;
             v.values[MT_P_NUM_SPLITS] = heuristic_splits[i];

@@ -73,11 +73,20 @@ int main(void) {
     mt_dispatch_lookup(&table, 32, 16384, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
     mt_dispatch_free(&table);
-    /* ... but not with fp8 KV (wgmma needs q and KV of one type): mma.sync */
+    /* fp8 KV on sm_90: the transposed wgmma base (16-row tiles) */
     mt_problem_key fp8_shape = shape;
     fp8_shape.s.kv_dtype = MT_FP8_E4M3;
+    fp8_shape.n_heads = 16;
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
-    mt_dispatch_lookup(&table, 32, 16384, &r);
+    mt_dispatch_lookup(&table, 128, 16384, &r);
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 16 &&
+          table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
+    mt_dispatch_free(&table);
+    /* ... and on sm_80 (no wgmma) the mma.sync base */
+    mt_target ampere;
+    CHECK_OK(mt_target_for_arch("sm_80", &ampere));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &ampere, 108, &table));
+    mt_dispatch_lookup(&table, 128, 16384, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 1);
     mt_dispatch_free(&table);
     shape.n_heads = 3;
