@@ -421,8 +421,18 @@ __device__ __forceinline__ int t8_dim(int ks, int p) {
     return 64 * (ks >> 2) + 16 * ((p & 7) >> 1) + 4 * (ks & 3) + (p >= 8 ? 2 : 0) + (p & 1);
 }
 
-/* f16x2 of two fp8 e4m3 bytes */
-__device__ __forceinline__ mt_u32 t8_cvt(mt_u32 two) { return mt_cvt_e4m3x2_f16x2((mt_u16)two); }
+/* f16x2 of the two fp8 e4m3 bytes in the low / high half of w (the halves
+ * split by a mov, so no shift is needed for the high one) */
+__device__ __forceinline__ mt_u32 t8_cvt_lo(mt_u32 w) {
+    mt_u32 r;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}" : "=r"(r) : "r"(w));
+    return r;
+}
+__device__ __forceinline__ mt_u32 t8_cvt_hi(mt_u32 w) {
+    mt_u32 r;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}" : "=r"(r) : "r"(w));
+    return r;
+}
 
 extern "C" __global__ void __launch_bounds__(256, 1)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
@@ -555,16 +565,23 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
         for (int i = 0; i < 8; i++) s[i] = 0.0f;
         mt_u32 af[2][16];
+        /* the next block's bytes are loaded before this block is converted,
+         * so the shared-memory latency hides behind the conversions */
+        uint4 next_lo = *(const uint4 *)(stg + t8_swizzle64(key_r, qd));
+        uint4 next_hi = *(const uint4 *)(stg + t8_swizzle64(key_r + 8, qd));
 #pragma unroll
         for (int j = 0; j < D / 64; j++) {
-            const uint4 lo = *(const uint4 *)(stg + j * T8_BLOCK_BYTES + t8_swizzle64(key_r, qd));
-            const uint4 hi = *(const uint4 *)(stg + j * T8_BLOCK_BYTES + t8_swizzle64(key_r + 8, qd));
+            const uint4 lo = next_lo, hi = next_hi;
+            if (j + 1 < D / 64) {
+                next_lo = *(const uint4 *)(stg + (j + 1) * T8_BLOCK_BYTES + t8_swizzle64(key_r, qd));
+                next_hi = *(const uint4 *)(stg + (j + 1) * T8_BLOCK_BYTES + t8_swizzle64(key_r + 8, qd));
+            }
             const mt_u32 wl[4] = {lo.x, lo.y, lo.z, lo.w}, wh[4] = {hi.x, hi.y, hi.z, hi.w};
             mt_u32 *a = af[j & 1];
 #pragma unroll
             for (int ss = 0; ss < 4; ss++) {
-                a[4 * ss + 0] = t8_cvt(wl[ss] & 0xffffu), a[4 * ss + 1] = t8_cvt(wh[ss] & 0xffffu);
-                a[4 * ss + 2] = t8_cvt(wl[ss] >> 16), a[4 * ss + 3] = t8_cvt(wh[ss] >> 16);
+                a[4 * ss + 0] = t8_cvt_lo(wl[ss]), a[4 * ss + 1] = t8_cvt_lo(wh[ss]);
+                a[4 * ss + 2] = t8_cvt_hi(wl[ss]), a[4 * ss + 3] = t8_cvt_hi(wh[ss]);
             }
             mt_wgmma_fence();
 #pragma unroll
@@ -639,21 +656,32 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 
         /* O^T += V^T P^T: per 64-column block t, two ldmatrix.trans of 4 x
          * (8 keys x 16 columns) give the A registers of its 4 k16 steps */
-        mt_u32 vf[2][16];
+        mt_u32 vf[2][16], next_v[2][4]; /* next_v: the next block's bytes, loaded ahead as for K */
+#pragma unroll
+        for (int half = 0; half < 2; half++)
+            mt_ldmatrix_x4_trans(next_v[half], stg + t8_swizzle64(32 * half + 8 * (lane >> 3) + (lane & 7), wi));
 #pragma unroll
         for (int t = 0; t < DL / 64; t++) {
-            mt_u32 *a = vf[t & 1];
+            mt_u32 *a = vf[t & 1], raw[2][4];
+#pragma unroll
+            for (int half = 0; half < 2; half++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) raw[half][i] = next_v[half][i];
+            if (t + 1 < DL / 64) {
+#pragma unroll
+                for (int half = 0; half < 2; half++)
+                    mt_ldmatrix_x4_trans(next_v[half], stg + (t + 1) * T8_BLOCK_BYTES +
+                                                           t8_swizzle64(32 * half + 8 * (lane >> 3) + (lane & 7), wi));
+            }
 #pragma unroll
             for (int half = 0; half < 2; half++) {
-                mt_u32 r[4];
-                mt_ldmatrix_x4_trans(r, stg + t * T8_BLOCK_BYTES +
-                                            t8_swizzle64(32 * half + 8 * (lane >> 3) + (lane & 7), wi));
+                const mt_u32 *r = raw[half];
 #pragma unroll
                 for (int mi = 0; mi < 4; mi++) {
                     /* r[mi] = (key 2qd: columns 2g, 2g+1 | key 2qd+1: the same) */
                     const mt_u32 w = __byte_perm(r[mi], 0u, 0x3120);
                     const int at = 4 * (2 * half + (mi >> 1)) + 2 * (mi & 1);
-                    a[at] = t8_cvt(w & 0xffffu), a[at + 1] = t8_cvt(w >> 16);
+                    a[at] = t8_cvt_lo(w), a[at + 1] = t8_cvt_hi(w);
                 }
             }
             mt_wgmma_fence();
