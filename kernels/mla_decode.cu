@@ -217,6 +217,47 @@ __device__ __forceinline__ mt_u32 q_pair_to_mma(mt_u32 w, float q_factor) {
 }
 #endif
 
+#if MT_CUDA && MMA == 2 && defined(MT_HAVE_WGMMA)
+/* ---- chunk copies shared by both warpgroup paths below ------------------
+ * A stage holds one 64-key chunk as D/64 blocks of 64 key rows, each row
+ * ROW_BYTES wide (64 columns: 128 bytes of 16-bit KV, 64 of fp8), written
+ * by the tensor copy engine in the swizzle of that width. */
+#define BOX_ROWS (PAGE_SIZE < 64 ? PAGE_SIZE : 64) /* keys per copy: a page, or 64 keys of one */
+#if PAGE_SIZE < 16
+#error "mma=2 copies whole pages of at least 16 keys"
+#endif
+
+/* Issued by one thread: the copies of the chunk starting at key k0 (a
+ * multiple of 64) into `stage`, one box per column block and page piece,
+ * only the boxes holding keys below tile_end; they complete on `full`. */
+template <int ROW_BYTES>
+__device__ __forceinline__ void issue_chunk_copies(unsigned char *stage, const mt_tensor_map *map, const int *pages,
+                                                   int k0, int tile_end, mt_u64 *full) {
+    const int boxes = min(64 / BOX_ROWS, (tile_end - k0 + BOX_ROWS - 1) / BOX_ROWS);
+    mt_mbar_expect_tx(full, (unsigned)(boxes * (D / 64) * BOX_ROWS * ROW_BYTES));
+    for (int bx = 0; bx < boxes; bx++) {
+        const int key = k0 + bx * BOX_ROWS;
+        const int row = pages[key / PAGE_SIZE] * PAGE_SIZE + key % PAGE_SIZE;
+#pragma unroll
+        for (int blk = 0; blk < D / 64; blk++)
+            mt_tma_load_2d(stage + blk * 64 * ROW_BYTES + bx * BOX_ROWS * ROW_BYTES, map, blk * 64, row, full);
+    }
+}
+
+/* The last chunk: zeroes key rows first..63 of every block (whole rows, so
+ * the swizzle does not matter); a page's unused tail may hold anything, and
+ * P V must not meet a NaN.  `tid` counts from 0 over `threads` threads. */
+template <int ROW_BYTES>
+__device__ __forceinline__ void zero_key_rows(unsigned char *stage, int first, int tid, int threads) {
+    const int per_row = (D / 64) * (ROW_BYTES / 16); /* 16-byte pieces of a key over all blocks */
+    for (int i = tid; i < (64 - first) * per_row; i += threads) {
+        const int r = first + i / per_row, rem = i % per_row;
+        *(uint4 *)(stage + (rem / (ROW_BYTES / 16)) * 64 * ROW_BYTES + r * ROW_BYTES + (rem % (ROW_BYTES / 16)) * 16) =
+            make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+#endif
+
 #if !MMA
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
@@ -403,13 +444,9 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 #if BLOCK_THREADS != 256 || KV_CHUNK != 64 || KV_STAGES != 4 || DL != 512 || D % 64 != 0 || !KV_FP8
 #error "mma=2 with tile_q 16 takes fp8 KV, 256 threads, 64-key chunks, 4 stages, Dl 512, D % 64 == 0"
 #endif
-#if PAGE_SIZE < 16
-#error "mma=2 copies whole pages of at least 16 keys"
-#endif
 #define T8_BLOCK_BYTES (64 * 64)                /* 64 keys x 64 fp8 columns */
 #define T8_STAGE_BYTES ((D / 64) * T8_BLOCK_BYTES)
 #define T8_Q_BLOCK_BYTES (16 * 128)             /* 16 rows x 64 fp16 columns */
-#define BOX_ROWS (PAGE_SIZE < 64 ? PAGE_SIZE : 64)
 
 /* Byte offset of 16-byte piece c (0..3) of row r in a block of 64-byte
  * rows stored in the copy engine's 64-byte swizzle (blocks 512-byte aligned). */
@@ -506,18 +543,9 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const int n_mine = n_chunks > wg ? (n_chunks - wg + 1) / 2 : 0; /* chunks wg, wg + 2, ... */
     /* a warpgroup's local chunk li: chunk wg + 2 li, in stage 2 wg + li % 2 */
     auto issue = [&](int li) {
-        const int k0 = kb0 + 64 * (wg + 2 * li), st = 2 * wg + (li & 1);
-        unsigned char *dst = kv_s + st * T8_STAGE_BYTES;
-        const int boxes = min(64 / BOX_ROWS, (tile_end - k0 + BOX_ROWS - 1) / BOX_ROWS);
-        mt_mbar_expect_tx(&stage_full[st], (unsigned)(boxes * (D / 64) * BOX_ROWS * 64));
-        for (int bx = 0; bx < boxes; bx++) {
-            const int key = k0 + bx * BOX_ROWS;
-            const int row = pages[key / PAGE_SIZE] * PAGE_SIZE + key % PAGE_SIZE;
-#pragma unroll
-            for (int blk = 0; blk < D / 64; blk++)
-                mt_tma_load_2d(dst + blk * T8_BLOCK_BYTES + bx * BOX_ROWS * 64, &kv_map, blk * 64, row,
+        const int st = 2 * wg + (li & 1);
+        issue_chunk_copies<64>(kv_s + st * T8_STAGE_BYTES, &kv_map, pages, kb0 + 64 * (wg + 2 * li), tile_end,
                                &stage_full[st]);
-        }
     };
     if (wtid == 0) {
         if (n_mine > 0) issue(0);
@@ -548,13 +576,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         unsigned char *stg = kv_s + st * T8_STAGE_BYTES;
         mt_mbar_wait(&stage_full[st], (unsigned)(li >> 1) & 1u);
         if (k0 + 64 > tile_end) {
-            /* the last chunk: zero the key rows past the last key (a page's
-             * unused tail may hold NaN codes, and P V must not meet one) */
-            const int first = tile_end - k0, per_row = (D / 64) * 4;
-            for (int i = wtid; i < (64 - first) * per_row; i += 128) {
-                const int r = first + i / per_row, rem = i % per_row;
-                *(uint4 *)(stg + (rem >> 2) * T8_BLOCK_BYTES + r * 64 + (rem & 3) * 16) = make_uint4(0u, 0u, 0u, 0u);
-            }
+            zero_key_rows<64>(stg, tile_end - k0, wtid, 128);
             mt_bar_sync(bar_wg, 128);
         }
 
@@ -802,11 +824,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #define WG_BLOCK_BYTES (64 * 128)               /* 64 rows x 64 16-bit columns */
 #define WG_TILE_BYTES ((D / 64) * WG_BLOCK_BYTES) /* 64 rows x D */
 #define WG_PIECES (D / 8)                       /* 16-byte pieces per row */
-#define BOX_ROWS (PAGE_SIZE < 64 ? PAGE_SIZE : 64) /* keys per copy: a page, or 64 keys of one */
-#if PAGE_SIZE < 16
-#error "mma=2 copies whole pages of at least 16 keys"
-#endif
-
 
 /* O rows r0 / r1 of this thread *= a0 / a1, skipped while the whole warp's
  * rows keep their max (the factor is then exactly 1). */
@@ -868,16 +885,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
      * scores are computed): the boxes holding keys below tile_end */
     const int kb0 = k_begin & ~63;
     auto issue_chunk = [&](int k0, int buf) {
-        unsigned char *dst = kv_s + buf * WG_TILE_BYTES;
-        const int boxes = min(64 / BOX_ROWS, (tile_end - k0 + BOX_ROWS - 1) / BOX_ROWS);
-        mt_mbar_expect_tx(&stage_full[buf], (unsigned)(boxes * (D / 64) * BOX_ROWS * 128));
-        for (int bx = 0; bx < boxes; bx++) {
-            const int key = k0 + bx * BOX_ROWS;
-            const int row = pages[key / PAGE_SIZE] * PAGE_SIZE + key % PAGE_SIZE;
-#pragma unroll
-            for (int blk = 0; blk < D / 64; blk++)
-                mt_tma_load_2d(dst + blk * WG_BLOCK_BYTES + bx * BOX_ROWS * 128, &kv_map, blk * 64, row, &stage_full[buf]);
-        }
+        issue_chunk_copies<128>(kv_s + buf * WG_TILE_BYTES, &kv_map, pages, k0, tile_end, &stage_full[buf]);
     };
 
     const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
@@ -902,13 +910,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         if (tid == 128 && ci + 1 < n_chunks) issue_chunk(k0 + 64, buf ^ 1);
         mt_mbar_wait(&stage_full[buf], (unsigned)(ci >> 1) & 1u);
         if (k0 + 64 > tile_end) {
-            /* the last chunk: zero the rows past the last key */
-            unsigned char *c = kv_s + buf * WG_TILE_BYTES;
-            for (int i = tid; i < (k0 + 64 - tile_end) * WG_PIECES; i += 256) {
-                const int r = tile_end - k0 + i / WG_PIECES, u = i % WG_PIECES;
-                *(uint4 *)(c + mt_swizzle128(r, u, 64)) = make_uint4(0u, 0u, 0u, 0u);
-            }
-            mt_fence_proxy_async();
+            zero_key_rows<128>(kv_s + buf * WG_TILE_BYTES, tile_end - k0, tid, 256);
+            mt_fence_proxy_async(); /* the zeros, for the wgmma */
             __syncthreads();
         }
         const unsigned char *kv_c = kv_s + buf * WG_TILE_BYTES;
