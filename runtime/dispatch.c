@@ -20,7 +20,7 @@ static const char heuristic_mma_base[] =
  * won every such key of that sweep (128 heads: 2.5x the mma.sync path). */
 static const char heuristic_wgmma_base[] =
     "tile_q=64,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
-/* fp8 KV on Hopper: the transposed wgmma path (1.26x the mma.sync path's
+/* fp8 KV on Hopper: the transposed wgmma path (1.40x the mma.sync path's
  * best at 16 heads, B=128, L=16384; reports/PERFLOG.md, session 6). */
 static const char heuristic_fp8_base[] =
     "tile_q=16,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=4";
