@@ -133,6 +133,21 @@ __device__ __forceinline__ int row_key_limit(int row, int rows, int len, int sq,
     return row < rows ? max(0, min(len, len - sq + row / n_heads + 1)) : 0;
 }
 
+/* The tile's rows' key limits (row_limit[0..TILE_Q)), written by the
+ * threads of a work-group of BLOCK_THREADS; a barrier must follow. */
+__device__ __forceinline__ void fill_row_limits(int *row_limit, int row0, int rows, int len, int sq, int n_heads,
+                                                int tid) {
+    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
+}
+
+/* One past the last key any row of the tile sees within the split (keys
+ * end at k_end): the chunk loop's bound. */
+__device__ __forceinline__ int tile_key_end(const int *row_limit, int k_end) {
+    int end = 0;
+    for (int r = 0; r < TILE_Q; r++) end = max(end, row_limit[r]);
+    return min(end, k_end);
+}
+
 /* A row's log-sum-exp (natural log) from its running max in the log2
  * domain and its sum; -inf for a row that saw no key. */
 __device__ __forceinline__ float row_lse(float m, float l) { return l > 0.0f ? (m + mt_log2f(l)) * LN2 : MT_NEG_INF; }
@@ -300,9 +315,7 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
         q_tile[i] = row < rows ? load_q(q + ((size_t)b * rows + row) * D + d) * q_scale : 0.0f;
     }
     __syncthreads();
-    int tile_end = 0;
-    for (int r = 0; r < TILE_Q; r++) tile_end = max(tile_end, row_limit[r]);
-    tile_end = min(tile_end, k_end);
+    const int tile_end = tile_key_end(row_limit, k_end);
 
     float acc_o[TILE_Q][COLS_PER_THREAD];
 #pragma unroll
@@ -494,7 +507,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     int k_begin, k_end;
     split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
-    if (tid < 16) row_limit[tid] = row_key_limit(row0 + tid, rows, len, sq, n_heads);
+    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
     if (tid == 0) {
         for (int i = 0; i < 4; i++) mt_mbar_init(&stage_full[i], 1);
         mt_mbar_init_fence();
@@ -534,9 +547,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
     mt_fence_proxy_async(); /* Q^T, for the wgmma */
     __syncthreads();
-    int tile_end = 0;
-    for (int r = 0; r < 16; r++) tile_end = max(tile_end, row_limit[r]);
-    tile_end = min(tile_end, k_end);
+    const int tile_end = tile_key_end(row_limit, k_end);
 
     const int kb0 = k_begin & ~63;
     const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
@@ -860,7 +871,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     int k_begin, k_end;
     split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
-    if (tid < 64) row_limit[tid] = row_key_limit(row0 + tid, rows, len, sq, n_heads);
+    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
     if (tid == 0) {
         mt_mbar_init(&stage_full[0], 1);
         mt_mbar_init(&stage_full[1], 1);
@@ -877,9 +888,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
     mt_cp_async_commit();
     __syncthreads();
-    int tile_end = 0;
-    for (int r = 0; r < 64; r++) tile_end = max(tile_end, row_limit[r]);
-    tile_end = min(tile_end, k_end);
+    const int tile_end = tile_key_end(row_limit, k_end);
 
     /* chunk copies, issued by one thread (warpgroup 1's first, idle while
      * scores are computed): the boxes holding keys below tile_end */
@@ -1121,7 +1130,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
 
-    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
+    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
     /* q -> shared memory in the mma type, 16 bytes (8 elements) per piece.
      * When q already has the mma type it goes by cp.async (its own group,
@@ -1177,9 +1186,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
 #endif
     __syncthreads();
-    int tile_end = 0;
-    for (int r = 0; r < TILE_Q; r++) tile_end = max(tile_end, row_limit[r]);
-    tile_end = min(tile_end, k_end);
+    const int tile_end = tile_key_end(row_limit, k_end);
 
     /* Stage keys [k0, k0 + KV_CHUNK) into stage buffer `buf`.  Each thread
      * takes one key row, my_row = tid / TPR, and every TPR-th 16-byte piece
@@ -1491,7 +1498,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     int k_begin, k_end;
     split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
-    for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
+    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
     /* this wave's slice of Q: A fragments (4 consecutive d of one row per
      * lane), 8 bytes each, straight from global memory */
@@ -1537,9 +1544,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #endif
     (void)q_factor_s;
     __syncthreads(); /* row_limit is complete */
-    int tile_end = 0;
-    for (int r = 0; r < TILE_Q; r++) tile_end = max(tile_end, row_limit[r]);
-    tile_end = min(tile_end, k_end);
+    const int tile_end = tile_key_end(row_limit, k_end);
     const int n_chunks = tile_end > k_begin ? (tile_end - k_begin + KV_CHUNK - 1) / KV_CHUNK : 0;
 
     /* KV chunk [k0, k0 + KV_CHUNK) -> registers (16 bytes per piece; keys

@@ -10,11 +10,9 @@
 #include "timing.h"
 
 /* Median ms of `n` (<= 16) runs of fn after one warm-up run, or -1. */
-static double median_ms(mt_stream s, int n, mt_timed_fn fn, void *arg, mt_backend *b) {
+static double median_ms(mt_backend *b, mt_stream s, int n, mt_timed_fn fn, void *arg) {
     double ms[16];
-    mt_status st = fn(arg, s);
-    if (st == MT_OK) st = mt_time_runs(b, s, NULL, n, fn, arg, ms);
-    return st == MT_OK ? mt_sorted_median(ms, n) : -1;
+    return mt_time_runs(b, s, NULL, 1, n, fn, arg, ms) == MT_OK ? mt_sorted_median(ms, n) : -1;
 }
 
 typedef struct copy_job { mt_backend *b; mt_devptr dst, src; size_t bytes; } copy_job;
@@ -30,7 +28,7 @@ double mt_ceiling_copy_gbps(mt_backend *b, mt_stream s) {
     if (st == MT_OK) st = mt_backend_mem_alloc(b, c.bytes, &c.dst);
     if (st == MT_OK) st = mt_backend_mem_set(b, c.src, 0x5a, c.bytes, s);
     if (st == MT_OK) {
-        double ms = median_ms(s, 9, run_copy, &c, b);
+        double ms = median_ms(b, s, 9, run_copy, &c);
         if (ms > 0) result = 2.0 * (double)c.bytes / (ms * 1e-3) / 1e9;
     }
     mt_backend_mem_free(b, c.src);
@@ -61,7 +59,7 @@ static double matrix_peak_tflops(mt_backend *b, mt_jit *jit, const char *arch, c
     if (st == MT_OK) st = mt_backend_mem_alloc(b, (size_t)m.groups * 256 * sizeof(float), &m.out);
     double result = 0;
     if (st == MT_OK) {
-        double ms = median_ms(s, 7, run_mma, &m, b);
+        double ms = median_ms(b, s, 7, run_mma, &m);
         if (ms > 0) result = flops_per_group_iter * m.iters * m.groups / (ms * 1e-3) / 1e12;
     }
     mt_backend_mem_free(b, m.out);

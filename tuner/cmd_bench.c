@@ -178,17 +178,15 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
                          .block_table = (const int32_t *)(uintptr_t)dtable, .seq_lens = (const int32_t *)(uintptr_t)dlens,
                          .out = (void *)(uintptr_t)dout, .lse = (float *)(uintptr_t)dlse,
                          .workspace = (void *)(uintptr_t)dws, .workspace_size = ws};
-    for (int i = 0; i < o->warmup && st == MT_OK; i++)
-        if (mlt_plan_run(plan, &a, NULL) != MLT_OK) st = mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
     double *ms = calloc((size_t)o->reps, sizeof *ms);
     plan_call call = {plan, &a};
-    if (st == MT_OK) st = ms ? mt_time_runs(g->b, NULL, &g->flush, o->reps, run_plan, &call, ms)
+    if (st == MT_OK) st = ms ? mt_time_runs(g->b, NULL, &g->flush, o->warmup, o->reps, run_plan, &call, ms)
                              : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == MT_OK) st = mt_backend_copy_to_host(g->b, host_out, dout, out_bytes, NULL);
     if (st == MT_OK) {
         r->median_us = 1e3 * mt_sorted_median(ms, o->reps);
-        r->p10_us = 1e3 * ms[o->reps / 10];
-        r->p90_us = 1e3 * ms[(o->reps * 9) / 10 < o->reps ? (o->reps * 9) / 10 : o->reps - 1];
+        r->p10_us = 1e3 * mt_sorted_percentile(ms, o->reps, 10);
+        r->p90_us = 1e3 * mt_sorted_percentile(ms, o->reps, 90);
         double keys = 0; /* key visits per head: token t of Sq sees len - sq + t + 1 keys */
         for (int t = 0; t < sq; t++) keys += fmax(0, len - sq + t + 1);
         double flops = 2.0 * batch * heads * keys * (d + dl);

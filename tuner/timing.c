@@ -49,10 +49,13 @@ static int compare_doubles(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-mt_status mt_time_runs(mt_backend *b, mt_stream s, const mt_l2_flush *flush, int reps, mt_timed_fn fn, void *arg,
-                       double *ms) {
+mt_status mt_time_runs(mt_backend *b, mt_stream s, const mt_l2_flush *flush, int warmup, int reps, mt_timed_fn fn,
+                       void *arg, double *ms) {
+    mt_status st = MT_OK;
+    for (int i = 0; i < warmup && st == MT_OK; i++) st = fn(arg, s);
+    if (st != MT_OK) return st;
     mt_event *ev = calloc((size_t)reps * 2, sizeof *ev);
-    mt_status st = ev ? MT_OK : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (!ev) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int i = 0; i < reps * 2 && st == MT_OK; i++) st = mt_backend_event_create(b, &ev[i]);
     for (int i = 0; i < reps && st == MT_OK; i++) {
         if (flush) st = mt_l2_flush_run(flush, i, s);
@@ -67,10 +70,15 @@ mt_status mt_time_runs(mt_backend *b, mt_stream s, const mt_l2_flush *flush, int
         ms[i] = t;
     }
     if (st == MT_OK) qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
-    for (int i = 0; ev && i < reps * 2; i++)
+    for (int i = 0; i < reps * 2; i++)
         if (ev[i]) mt_backend_event_destroy(b, ev[i]);
     free(ev);
     return st;
 }
 
 double mt_sorted_median(const double *v, int n) { return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]); }
+
+double mt_sorted_percentile(const double *v, int n, int pct) {
+    int i = n * pct / 100;
+    return v[i < n ? i : n - 1];
+}

@@ -40,14 +40,16 @@ mt_status mt_l2_flush_run(const mt_l2_flush *f, int i, mt_stream s);
 /* One unit of timed work: queues it on stream s. */
 typedef mt_status (*mt_timed_fn)(void *arg, mt_stream s);
 
-/* Times `reps` runs of fn on stream s, each between its own pair of events
- * and preceded by a flush when `flush` is not NULL; waits for them and
- * fills ms[0..reps) in milliseconds, sorted ascending.  No warm-up: the
- * caller runs fn first as often as it wants. */
-mt_status mt_time_runs(mt_backend *b, mt_stream s, const mt_l2_flush *flush, int reps, mt_timed_fn fn, void *arg,
-                       double *ms);
+/* Runs fn `warmup` times untimed, then times `reps` runs of fn on stream
+ * s, each between its own pair of events and preceded by a flush when
+ * `flush` is not NULL; waits for them and fills ms[0..reps) in
+ * milliseconds, sorted ascending. */
+mt_status mt_time_runs(mt_backend *b, mt_stream s, const mt_l2_flush *flush, int warmup, int reps, mt_timed_fn fn,
+                       void *arg, double *ms);
 
-/* Median of n sorted values. */
+/* Median of n sorted values; the pct-th percentile (the value at index
+ * n * pct / 100, the last one at most). */
 double mt_sorted_median(const double *v, int n);
+double mt_sorted_percentile(const double *v, int n, int pct);
 
 #endif

@@ -426,12 +426,10 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     /* time: warm-up, then per run an L2 flush and the launch between events */
     size_t ws = mt_mla_decode_workspace_bytes(&job->variant, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq);
     mt_mla_decode_args a = key_args(w, ws);
-    for (int i = 0; i < job->warmup && st == MT_OK; i++)
-        st = mt_mla_decode_launch(w->b, dec, red, &job->variant, &k->key.s, &a, w->stream);
     int reps = job->reps;
     double *ms = calloc((size_t)reps, sizeof *ms);
     launch_job lj = {w, dec, red, &job->variant, &k->key.s, &a};
-    if (st == MT_OK) st = ms ? mt_time_runs(w->b, w->stream, &w->flush, reps, run_launch, &lj, ms)
+    if (st == MT_OK) st = ms ? mt_time_runs(w->b, w->stream, &w->flush, job->warmup, reps, run_launch, &lj, ms)
                              : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st != MT_OK) {
         free(ms);
@@ -444,7 +442,7 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     r->median_ms = mt_sorted_median(ms, reps);
     r->min_ms = ms[0];
     r->max_ms = ms[reps - 1];
-    r->spread_ms = ms[(reps * 9) / 10 < reps ? (reps * 9) / 10 : reps - 1] - ms[reps / 10];
+    r->spread_ms = mt_sorted_percentile(ms, reps, 90) - mt_sorted_percentile(ms, reps, 10);
     free(ms);
     return 0;
 }
