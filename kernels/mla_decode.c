@@ -19,6 +19,11 @@
  *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
  *                   in flight while one is computed); mma=2: copy stages
  *                   (2, or 4 for fp8); mma=0 takes 2 only
+ *   split_reduce    how the splits' partial results are merged: 0, by the
+ *                   reduce kernel from the workspace; 1, the splits of a row
+ *                   tile run as one thread-block cluster and merge through
+ *                   each other's shared memory (no workspace, one kernel;
+ *                   the 64-row mma=2 path, 2..16 splits)
  *
  * Constraints (checked before compiling, and on every value read from a DB):
  *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
@@ -50,6 +55,8 @@ static const mt_param_desc mla_decode_params[] = {
     {"mma", "MMA", {0, 1, 2}, 3, 0,
      "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1},
     {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1},
+    {"split_reduce", "SPLIT_REDUCE", {0, 1}, 2, 0,
+     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
@@ -179,6 +186,28 @@ static mt_status check_wgmma(const int *values, const mt_decode_static *s, const
     return MT_OK;
 }
 
+/* split_reduce=1: the merge in a cluster exists on the 64-row warpgroup
+ * path (16-bit KV); a cluster holds at most 16 work-groups (H100), each
+ * merges DL / splits columns four at a time, and the partial result (64
+ * rows of DL + 8 floats and the row lse) must fit where the two KV stages
+ * were. */
+static mt_status check_split_reduce(const int *values, const mt_decode_static *s, const mt_target *t) {
+    int splits = values[MT_P_NUM_SPLITS];
+    (void)t;
+    if (values[MT_P_MMA] != 2 || s->kv_dtype == MT_FP8_E4M3)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: split_reduce=1 (merge in a cluster) exists on the mma=2 path with 16-bit KV only");
+    if (splits < 2 || splits > 16 || s->dl % (4 * splits) != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: split_reduce=1 takes 2..16 splits that divide Dl into multiples of 4 columns "
+                       "(num_splits=%d, Dl=%d)", splits, s->dl);
+    if (64 * ((size_t)s->dl + 8) * 4 + 64 * 4 > 2 * 128 * (size_t)s->d)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: split_reduce=1 keeps 64 partial rows of Dl=%d floats where the KV stages of D=%d "
+                       "were: too large", s->dl, s->d);
+    return MT_OK;
+}
+
 static mt_status mla_decode_check(const int *values, const mt_decode_static *s, const mt_target *t) {
     mt_status st = check_static(s);
     if (st != MT_OK) return st;
@@ -190,6 +219,10 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
+    if (values[MT_P_SPLIT_REDUCE]) {
+        mt_status st2 = check_split_reduce(values, s, t);
+        if (st2 != MT_OK) return st2;
+    }
     if (values[MT_P_MMA] == 2) return check_wgmma(values, s, t);
     if (values[MT_P_MMA] && t->warp_size == 64) return check_mfma(values, s, t);
     if (values[MT_P_MMA]) {
@@ -257,7 +290,7 @@ const mt_family mt_family_mla_decode_simt = {
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
                                      int sq) {
     size_t splits = (size_t)v->values[MT_P_NUM_SPLITS];
-    if (splits <= 1 || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
+    if (splits <= 1 || v->values[MT_P_SPLIT_REDUCE] || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
     size_t rows = (size_t)batch * (size_t)sq * (size_t)n_heads;
     return splits * rows * ((size_t)s->dl + 1) * sizeof(float);
 }
@@ -304,15 +337,16 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
                                const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream) {
     mt_status st = mt_mla_decode_check_args(v, s, a);
     if (st != MT_OK) return st;
-    int splits = v->values[MT_P_NUM_SPLITS];
-    if (!decode || (splits > 1 && !reduce))
+    int splits = v->values[MT_P_NUM_SPLITS], in_cluster = v->values[MT_P_SPLIT_REDUCE];
+    if (!decode || (splits > 1 && !in_cluster && !reduce))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
     int rows = a->sq * a->n_heads;
     int tile_q = v->values[MT_P_TILE_Q];
     size_t rows_total = (size_t)a->batch * (size_t)rows;
     /* workspace layout: o_part [B, splits, rows, Dl] then lse_part [B, splits, rows] */
-    mt_devptr o_part = splits > 1 ? a->workspace : 0;
-    mt_devptr lse_part = splits > 1 ? a->workspace + (size_t)splits * rows_total * (size_t)s->dl * sizeof(float) : 0;
+    int partials = splits > 1 && !in_cluster;
+    mt_devptr o_part = partials ? a->workspace : 0;
+    mt_devptr lse_part = partials ? a->workspace + (size_t)splits * rows_total * (size_t)s->dl * sizeof(float) : 0;
     int n_heads = a->n_heads, sq = a->sq, max_blocks = a->max_blocks;
     float scale = a->scale, kv_scale = a->kv_scale;
     mt_devptr q = a->q, kv = a->kv, bt = a->block_table, lens = a->seq_lens, out = a->out, lse = a->lse;
@@ -334,8 +368,14 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     }
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_P_BLOCK_THREADS], 1, 1};
-    st = mt_backend_launch(b, decode, grid, block, mt_mla_decode_shared_bytes(v->values, s, a->warp_size), stream,
-                           args);
+    size_t shared = mt_mla_decode_shared_bytes(v->values, s, a->warp_size);
+    if (in_cluster) {
+        /* the splits of a row tile are one cluster; they merge among
+         * themselves (split_reduce in mla_decode.cu) */
+        unsigned cluster[3] = {1, (unsigned)splits, 1};
+        return mt_backend_launch_cluster(b, decode, grid, block, cluster, shared, stream, args);
+    }
+    st = mt_backend_launch(b, decode, grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
     void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows};
     /* REDUCE_GROUPS, REDUCE_THREADS and REDUCE_COLS in mla_decode.cu */

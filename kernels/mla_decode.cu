@@ -74,6 +74,12 @@
 #ifndef MMA
 #define MMA 0
 #endif
+#ifndef SPLIT_REDUCE
+#define SPLIT_REDUCE 0
+#endif
+#if SPLIT_REDUCE && !(MMA == 2 && TILE_Q == 64)
+#error "split_reduce=1 (merge in a cluster) exists on the 64-row warpgroup path only"
+#endif
 
 #define KV_STRIDE (D + 1)
 #define COLS_PER_THREAD ((DL + BLOCK_THREADS - 1) / BLOCK_THREADS)
@@ -233,6 +239,71 @@ __device__ __forceinline__ mt_u32 q_pair_to_mma(mt_u32 w, float q_factor) {
 #endif
 
 #if MT_CUDA && MMA == 2 && defined(MT_HAVE_WGMMA)
+#if SPLIT_REDUCE
+/* split_reduce=1: the NUM_SPLITS blocks of a row tile form one cluster
+ * (launched with cluster shape 1 x NUM_SPLITS x 1, so the cluster rank is
+ * the split) and merge their partial results through distributed shared
+ * memory instead of a workspace and the reduce kernel.  Each block leaves
+ * its rows' normalised O (o_red, fp32, rows RED_STRIDE floats apart: the
+ * pad spreads a warp's row-pair stores over the banks) and lse (lse_red) in
+ * its own shared memory; after a cluster barrier, block r merges output
+ * columns [r, r + 1) * DL / NUM_SPLITS of every row from all blocks, with
+ * the reduce kernel's weights (lse = log sum_i exp(lse_i), o = sum_i
+ * exp(lse_i - lse) o_i), and writes them; a second barrier keeps every
+ * block's shared memory alive until the others have read it.  wts is
+ * scratch for the weights, [NUM_SPLITS][64]. */
+#if NUM_SPLITS < 2 || NUM_SPLITS > 16 || DL % (4 * NUM_SPLITS) != 0
+#error "split_reduce=1 takes 2..16 splits, each merging a multiple of 4 columns"
+#endif
+#define RED_STRIDE (DL + 8)
+__device__ __forceinline__ void cluster_merge(const float *o_red, const float *lse_red, float *wts, mt_u16 *out,
+                                              float *lse, int b, int rows, int row0, int rows_here, int tid,
+                                              int threads) {
+    const unsigned rank = mt_cluster_rank();
+    mt_cluster_sync(); /* every block's o_red and lse_red are written */
+    for (int i = tid; i < NUM_SPLITS * rows_here; i += threads) {
+        const int sp = i / rows_here, r = i - sp * rows_here;
+        wts[sp * 64 + r] = mt_dsmem_load(mt_dsmem_addr(lse_red + r, sp));
+    }
+    __syncthreads();
+    if (tid < rows_here) {
+        float m = MT_NEG_INF, total = 0.0f;
+        for (int sp = 0; sp < NUM_SPLITS; sp++) m = fmaxf(m, wts[sp * 64 + tid]);
+        for (int sp = 0; sp < NUM_SPLITS; sp++) {
+            const float l = wts[sp * 64 + tid], w = l == MT_NEG_INF ? 0.0f : __expf(l - m);
+            wts[sp * 64 + tid] = w, total += w;
+        }
+        const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+        for (int sp = 0; sp < NUM_SPLITS; sp++) wts[sp * 64 + tid] *= inv;
+        if (rank == 0) lse[(size_t)b * rows + row0 + tid] = total > 0.0f ? m + __logf(total) : MT_NEG_INF;
+    }
+    __syncthreads();
+    unsigned peer[NUM_SPLITS]; /* o_red in each block of the cluster */
+#pragma unroll
+    for (int sp = 0; sp < NUM_SPLITS; sp++) peer[sp] = mt_dsmem_addr(o_red, sp);
+    const int cols = DL / NUM_SPLITS, quads = cols / 4;
+    for (int i = tid; i < rows_here * quads; i += threads) {
+        const int r = i / quads, col = (int)rank * cols + (i - r * quads) * 4;
+        const unsigned off = (unsigned)(r * RED_STRIDE + col) * 4u;
+        float4 v[NUM_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) v[sp] = mt_dsmem_load4(peer[sp] + off);
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) {
+            const float w = wts[sp * 64 + r]; /* 0 for a split without keys: its o is not used */
+            if (w != 0.0f) a0 += w * v[sp].x, a1 += w * v[sp].y, a2 += w * v[sp].z, a3 += w * v[sp].w;
+        }
+        mt_u16 *o = out + ((size_t)b * rows + row0 + r) * DL + col;
+#if Q_DTYPE == 0
+        *(uint2 *)o = make_uint2(mt_pack_bf16x2(a0, a1), mt_pack_bf16x2(a2, a3));
+#else
+        *(uint2 *)o = make_uint2(mt_pack_f16x2(a0, a1), mt_pack_f16x2(a2, a3));
+#endif
+    }
+    mt_cluster_sync(); /* the others have read this block's shared memory */
+}
+#endif
 /* ---- chunk copies shared by both warpgroup paths below ------------------
  * A stage holds one 64-key chunk as D/64 blocks of 64 key rows, each row
  * ROW_BYTES wide (64 columns: 128 bytes of 16-bit KV, 64 of fp8), written
@@ -1012,14 +1083,23 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
      * row and writes lse; then both write their halves of O */
     mt_cp_async_wait<0>(); /* nothing may be in flight at exit */
     __syncthreads();       /* warpgroup 1 has read the last alpha */
+#if SPLIT_REDUCE
+    /* the stages and Q are free now: the partial result and the merge
+     * weights go there (cluster_merge) */
+    float *o_red = (float *)kv_s, *lse_red = o_red + 64 * RED_STRIDE, *wts = (float *)q_s;
+#endif
     if (wg == 0) {
         l0 += mt_shfl_xor(l0, 1), l1 += mt_shfl_xor(l1, 1);
         l0 += mt_shfl_xor(l0, 2), l1 += mt_shfl_xor(l1, 2);
         if (quad == 0) {
             row_alpha[r0] = l0 > 0.0f ? kv_scale / l0 : 0.0f;
             row_alpha[r1] = l1 > 0.0f ? kv_scale / l1 : 0.0f;
+#if SPLIT_REDUCE
+            lse_red[r0] = row_lse(m0, l0), lse_red[r1] = row_lse(m1, l1);
+#else
             if (row0 + r0 < rows) store_lse(lse, lse_part, b, split, rows, row0 + r0, row_lse(m0, l0));
             if (row0 + r1 < rows) store_lse(lse, lse_part, b, split, rows, row0 + r1, row_lse(m1, l1));
+#endif
         }
     }
     __syncthreads();
@@ -1028,9 +1108,18 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         const int col = wg * 256 + j * 8 + quad * 2;
+#if SPLIT_REDUCE
+        if (g0 < rows) *(float2 *)(o_red + r0 * RED_STRIDE + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+        if (g1 < rows)
+            *(float2 *)(o_red + r1 * RED_STRIDE + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+#else
         if (g0 < rows) store_o_pair(out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
         if (g1 < rows) store_o_pair(out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+#endif
     }
+#if SPLIT_REDUCE
+    cluster_merge(o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
+#endif
 }
 
 #elif MT_CUDA /* MMA on NVIDIA */

@@ -14,7 +14,8 @@
 extern const mt_family mt_family_mla_decode_simt;
 
 /* parameter positions in mt_variant.values for this family */
-enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES };
+enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES,
+       MT_P_SPLIT_REDUCE };
 
 /* Entry points in the compiled module. */
 #define MT_MLA_DECODE_KERNEL "mla_decode"

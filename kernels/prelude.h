@@ -20,6 +20,8 @@
  *   mt_grid_launch_dependents no-op elsewhere)
  *   mt_wgmma_*, mt_swizzle128  Hopper warpgroup matrix instructions (sm_90a only;
  *                           MT_HAVE_WGMMA says they exist)
+ *   mt_cluster_*, mt_dsmem_*  thread-block clusters and their distributed
+ *                           shared memory (sm_90a, with MT_HAVE_WGMMA)
  *
  * Storage types are plain integers (uint16_t for bf16/fp16, uint8_t for
  * fp8): the conversions are ours, so no vendor half/bfloat16 header is
@@ -295,6 +297,40 @@ __device__ __forceinline__ void mt_tma_load_2d(void *dst, const mt_tensor_map *m
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(mt_smem_addr(dst)), "l"((mt_u64)map), "r"(col), "r"(row), "r"(mt_smem_addr(bar))
                  : "memory");
+}
+
+/* Thread-block clusters (launched with a cluster shape, runtime/backend.h
+ * launch_cluster): the blocks of a cluster run at the same time on one GPC
+ * and may read each other's shared memory.  mt_cluster_sync is a barrier
+ * over every thread of the cluster that also orders shared-memory writes
+ * before it with reads after it (release / acquire); mt_dsmem_addr maps an
+ * address of this block's shared memory to the same offset in block
+ * `rank` of the cluster, for mt_dsmem_load4. */
+__device__ __forceinline__ void mt_cluster_sync(void) {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned mt_cluster_rank(void) {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ unsigned mt_dsmem_addr(const void *local, unsigned rank) {
+    unsigned out;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(mt_smem_addr(local)), "r"(rank));
+    return out;
+}
+__device__ __forceinline__ float4 mt_dsmem_load4(unsigned addr) {
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ float mt_dsmem_load(unsigned addr) {
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+    return v;
 }
 
 /* Byte offset of 16-byte piece u of row r in a 128-byte-swizzled tile of

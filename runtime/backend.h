@@ -118,6 +118,14 @@ typedef struct mt_backend_iface {
     mt_status (*launch_dependent)(mt_backend *b, mt_function f, const unsigned grid[3],
                                  const unsigned block[3], size_t shared_bytes, mt_stream s,
                                  void **args);
+    /* (optional) a launch whose blocks run in clusters of cluster[0] x
+     * cluster[1] x cluster[2] (sm_90+): a cluster's blocks are scheduled
+     * together and may read each other's shared memory (kernels/prelude.h,
+     * mt_cluster_sync, mt_dsmem_*).  No fallback: a kernel written for
+     * clusters cannot run without them. */
+    mt_status (*launch_cluster) (mt_backend *b, mt_function f, const unsigned grid[3],
+                                 const unsigned block[3], const unsigned cluster[3],
+                                 size_t shared_bytes, mt_stream s, void **args);
     /* (optional) do once what a launch with this much dynamic shared memory
      * needs (the opt-in above 48 KiB on NVIDIA), so later launches from any
      * thread change nothing */
@@ -197,6 +205,10 @@ mt_status mt_backend_launch(mt_backend *b, mt_function f, const unsigned grid[3]
 /* launch_dependent where the backend has it, else an ordinary launch */
 mt_status mt_backend_launch_dependent(mt_backend *b, mt_function f, const unsigned grid[3],
                                       const unsigned block[3], size_t shared_bytes, mt_stream s, void **args);
+/* MT_ERR_UNSUPPORTED where the backend has no cluster launch; the grid
+ * must be a whole number of clusters */
+mt_status mt_backend_launch_cluster(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
+                                    const unsigned cluster[3], size_t shared_bytes, mt_stream s, void **args);
 mt_status mt_backend_synchronize(mt_backend *b);
 mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_bytes);
 /* MT_ERR_UNSUPPORTED where the backend has no tensor copy engine */

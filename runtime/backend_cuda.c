@@ -89,6 +89,7 @@ struct mt_function_s {
     CUfunction fn;
     size_t dynamic_shared_allowed;
     int binary_version; /* the code's target, 10 * major + minor (90: sm_90) */
+    int non_portable_clusters; /* clusters of more than 8 blocks allowed */
 };
 
 /* A module owns the function wrappers handed out for it; unloading frees them. */
@@ -487,6 +488,13 @@ static mt_status cuda_prepare_launch(mt_backend *b, mt_function f, size_t shared
         if (st != MT_OK) return st;
         f->dynamic_shared_allowed = shared_bytes;
     }
+    /* clusters of more than 8 blocks are not portable; sm_90 code may use
+     * them (launch_cluster) once the function allows it */
+    if (f->binary_version >= 90 && !f->non_portable_clusters) {
+        mt_status st = CU(b, cuFuncSetAttribute(f->fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+        if (st != MT_OK) return st;
+        f->non_portable_clusters = 1;
+    }
     return MT_OK;
 }
 
@@ -520,6 +528,27 @@ static mt_status cuda_launch_dependent(mt_backend *b, mt_function f, const unsig
                           .sharedMemBytes = (unsigned)shared_bytes, .hStream = (CUstream)s,
                           .attrs = &attr, .numAttrs = 1};
     return cu_check(b, c->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx");
+}
+
+/* (Clusters of more than 8 blocks, up to 16 on H100, were allowed in
+ * cuda_prepare_launch.) */
+static mt_status cuda_launch_cluster(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
+                                     const unsigned cluster[3], size_t shared_bytes, mt_stream s, void **args) {
+    cuda_ctx *c = ctx_of(b);
+    if (!c->cu_opt.cuLaunchKernelEx || f->binary_version < 90)
+        return mt_fail(MT_ERR_UNSUPPORTED, "cluster launch needs sm_90 code and a driver with cuLaunchKernelEx "
+                                           "(code for sm_%d)", f->binary_version);
+    mt_status st = cuda_prepare_launch(b, f, shared_bytes);
+    if (st != MT_OK) return st;
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster[0], attr.value.clusterDim.y = cluster[1], attr.value.clusterDim.z = cluster[2];
+    CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+                          .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
+                          .sharedMemBytes = (unsigned)shared_bytes, .hStream = (CUstream)s,
+                          .attrs = &attr, .numAttrs = 1};
+    return cu_check(b, c->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx (cluster)");
 }
 
 /* A host-side encoding (no device work): 16-bit elements, no interleave,
@@ -583,6 +612,7 @@ static void cuda_close(mt_backend *b) {
     .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
     .function_resources = cuda_function_resources, .launch = cuda_launch,          \
     .launch_dependent = cuda_launch_dependent, .tensor_map_2d = cuda_tensor_map_2d, \
+    .launch_cluster = cuda_launch_cluster,                                         \
     .synchronize = cuda_synchronize, .prepare_launch = cuda_prepare_launch
 #define CUDA_COMPILER_OPS                                                          \
     .compiler_version = cuda_compiler_version, .compile = cuda_compile,            \

@@ -28,6 +28,29 @@ static const mt_backend_iface overlapping_iface = {.launch = counting_launch,
                                                    .launch_dependent = counting_launch_dependent};
 static mt_backend overlapping_backend = {.name = "overlapping", .iface = &overlapping_iface, .has_driver = 1};
 
+/* a backend with cluster launches (and tensor maps, which mma=2 encodes) */
+static int cluster_launches;
+static unsigned cluster_seen[3], cluster_grid[3];
+static mt_status counting_launch_cluster(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3],
+                                         const unsigned cl[3], size_t sh, mt_stream s, void **args) {
+    (void)b, (void)f, (void)bl, (void)sh, (void)s, (void)args;
+    cluster_launches++;
+    memcpy(cluster_seen, cl, sizeof cluster_seen), memcpy(cluster_grid, g, sizeof cluster_grid);
+    return MT_OK;
+}
+static mt_status fake_tensor_map(mt_backend *b, mt_devptr base, unsigned eb, uint64_t c, uint64_t r, uint64_t rb,
+                                 unsigned bc, unsigned br, void *out) {
+    (void)b, (void)base, (void)eb, (void)c, (void)r, (void)rb, (void)bc, (void)br;
+    memset(out, 0, MT_TENSOR_MAP_BYTES);
+    return MT_OK;
+}
+static const mt_backend_iface cluster_iface = {.launch = counting_launch, .launch_dependent = counting_launch_dependent,
+                                               .launch_cluster = counting_launch_cluster,
+                                               .tensor_map_2d = fake_tensor_map};
+static mt_backend cluster_backend = {.name = "clusters", .iface = &cluster_iface, .has_driver = 1};
+static const mt_backend_iface no_cluster_iface = {.launch = counting_launch, .tensor_map_2d = fake_tensor_map};
+static mt_backend no_cluster_backend = {.name = "no-clusters", .iface = &no_cluster_iface, .has_driver = 1};
+
 static int count_visits(const mt_variant *v, void *user) {
     (void)v;
     (*(int *)user)++;
@@ -50,7 +73,7 @@ int main(void) {
     mt_variant_default(f, &v);
     char text[256];
     mt_variant_format(&v, text, sizeof text);
-    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2") == 0);
+    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2,split_reduce=0") == 0);
     CHECK_OK(mt_variant_parse(f, text, &w));
     CHECK(memcmp(v.values, w.values, sizeof v.values) == 0);
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
@@ -169,6 +192,72 @@ int main(void) {
         x.values[other_shape[i][0]] = other_shape[i][1];
         CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(mt_last_error(), "mma=2 with bf16 KV takes") != NULL, "%s", mt_last_error());
+    }
+
+    /* split_reduce=1: the 64-row mma=2 path with 2..16 splits, nothing else */
+    {
+        mt_variant c = w;
+        c.values[MT_P_SPLIT_REDUCE] = 1;
+        CHECK_OK(mt_variant_validate(&c, &s, &sm90));
+        for (int ns = 2; ns <= 16; ns *= 2) {
+            c.values[MT_P_NUM_SPLITS] = ns;
+            CHECK_OK(mt_variant_validate(&c, &s, &sm90));
+        }
+        static const int bad_splits[] = {1, 32, 128};
+        for (int i = 0; i < 3; i++) {
+            c.values[MT_P_NUM_SPLITS] = bad_splits[i];
+            CHECK_STATUS(mt_variant_validate(&c, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+            CHECK_MSG(strstr(mt_last_error(), "2..16 splits") != NULL, "%s", mt_last_error());
+        }
+        c.values[MT_P_NUM_SPLITS] = 8;
+        mt_decode_static narrow = s;
+        narrow.d = 512; /* 64 rows of 520 floats do not fit in two stages of 64 x 512 x 2 bytes */
+        CHECK_STATUS(mt_variant_validate(&c, &narrow, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "too large") != NULL, "%s", mt_last_error());
+        mt_variant m1 = v; /* mma=0 and mma=1 have no cluster merge */
+        m1.values[MT_P_SPLIT_REDUCE] = 1;
+        CHECK_STATUS(mt_variant_validate(&m1, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "mma=2 path with 16-bit KV only") != NULL, "%s", mt_last_error());
+        m1.values[MT_P_MMA] = 1;
+        CHECK_STATUS(mt_variant_validate(&m1, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+        mt_decode_static fp8 = s;
+        fp8.kv_dtype = MT_FP8_E4M3;
+        CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,"
+                                     "kv_stages=4,split_reduce=1", &m1));
+        CHECK_STATUS(mt_variant_validate(&m1, &fp8, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(mt_variant_validate(&c, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
+        /* no workspace: the splits merge in shared memory */
+        CHECK(mt_mla_decode_workspace_bytes(&c, &s, 8, 16, 1) == 0);
+        CHECK(mt_mla_decode_workspace_bytes(&w, &s, 8, 16, 1) == (size_t)8 * 8 * 16 * 513 * 4);
+        /* one cluster launch, the splits of a row tile in one cluster; no reduce */
+        mt_mla_decode_args ca = {.batch = 3, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32,
+                                 .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000,
+                                 .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000};
+        launches = dependent_launches = 0;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, NULL, &c, &s, &ca, NULL));
+        CHECK_MSG(cluster_launches == 1 && launches == 0 && dependent_launches == 0, "%d cluster launches",
+                  cluster_launches);
+        CHECK(cluster_seen[0] == 1 && cluster_seen[1] == 8 && cluster_seen[2] == 1);
+        CHECK(cluster_grid[0] == 1 && cluster_grid[1] == 8 && cluster_grid[2] == 3);
+        /* split_reduce=0 on the same backend: decode, then the reduce */
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &w, &s, &(mt_mla_decode_args){
+            .batch = 3, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,
+            .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000,
+            .lse = 0x6000, .workspace = 0x7000, .workspace_bytes = 1 << 20}, NULL));
+        CHECK(cluster_launches == 1 && launches == 1 && dependent_launches == 1);
+        /* a backend without clusters says so; nothing runs in their place */
+        launches = dependent_launches = 0;
+        CHECK_STATUS(mt_mla_decode_launch(&no_cluster_backend, (mt_function)1, NULL, &c, &s, &ca, NULL),
+                     MT_ERR_UNSUPPORTED);
+        CHECK_MSG(strstr(mt_last_error(), "launch_cluster") != NULL, "%s", mt_last_error());
+        CHECK(launches == 0);
+        /* the grid must be whole clusters */
+        const unsigned g[3] = {1, 6, 1}, bl[3] = {256, 1, 1}, cl[3] = {1, 4, 1};
+        CHECK_STATUS(mt_backend_launch_cluster(&cluster_backend, (mt_function)1, g, bl, cl, 0, NULL, NULL),
+                     MT_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(mt_last_error(), "not a multiple of the cluster's") != NULL);
+        CHECK(cluster_launches == 1);
+        launches = dependent_launches = 0;
     }
 
     /* validation: allowed values, then constraints */
