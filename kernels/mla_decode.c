@@ -13,9 +13,9 @@
  *                   chunks), MFMA on AMD CDNA (tile_q 16/32, 128/256
  *                   threads, 16-key chunks; compiled, not yet run);
  *                   2: warpgroup matrix instructions (wgmma) on Hopper
- *                   (sm_90a): tile_q 64, 256 threads, 64-key chunks, 2
- *                   stages for 16-bit KV; tile_q 16 (transposed
- *                   products), 4 stages for fp8 KV
+ *                   (sm_90a): 256 threads, 64-key chunks; tile_q 64 with 2
+ *                   stages for 16-bit KV; tile_q 16 (transposed products)
+ *                   with 2 stages for 16-bit KV, 4 for fp8 KV
  *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
  *                   in flight while one is computed); mma=2: copy stages
  *                   (2, or 4 for fp8); mma=0 takes 2 only
@@ -64,13 +64,14 @@ int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
 size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, int warp_size) {
     size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
     if (values[MT_P_MMA] == 2 && tile_q == 16) {
-        /* must match the transposed fp8 path's layout in mla_decode.cu: up
-         * to 1023 bytes to a 1024-byte boundary, Q^T (16 rows x d, fp16),
-         * four stages of 64 keys x d bytes, P^T per warpgroup (16 x 64
-         * fp16), the maxima/sums exchange, row limits, q maxima, an mbarrier
-         * per stage */
-        size_t blocks = (size_t)s->d / 64;
-        return 1024 + blocks * 2048 + 4 * blocks * 4096 + 2 * 2048 + 256 * 4 + 16 * 4 + 8 * 4 + 4 * 8;
+        /* must match the transposed path's layout in mla_decode.cu: up to
+         * 1023 bytes to a 1024-byte boundary, Q^T (16 rows x d, 16-bit),
+         * the stages of 64 keys x d elements, P^T per warpgroup (16 x 64
+         * 16-bit), the maxima/sums exchange, row limits, q maxima, an
+         * mbarrier per stage */
+        size_t blocks = (size_t)s->d / 64, stages = (size_t)values[MT_P_KV_STAGES];
+        return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
+               16 * 4 + 8 * 4 + stages * 8;
     }
     if (values[MT_P_MMA] == 2) {
         /* must match the warpgroup path's layout in mla_decode.cu: up to
@@ -150,25 +151,27 @@ static mt_status check_mfma(const int *values, const mt_decode_static *s, const 
     return MT_OK;
 }
 
-/* mma=2: the warpgroup path (wgmma), Hopper only, one fixed shape: two
- * warpgroups on a 64-row tile, 64-key chunks in two stages, Dl = 512
- * split in two 256-column halves, D in 64-column swizzle blocks.  wgmma
- * reads both operands in one 16-bit type, so q and KV must share it (fp8
- * KV and mixed types take mma=1).  Chunks arrive through the tensor copy
- * engine a page (or 64 keys of one) at a time: pages of 16+ keys. */
+/* mma=2: the warpgroup paths (wgmma), Hopper only, fixed shapes: two
+ * warpgroups on a 64-row tile with 64-key chunks in two stages (16-bit
+ * KV), or the transposed 16-row tile (tile_q 16: 16-bit KV with two
+ * stages, fp8 KV with four); Dl = 512, D in 64-column swizzle blocks.
+ * With 16-bit KV, wgmma reads both operands in one 16-bit type, so q and
+ * KV must share it (mixed types take mma=1).  Chunks arrive through the
+ * tensor copy engine a page (or 64 keys of one) at a time: pages of 16+
+ * keys. */
 static mt_status check_wgmma(const int *values, const mt_decode_static *s, const mt_target *t) {
     if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
                        t->arch);
-    /* two shapes: the 64-row tile for 16-bit KV, and the transposed
-     * 16-row tile for fp8 KV (its own path in mla_decode.cu) */
-    int fp8 = s->kv_dtype == MT_FP8_E4M3, tile_q = fp8 ? 16 : 64, stages = fp8 ? 4 : 2;
-    if (values[MT_P_TILE_Q] != tile_q || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 ||
+    /* the shapes: the 64-row tile (16-bit KV) and the transposed 16-row
+     * tile (both KV widths; its own path in mla_decode.cu) */
+    int fp8 = s->kv_dtype == MT_FP8_E4M3, tile_q = values[MT_P_TILE_Q], stages = fp8 ? 4 : 2;
+    if ((tile_q != 16 && (fp8 || tile_q != 64)) || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 ||
         values[MT_P_KV_STAGES] != stages)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: mma=2 with %s KV takes tile_q %d, block_threads 256, kv_chunk 64, kv_stages %d "
-                       "(got %d, %d, %d, %d)", mt_dtype_name(s->kv_dtype), tile_q, stages, values[MT_P_TILE_Q],
-                       values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK], values[MT_P_KV_STAGES]);
+                       "mla_decode: mma=2 with %s KV takes tile_q %s, block_threads 256, kv_chunk 64, kv_stages %d "
+                       "(got %d, %d, %d, %d)", mt_dtype_name(s->kv_dtype), fp8 ? "16" : "64 or 16", stages,
+                       values[MT_P_TILE_Q], values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK], values[MT_P_KV_STAGES]);
     if (s->d % 64 != 0 || s->dl != 512)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs D %% 64 == 0 and Dl == 512 (D=%d, Dl=%d)",
                        s->d, s->dl);
@@ -194,9 +197,10 @@ static mt_status check_wgmma(const int *values, const mt_decode_static *s, const
 static mt_status check_split_reduce(const int *values, const mt_decode_static *s, const mt_target *t) {
     int splits = values[MT_P_NUM_SPLITS];
     (void)t;
-    if (values[MT_P_MMA] != 2 || s->kv_dtype == MT_FP8_E4M3)
+    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 || s->kv_dtype == MT_FP8_E4M3)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: split_reduce=1 (merge in a cluster) exists on the mma=2 path with 16-bit KV only");
+                       "mla_decode: split_reduce=1 (merge in a cluster) exists on the 64-row mma=2 path (16-bit KV) "
+                       "only");
     if (splits < 2 || splits > 16 || s->dl % (4 * splits) != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: split_reduce=1 takes 2..16 splits that divide Dl into multiples of 4 columns "

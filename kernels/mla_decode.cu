@@ -476,30 +476,38 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 }
 
 
-#elif MT_CUDA && MMA == 2 && TILE_Q == 16 /* transposed warpgroup path on Hopper, fp8 KV */
+#elif MT_CUDA && MMA == 2 && TILE_Q == 16 /* transposed warpgroup path on Hopper */
 
-/* ---- the transposed warpgroup path (NVIDIA sm_90a, wgmma, fp8 KV) -------
- * For fp8 KV at 16 heads, where the bytes halve and the 64-row tile of the
- * path below would waste three quarters of every product: the products are
+/* ---- the transposed warpgroup path (NVIDIA sm_90a, wgmma) ---------------
+ * For 16 query rows (16 heads), where the 64-row tile of the path below
+ * would waste three quarters of every product: the products are
  * transposed so the 64 rows a wgmma needs are keys and output columns, and
  * the 16 query rows (heads) are its N:
- *   S^T [64 keys x 16]   = K [64 x D] . Q^T          (A = K from registers)
- *   O^T [512 x 16]      += V^T [512 x 64] . P^T      (A = V^T from registers)
- * with Q^T and P^T (16 rows each, K-major) in shared memory.  The fp8 bytes
- * are converted to fp16 on the way into the A registers (exact), so no
- * converted copy of a chunk is kept in shared memory.
+ *   S^T [64 keys x 16]   = K [64 x D] . Q^T
+ *   O^T [512 x 16]      += V^T [512 x 64] . P^T
+ * with Q^T and P^T (16 rows each, K-major) in shared memory.  With fp8 KV
+ * the A operands come from registers: the fp8 bytes are converted to fp16
+ * on the way in (exact), so no converted copy of a chunk is kept in shared
+ * memory.  With 16-bit KV (q of the same type) the A operands are read
+ * from the stage by descriptor, K as stored (K-major) and V^T from the V
+ * rows as stored (MN-major), in the 128-byte swizzle of the path below; a
+ * chunk then costs a quarter of that path's products, which matters where
+ * the bytes do not hide the arithmetic: a call's last chunk, and every
+ * chunk of the short per-split ranges of small batches.
  *
  * Work split: the two warpgroups take alternate 64-key chunks (warpgroup w
  * the chunks w, w+2, ...), each with its own online softmax and O^T, and
- * two copy stages of its own (chunk i+2 of a warpgroup is in flight while
- * it computes chunk i); they merge at the end as two splits would.  So a
- * warpgroup never waits for the other one, and one converts or computes
- * the softmax while the other's products run.
+ * copy stages of its own (fp8: two, so chunk i+2 of a warpgroup is in
+ * flight while it computes chunk i; 16-bit: one, 73.7 KB, while the other
+ * warpgroup's chunk is in flight); they merge at the end as two splits
+ * would.  So a warpgroup never waits for the other one, and one converts
+ * or computes the softmax while the other's products run.
  *
- * The chunks come through the tensor copy engine as 64-byte-wide boxes (one
- * per 64 columns, page piece) in the 64-byte swizzle, so that both the
- * 16-byte K loads and the transposing V loads (ldmatrix.trans) of a warp
- * hit 32 distinct banks.
+ * fp8 chunks come through the tensor copy engine as 64-byte-wide boxes
+ * (one per 64 columns, page piece) in the 64-byte swizzle, so that both
+ * the 16-byte K loads and the transposing V loads (ldmatrix.trans) of a
+ * warp hit 32 distinct banks; 16-bit chunks as 128-byte-wide boxes in the
+ * 128-byte swizzle the wgmma descriptors read.
  *
  * K as the A operand: lane (g, q) of warp wi holds keys 16wi+g and
  * 16wi+g+8.  Per 64-column block it loads 16 bytes of each key row
@@ -514,23 +522,29 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
  * block, so each lane ends with adjacent output columns (pair stores).
  *
  * Shared memory (kept equal to mt_mla_decode_shared_bytes):
- *   q_s        [D/64][16 rows][128 B]  Q^T, fp16, permuted columns, 128-byte swizzle
- *   kv_s       4 x [D/64][64 keys][64 B]  the stages (raw fp8, 64-byte swizzle);
+ *   q_s        [D/64][16 rows][128 B]  Q^T, 128-byte swizzle: fp8 KV: fp16, permuted
+ *                                      columns; 16-bit KV: q as given
+ *   kv_s       KV_STAGES x [D/64][64 keys][64 or 128 B]  the stages (fp8: raw,
+ *                                      64-byte swizzle; 16-bit: 128-byte swizzle);
  *                                      at the end warpgroup 1's O^T for the merge
- *   p_s        2 x [16 rows][128 B]    P^T of each warpgroup's chunk, fp16
+ *   p_s        2 x [16 rows][128 B]    P^T of each warpgroup's chunk, the mma type
  *   red        [2 wg][2][4 warps][16]  column maxima (double-buffered), then sums and maxima
- *   row_limit  [16] int, q_amax [8] f32, stage_full [4] mbarrier
+ *   row_limit  [16] int, q_amax [8] f32, stage_full [KV_STAGES] mbarrier
  * Fixed shape (checked in mla_decode.c): 256 threads, 64-key chunks, 4
- * stages, DL 512, D % 64 == 0, fp8 KV, PAGE_SIZE >= 16. */
+ * stages for fp8 KV and 2 for 16-bit KV (q of the same type), DL 512,
+ * D % 64 == 0, PAGE_SIZE >= 16. */
 #if !defined(MT_HAVE_WGMMA)
 #error "mma=2 (wgmma) needs sm_90a"
 #endif
-#if BLOCK_THREADS != 256 || KV_CHUNK != 64 || KV_STAGES != 4 || DL != 512 || D % 64 != 0 || !KV_FP8
-#error "mma=2 with tile_q 16 takes fp8 KV, 256 threads, 64-key chunks, 4 stages, Dl 512, D % 64 == 0"
+#if BLOCK_THREADS != 256 || KV_CHUNK != 64 || KV_STAGES != (KV_FP8 ? 4 : 2) || DL != 512 || D % 64 != 0 || \
+    (!KV_FP8 && Q_CONVERT)
+#error "mma=2 with tile_q 16 takes 256 threads, 64-key chunks, 4 stages (fp8 KV) or 2 (16-bit KV, q of its type), Dl 512, D % 64 == 0"
 #endif
-#define T8_BLOCK_BYTES (64 * 64)                /* 64 keys x 64 fp8 columns */
+#define T8_ROW_BYTES (KV_FP8 ? 64 : 128)        /* a stage row of 64 columns */
+#define T8_BLOCK_BYTES (64 * T8_ROW_BYTES)      /* 64 keys x 64 columns */
 #define T8_STAGE_BYTES ((D / 64) * T8_BLOCK_BYTES)
-#define T8_Q_BLOCK_BYTES (16 * 128)             /* 16 rows x 64 fp16 columns */
+#define T8_STAGES_PER_WG (KV_STAGES / 2)
+#define T8_Q_BLOCK_BYTES (16 * 128)             /* 16 rows x 64 16-bit columns */
 
 /* Byte offset of 16-byte piece c (0..3) of row r in a block of 64-byte
  * rows stored in the copy engine's 64-byte swizzle (blocks 512-byte aligned). */
@@ -563,7 +577,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
     unsigned char *kv_s = q_s + (D / 64) * T8_Q_BLOCK_BYTES;
-    unsigned char *p_s = kv_s + 4 * T8_STAGE_BYTES;
+    unsigned char *p_s = kv_s + KV_STAGES * T8_STAGE_BYTES;
     float *red = (float *)(p_s + 2 * 2048);
     int *row_limit = (int *)(red + 256);
     float *q_amax = (float *)(row_limit + 16);
@@ -579,9 +593,27 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
+    /* the chunk loop's bound (tile_key_end, here without the barrier it
+     * needs: a tile's last row sees the most keys) */
+    const int tile_end = min(k_end, row_key_limit(min(row0 + 16, rows) - 1, rows, len, sq, n_heads));
+    const int kb0 = k_begin & ~63;
+    const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
+    /* warpgroup w takes chunks w, w + 2, ...: its local chunk li is chunk
+     * w + 2 li, in its stage li % T8_STAGES_PER_WG */
+    auto chunks_of = [&](int w) { return n_chunks > w ? (n_chunks - w + 1) / 2 : 0; };
+    auto stage_of = [&](int w, int li) { return T8_STAGES_PER_WG * w + li % T8_STAGES_PER_WG; };
+    auto issue = [&](int w, int li) {
+        const int st = stage_of(w, li);
+        issue_chunk_copies<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map, pages, kb0 + 64 * (w + 2 * li),
+                                         tile_end, &stage_full[st]);
+    };
     if (tid == 0) {
-        for (int i = 0; i < 4; i++) mt_mbar_init(&stage_full[i], 1);
+        for (int i = 0; i < KV_STAGES; i++) mt_mbar_init(&stage_full[i], 1);
         mt_mbar_init_fence();
+        /* the first chunks go out before Q^T is built, so q's trip to
+         * memory overlaps theirs */
+        for (int w = 0; w < 2; w++)
+            for (int li = 0; li < T8_STAGES_PER_WG && li < chunks_of(w); li++) issue(w, li);
     }
 
     /* Q^T: piece u (8 positions) of row r holds q columns t8_dim(u / 2,
@@ -591,6 +623,14 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
     const int q_rows_here = min(16, rows - row0);
     float q_factor = 1.0f;
+#if !KV_FP8
+    /* 16-bit KV: Q^T is q as given, 16-byte pieces in the 128-byte swizzle */
+    for (int i = tid; i < 16 * (D / 8); i += 256) {
+        const int r = i / (D / 8), u = i - r * (D / 8);
+        const uint4 w = r < q_rows_here ? *(const uint4 *)(q_rows + (size_t)r * D + u * 8) : make_uint4(0u, 0u, 0u, 0u);
+        *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = w;
+    }
+#else
 #if Q_DTYPE == 0
     {
         float amax = 0.0f;
@@ -616,23 +656,10 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         }
         *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = make_uint4(w[0], w[1], w[2], w[3]);
     }
+#endif
     mt_fence_proxy_async(); /* Q^T, for the wgmma */
     __syncthreads();
-    const int tile_end = tile_key_end(row_limit, k_end);
-
-    const int kb0 = k_begin & ~63;
-    const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
-    const int n_mine = n_chunks > wg ? (n_chunks - wg + 1) / 2 : 0; /* chunks wg, wg + 2, ... */
-    /* a warpgroup's local chunk li: chunk wg + 2 li, in stage 2 wg + li % 2 */
-    auto issue = [&](int li) {
-        const int st = 2 * wg + (li & 1);
-        issue_chunk_copies<64>(kv_s + st * T8_STAGE_BYTES, &kv_map, pages, kb0 + 64 * (wg + 2 * li), tile_end,
-                               &stage_full[st]);
-    };
-    if (wtid == 0) {
-        if (n_mine > 0) issue(0);
-        if (n_mine > 1) issue(1);
-    }
+    const int n_mine = chunks_of(wg);
 
     /* this lane's heads: slot 2j + e is head 8j + 2 qd + e */
     int lim[4];
@@ -654,11 +681,14 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const int bar_wg = 1 + wg, key_r = 16 * wi + g;
 
     for (int li = 0; li < n_mine; li++) {
-        const int k0 = kb0 + 64 * (wg + 2 * li), st = 2 * wg + (li & 1);
+        const int k0 = kb0 + 64 * (wg + 2 * li), st = stage_of(wg, li);
         unsigned char *stg = kv_s + st * T8_STAGE_BYTES;
-        mt_mbar_wait(&stage_full[st], (unsigned)(li >> 1) & 1u);
+        mt_mbar_wait(&stage_full[st], (unsigned)(li / T8_STAGES_PER_WG) & 1u);
         if (k0 + 64 > tile_end) {
-            zero_key_rows<64>(stg, tile_end - k0, wtid, 128);
+            zero_key_rows<T8_ROW_BYTES>(stg, tile_end - k0, wtid, 128);
+#if !KV_FP8
+            mt_fence_proxy_async(); /* the zeros, for the wgmma */
+#endif
             mt_bar_sync(bar_wg, 128);
         }
 
@@ -668,6 +698,21 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         float s[8];
 #pragma unroll
         for (int i = 0; i < 8; i++) s[i] = 0.0f;
+#if !KV_FP8
+        /* 16-bit KV: K (A, K-major) and Q^T (B) by descriptor, 4 k16 steps
+         * per 64-column block */
+        {
+            const mt_u64 k_desc = mt_wgmma_desc(stg, 16, 1024);
+            mt_wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < D / 16; ks++)
+                mt_wgmma_m64n16k16_ss<MMA_FP16, 0>(s, k_desc + (((ks >> 2) * T8_BLOCK_BYTES + (ks & 3) * 32) >> 4),
+                                                   q_desc + (((ks >> 2) * T8_Q_BLOCK_BYTES + (ks & 3) * 32) >> 4),
+                                                   ks != 0);
+            mt_wgmma_commit();
+            mt_wgmma_wait<0>();
+        }
+#else
         mt_u32 af[2][16];
         /* the next block's bytes are loaded before this block is converted,
          * so the shared-memory latency hides behind the conversions */
@@ -700,6 +745,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         }
         mt_wgmma_wait<0>();
         mt_wgmma_pin_a<16>(af[(D / 64 - 1) & 1]);
+#endif
         mt_wgmma_pin<8>(s);
 
         /* online softmax per head (a column of S^T): mask (only a chunk
@@ -742,7 +788,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             const int i = 4 * (h >> 1) + (h & 1);
             const float pa = mt_exp2f(fmaf(s[i], s_scale, -sub)), pb = mt_exp2f(fmaf(s[i + 2], s_scale, -sub));
             l_run[h] = l_run[h] * alpha[h] + pa + pb;
-            const mt_u32 pp = mt_pack_f16x2(pa, pb);
+            const mt_u32 pp = pack_mma(pa, pb);
             *(mt_u16 *)(p_w + mt_swizzle128(hd, key_r >> 3, 16) + (key_r & 7) * 2) = (mt_u16)(pp & 0xffffu);
             *(mt_u16 *)(p_w + mt_swizzle128(hd, (key_r + 8) >> 3, 16) + (key_r & 7) * 2) = (mt_u16)(pp >> 16);
         }
@@ -758,6 +804,20 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         }
         mt_bar_sync(bar_wg, 128); /* P^T is whole */
 
+#if !KV_FP8
+        /* O^T += V^T P^T: per 64-column block t, V^T (A, MN-major: the
+         * block's 64 columns by 16 keys per k16 step) by descriptor */
+        mt_wgmma_fence();
+#pragma unroll
+        for (int t = 0; t < DL / 64; t++) {
+            const mt_u64 v_desc = mt_wgmma_desc(stg + t * T8_BLOCK_BYTES, T8_BLOCK_BYTES, 1024);
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                mt_wgmma_m64n16k16_ss<MMA_FP16, 1>(o[t], v_desc + ((kk * 2048) >> 4), p_desc + ((kk * 32) >> 4), 1);
+        }
+        mt_wgmma_commit();
+        mt_wgmma_wait<0>();
+#else
         /* O^T += V^T P^T: per 64-column block t, two ldmatrix.trans of 4 x
          * (8 keys x 16 columns) give the A registers of its 4 k16 steps */
         mt_u32 vf[2][16], next_v[2][4]; /* next_v: the next block's bytes, loaded ahead as for K */
@@ -799,10 +859,11 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         }
         mt_wgmma_wait<0>();
         mt_wgmma_pin_a<16>(vf[(DL / 64 - 1) & 1]);
+#endif
 #pragma unroll
         for (int t = 0; t < 8; t++) mt_wgmma_pin<8>(o[t]);
         mt_bar_sync(bar_wg, 128); /* the stage and P^T are free */
-        if (wtid == 0 && li + 2 < n_mine) issue(li + 2);
+        if (wtid == 0 && li + T8_STAGES_PER_WG < n_mine) issue(wg, li + T8_STAGES_PER_WG);
     }
 
     /* merge the two warpgroups: sums over the warpgroup, then warpgroup 1
@@ -847,13 +908,20 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
 #pragma unroll
     for (int t = 0; t < 8; t++) {
-        const int col = 64 * t + 16 * wi + 2 * g;
 #pragma unroll
         for (int h = 0; h < 4; h++) {
             const int hd = 8 * (h >> 1) + 2 * qd + (h & 1), i = 4 * (h >> 1) + (h & 1);
             const float v0 = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
             const float v1 = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
-            if (row0 + hd < rows) store_o_pair(out, o_part, b, split, rows, row0 + hd, col, v0, v1);
+            if (row0 + hd >= rows) continue;
+#if KV_FP8
+            /* accumulator rows g and g + 8 are adjacent columns (the V^T rows were permuted) */
+            store_o_pair(out, o_part, b, split, rows, row0 + hd, 64 * t + 16 * wi + 2 * g, v0, v1);
+#else
+            /* accumulator rows g and g + 8 are columns g and g + 8 (V^T read in order) */
+            store_o(out, o_part, b, split, rows, row0 + hd, 64 * t + 16 * wi + g, v0);
+            store_o(out, o_part, b, split, rows, row0 + hd, 64 * t + 16 * wi + g + 8, v1);
+#endif
         }
     }
 }

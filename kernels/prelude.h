@@ -420,6 +420,23 @@ __device__ __forceinline__ void mt_wgmma_m64n16k16_rs(float *d, const mt_u32 *a,
     else MT_WGMMA_N16_RS("bf16");
 }
 
+/* d[8] (+)= A[64 x 16] * B[16 x 16], both in shared memory, B K-major; A
+ * K-major (TRANS_A 0: keys by D, the scores of the bf16 transposed path) or
+ * MN-major (TRANS_A 1: V^T read from the V rows as stored). */
+#define MT_WGMMA_N16_SS(TY, TA)                                                                        \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " "                            \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, " TA ", 0;\n}\n"                  \
+                 : MT_OUT8(0)                                                                          \
+                 : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+template <int FP16, int TRANS_A>
+__device__ __forceinline__ void mt_wgmma_m64n16k16_ss(float *d, mt_u64 a_desc, mt_u64 b_desc, int accumulate) {
+    if (FP16 && TRANS_A) MT_WGMMA_N16_SS("f16", "1");
+    else if (FP16) MT_WGMMA_N16_SS("f16", "0");
+    else if (TRANS_A) MT_WGMMA_N16_SS("bf16", "1");
+    else MT_WGMMA_N16_SS("bf16", "0");
+}
+
 /* d[128] += A[64 x 16] * B[16 x 256]; A in registers (a[4] per thread),
  * B MN-major in shared memory. */
 #define MT_WGMMA_N256_RS(TY)                                                                           \

@@ -166,8 +166,8 @@ int main(void) {
         mt_decode_static fp16_q = mixed;
         fp16_q.q_dtype = MT_FP16; /* q of either 16-bit type goes to fp16 */
         CHECK_OK(mt_variant_validate(&t8, &fp16_q, &sm90));
-        CHECK_STATUS(mt_variant_validate(&t8, &s, &sm90), MT_ERR_INVALID_ARGUMENT); /* bf16 KV: tile_q 64 */
-        CHECK_MSG(strstr(mt_last_error(), "bf16 KV takes tile_q 64") != NULL, "%s", mt_last_error());
+        CHECK_STATUS(mt_variant_validate(&t8, &s, &sm90), MT_ERR_INVALID_ARGUMENT); /* bf16 KV: 2 stages */
+        CHECK_MSG(strstr(mt_last_error(), "bf16 KV takes tile_q 64 or 16") != NULL, "%s", mt_last_error());
         CHECK_STATUS(mt_variant_validate(&t8, &mixed, &sm80), MT_ERR_INVALID_ARGUMENT);
         mt_variant x = t8;
         x.values[MT_P_KV_STAGES] = 2;
@@ -175,6 +175,24 @@ int main(void) {
         mt_decode_static fp8_small = mixed;
         fp8_small.page_size = 8;
         CHECK_STATUS(mt_variant_validate(&t8, &fp8_small, &sm90), MT_ERR_INVALID_ARGUMENT);
+        /* the transposed tile with 16-bit KV: two stages (one per warpgroup), q of the KV's type */
+        mt_variant t16 = t8;
+        t16.values[MT_P_KV_STAGES] = 2;
+        CHECK_OK(mt_variant_validate(&t16, &s, &sm90));
+        /* 1024 alignment, Q^T 16 x 576 x 2, two stages of 64 x 576 x 2, P^T, exchange, limits, q maxima,
+         * two mbarriers */
+        CHECK(mt_mla_decode_shared_bytes(t16.values, &s, 32) == 1024 + 18432 + 147456 + 4096 + 1024 + 64 + 32 + 16);
+        mt_decode_static f16 = s;
+        f16.q_dtype = MT_FP16, f16.kv_dtype = MT_FP16;
+        CHECK_OK(mt_variant_validate(&t16, &f16, &sm90));
+        f16.q_dtype = MT_BF16; /* no q conversion on this path */
+        CHECK_STATUS(mt_variant_validate(&t16, &f16, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "one type") != NULL, "%s", mt_last_error());
+        CHECK_STATUS(mt_variant_validate(&t8, &s, &sm90), MT_ERR_INVALID_ARGUMENT); /* 4 stages: fp8 only */
+        CHECK_MSG(strstr(mt_last_error(), "kv_stages 2") != NULL, "%s", mt_last_error());
+        t16.values[MT_P_SPLIT_REDUCE] = 1; /* the cluster merge is the 64-row path's */
+        CHECK_STATUS(mt_variant_validate(&t16, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(mt_variant_validate(&t16, &s, &sm80), MT_ERR_INVALID_ARGUMENT);
     }
     mixed = s, mixed.q_dtype = MT_FP16, mixed.kv_dtype = MT_FP16;
     CHECK_OK(mt_variant_validate(&w, &mixed, &sm90));
@@ -217,7 +235,7 @@ int main(void) {
         mt_variant m1 = v; /* mma=0 and mma=1 have no cluster merge */
         m1.values[MT_P_SPLIT_REDUCE] = 1;
         CHECK_STATUS(mt_variant_validate(&m1, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "mma=2 path with 16-bit KV only") != NULL, "%s", mt_last_error());
+        CHECK_MSG(strstr(mt_last_error(), "64-row mma=2 path (16-bit KV) only") != NULL, "%s", mt_last_error());
         m1.values[MT_P_MMA] = 1;
         CHECK_STATUS(mt_variant_validate(&m1, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
         mt_decode_static fp8 = s;
@@ -300,8 +318,10 @@ int main(void) {
     /* (splits, granularity): splits=1 takes granularity 16 only: 1 + 7 x 5.
      * mma=0: kv_stages 2 only, every (threads, chunk): 9.  mma=1: (128, 32)
      * and (256, 32) with 2/3/4 stages, (128, 64) and (256, 64) with 2 stages
-     * (3 stages of 64 keys exceed 227 KiB): 8. */
-    CHECK_MSG(n == (1 + 7 * 5) * 9 + (1 + 7 * 5) * 8 && visited == n, "visited %d", n);
+     * (3 stages of 64 keys exceed 227 KiB): 8.  mma=2: the transposed tile,
+     * 256 threads, 64-key chunks, 2 stages: 1.  split_reduce=1 never (the
+     * 64-row path only). */
+    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,

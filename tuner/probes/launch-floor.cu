@@ -70,6 +70,66 @@ __global__ void chain(const int *seq_len, const int *table, const int *kv, int *
     if (smem[0] == -12345) out[blockIdx.x] = smem[0];
 }
 
+// The data movement of a decode call without its arithmetic: each block
+// streams n_chunks chunks of 73,728 bytes (64 keys x 576 bf16, as nine 8 KB
+// bulk copies like the warpgroup path's nine boxes) through `stages`
+// shared-memory stages, after the same three dependent loads; a chunk is
+// "used" by every thread reading 16 bytes of it, then held for spin_ns
+// (standing in for the chunk's arithmetic) before its stage is refilled;
+// at the end each block writes 16 KB (the 16 x 512 bf16 output).
+#define STREAM_CHUNK 73728
+// page_of: NULL, the block's chunks are contiguous; else chunk c of block b
+// is chunk page_of[b * n_chunks + c] of kv (a block table, looked up before
+// each copy as the decode kernels do).
+__global__ void stream_chunks(const int *seq_len, const int *table, const char *kv, int4 *out, int n_chunks,
+                              int stages, int spin_ns, const int *page_of) {
+    extern __shared__ __align__(128) char stage_mem[];
+    __shared__ __align__(8) unsigned long long bar[4];
+    __shared__ int base_off;
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        for (int s = 0; s < stages; s++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"((unsigned)__cvta_generic_to_shared(&bar[s])));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        int v = seq_len[blockIdx.x * 32];
+        v = table[blockIdx.x * 256 + (v & 7)];
+        base_off = v & 0x40000000; /* 0 for the data given, but only known after the loads */
+    }
+    __syncthreads();
+    const char *src = kv + (page_of ? 0 : (size_t)blockIdx.x * n_chunks * STREAM_CHUNK) + base_off;
+    auto issue = [&](int c) {
+        const size_t chunk = page_of ? (size_t)page_of[blockIdx.x * n_chunks + c] : (size_t)c;
+        const unsigned b = (unsigned)__cvta_generic_to_shared(&bar[c % stages]);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(STREAM_CHUNK) : "memory");
+        for (int k = 0; k < 9; k++) {
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(stage_mem + (c % stages) * STREAM_CHUNK + k * 8192);
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
+                         ::"r"(dst), "l"(src + chunk * STREAM_CHUNK + k * 8192), "r"(b) : "memory");
+        }
+    };
+    if (tid == 0)
+        for (int c = 0; c < stages && c < n_chunks; c++) issue(c);
+    int4 acc = make_int4(0, 0, 0, 0);
+    for (int c = 0; c < n_chunks; c++) {
+        const unsigned b = (unsigned)__cvta_generic_to_shared(&bar[c % stages]);
+        const unsigned parity = (unsigned)(c / stages) & 1u;
+        unsigned done = 0;
+        while (!done)
+            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done) : "r"(b), "r"(parity) : "memory");
+        const int4 x = *(const int4 *)(stage_mem + (c % stages) * STREAM_CHUNK + tid * 16);
+        acc.x ^= x.x, acc.y ^= x.y, acc.z ^= x.z, acc.w ^= x.w;
+        if (spin_ns > 0) {
+            unsigned long long t0, t1;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+            do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1)); while (t1 - t0 < (unsigned long long)spin_ns);
+        }
+        __syncthreads();
+        if (tid == 0 && c + stages < n_chunks) issue(c + stages);
+    }
+    for (int i = tid; i < 1024; i += blockDim.x) out[blockIdx.x * 1024 + i] = acc;
+}
+
 __global__ void pdl_first(int *sink) {
     extern __shared__ int smem[];
     asm volatile("griddepcontrol.launch_dependents;");
@@ -104,7 +164,7 @@ static void time_it(const char *name, Flush &fl, cudaStream_t s, F launch) {
     std::vector<float> t(reps);
     for (int i = 0; i < reps; i++) CHECK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
     std::sort(t.begin(), t.end());
-    printf("%-28s median %6.2f us  p10 %6.2f  p90 %6.2f\n", name, 1e3 * t[reps / 2], 1e3 * t[reps / 10],
+    printf("%-40s median %6.2f us  p10 %6.2f  p90 %6.2f\n", name, 1e3 * t[reps / 2], 1e3 * t[reps / 10],
            1e3 * t[reps * 9 / 10]);
     for (auto &e : ev) CHECK(cudaEventDestroy(e));
 }
@@ -151,6 +211,41 @@ int main() {
         empty_smem<<<128, 256, smem, s>>>(sink);
         empty_kernel<<<128, 256, 0, s>>>(sink);
     });
+    /* the data movement of B=128 (one work-group per SM) at 16 and 32 chunks each */
+    char *stream_kv;
+    int4 *stream_out;
+    CHECK(cudaMalloc(&stream_kv, (size_t)128 * 32 * STREAM_CHUNK));
+    CHECK(cudaMemset(stream_kv, 5, (size_t)128 * 32 * STREAM_CHUNK));
+    CHECK(cudaMalloc(&stream_out, 128 * 1024 * sizeof(int4)));
+    CHECK(cudaFuncSetAttribute(stream_chunks, cudaFuncAttributeMaxDynamicSharedMemorySize, 3 * STREAM_CHUNK));
+    /* the same chunks as pages shuffled over a 2.4 GB cache (as the bench
+     * lays out B=128 x 16384 keys), looked up per chunk */
+    const int n_pages = 128 * 256;
+    char *paged_kv;
+    int *page_of;
+    CHECK(cudaMalloc(&paged_kv, (size_t)n_pages * STREAM_CHUNK));
+    CHECK(cudaMemset(paged_kv, 6, (size_t)n_pages * STREAM_CHUNK));
+    std::vector<int> perm(n_pages);
+    for (int i = 0; i < n_pages; i++) perm[i] = i;
+    unsigned long long r = 12345;
+    for (int i = n_pages - 1; i > 0; i--) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(perm[i], perm[(int)((r >> 33) % (unsigned long long)(i + 1))]);
+    }
+    CHECK(cudaMalloc(&page_of, n_pages * sizeof(int)));
+    CHECK(cudaMemcpy(page_of, perm.data(), n_pages * sizeof(int), cudaMemcpyHostToDevice));
+    static const int stream_cases[][4] = {{16, 2, 0, 0}, {32, 2, 0, 0}, {16, 3, 0, 0}, {32, 3, 0, 0}, {1, 2, 0, 0},
+                                          {16, 2, 1500, 0}, {32, 2, 1500, 0}, {16, 2, 2500, 0}, {32, 2, 2500, 0},
+                                          {1, 2, 0, 1}, {16, 2, 0, 1}, {32, 2, 0, 1}, {16, 3, 0, 1}, {32, 3, 0, 1},
+                                          {16, 2, 1500, 1}, {32, 2, 1500, 1}};
+    for (auto &c : stream_cases) {
+        char name[64];
+        snprintf(name, sizeof name, "stream %2d chunks %d stages %4d ns%s", c[0], c[1], c[2], c[3] ? " paged" : "");
+        time_it(name, fl, s, [&] {
+            stream_chunks<<<128, 256, c[1] * STREAM_CHUNK, s>>>(seq_len, table, c[3] ? paged_kv : stream_kv,
+                                                                 stream_out, c[0], c[1], c[2], c[3] ? page_of : nullptr);
+        });
+    }
     CHECK(cudaFuncSetAttribute(evict_read, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     time_it("empty-128-smem +carveout", fl, s, [&] { empty_smem<<<128, 256, smem, s>>>(sink); });
     time_it("chain-3 +carveout", fl, s, [&] { chain<<<128, 256, smem, s>>>(seq_len, table, kv, sink, 3); });
