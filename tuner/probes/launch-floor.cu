@@ -17,6 +17,11 @@
 //   pdl-pair       empty-128-smem followed by an empty dependent kernel
 //                  launched with programmatic stream serialization (the
 //                  decode -> reduce pair)
+//   stream ...     the data movement of B=128 x 1024 / 2048 keys (16 / 32
+//                  chunks of 73.7 KB per block) with no arithmetic:
+//                  contiguous or paged (pages shuffled over 2.4 GB, looked
+//                  up per chunk), 1-D bulk copies or the copy engine's
+//                  64 x 64 boxes, optionally holding each stage a while
 //   clusters of n  how many clusters of n such blocks can be resident at
 //                  once (cudaOccupancyMaxActiveClusters): a grid of more
 //                  runs in two waves
@@ -25,6 +30,8 @@
 // then on the device: tests/gpu-run.sh build/launch-floor (SKIP_GPU_TESTS=1
 // to skip the tests).  Output of 2026-11-22 (H100):
 // reports/h100/fast-decode/launch-floor.txt.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -81,12 +88,17 @@ __global__ void chain(const int *seq_len, const int *table, const int *kv, int *
 // page_of: NULL, the block's chunks are contiguous; else chunk c of block b
 // is chunk page_of[b * n_chunks + c] of kv (a block table, looked up before
 // each copy as the decode kernels do).
+// tma: 0, nine 1-D bulk copies per chunk; 1, nine 64 x 64 boxes of the
+// tensor map (2-D, 128-byte swizzle: the warpgroup paths' copies); 2, the
+// same with the map prefetched at entry (prefetch.tensormap).
 __global__ void stream_chunks(const int *seq_len, const int *table, const char *kv, int4 *out, int n_chunks,
-                              int stages, int spin_ns, const int *page_of) {
+                              int stages, int spin_ns, const int *page_of, int tma,
+                              const __grid_constant__ CUtensorMap map) {
     extern __shared__ __align__(128) char stage_mem[];
     __shared__ __align__(8) unsigned long long bar[4];
     __shared__ int base_off;
     const int tid = threadIdx.x;
+    if (tid == 0 && tma == 2) asm volatile("prefetch.tensormap [%0];" ::"l"(&map) : "memory");
     if (tid == 0) {
         for (int s = 0; s < stages; s++)
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"((unsigned)__cvta_generic_to_shared(&bar[s])));
@@ -103,6 +115,11 @@ __global__ void stream_chunks(const int *seq_len, const int *table, const char *
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(STREAM_CHUNK) : "memory");
         for (int k = 0; k < 9; k++) {
             const unsigned dst = (unsigned)__cvta_generic_to_shared(stage_mem + (c % stages) * STREAM_CHUNK + k * 8192);
+            if (tma) {
+                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                             ::"r"(dst), "l"(&map), "r"(k * 64), "r"((int)(chunk * 64) + (base_off != 0)), "r"(b) : "memory");
+                continue;
+            }
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
                          ::"r"(dst), "l"(src + chunk * STREAM_CHUNK + k * 8192), "r"(b) : "memory");
         }
@@ -243,7 +260,31 @@ int main() {
         snprintf(name, sizeof name, "stream %2d chunks %d stages %4d ns%s", c[0], c[1], c[2], c[3] ? " paged" : "");
         time_it(name, fl, s, [&] {
             stream_chunks<<<128, 256, c[1] * STREAM_CHUNK, s>>>(seq_len, table, c[3] ? paged_kv : stream_kv,
-                                                                 stream_out, c[0], c[1], c[2], c[3] ? page_of : nullptr);
+                                                                 stream_out, c[0], c[1], c[2], c[3] ? page_of : nullptr,
+                                                                 0, CUtensorMap{});
+        });
+    }
+    /* the paged cases again with the copy engine's 2-D boxes (the decode
+     * kernels' copies), without and with the map prefetched */
+    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    cudaDriverEntryPointQueryResult qr;
+    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000, cudaEnableDefault, &qr));
+    CUtensorMap map;
+    cuuint64_t dims[2] = {576, (cuuint64_t)n_pages * 64}, strides[1] = {1152};
+    cuuint32_t box[2] = {64, 64}, elem[2] = {1, 1};
+    if (!encode || encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, paged_kv, dims, strides, box, elem,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
+        return 1;
+    }
+    static const int tma_cases[][3] = {{1, 1, 2}, {16, 1, 2}, {32, 1, 2}, {1, 2, 2}, {16, 2, 2}, {32, 2, 2}};
+    for (auto &c : tma_cases) {
+        char name[64];
+        snprintf(name, sizeof name, "stream %2d chunks %d stages paged tma%s", c[0], c[2], c[1] == 2 ? "+prefetch" : "");
+        time_it(name, fl, s, [&] {
+            stream_chunks<<<128, 256, c[2] * STREAM_CHUNK, s>>>(seq_len, table, paged_kv, stream_out, c[0], c[2], 0,
+                                                                 page_of, c[1], map);
         });
     }
     CHECK(cudaFuncSetAttribute(evict_read, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
