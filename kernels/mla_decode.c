@@ -194,9 +194,8 @@ static mt_status check_wgmma(const int *values, const mt_decode_static *s, const
  * merges DL / splits columns four at a time, and the partial result (64
  * rows of DL + 8 floats and the row lse) must fit where the two KV stages
  * were. */
-static mt_status check_split_reduce(const int *values, const mt_decode_static *s, const mt_target *t) {
+static mt_status check_split_reduce(const int *values, const mt_decode_static *s) {
     int splits = values[MT_P_NUM_SPLITS];
-    (void)t;
     if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 || s->kv_dtype == MT_FP8_E4M3)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: split_reduce=1 (merge in a cluster) exists on the 64-row mma=2 path (16-bit KV) "
@@ -224,7 +223,7 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
     if (values[MT_P_SPLIT_REDUCE]) {
-        mt_status st2 = check_split_reduce(values, s, t);
+        mt_status st2 = check_split_reduce(values, s);
         if (st2 != MT_OK) return st2;
     }
     if (values[MT_P_MMA] == 2) return check_wgmma(values, s, t);

@@ -146,12 +146,12 @@ __device__ __forceinline__ void fill_row_limits(int *row_limit, int row0, int ro
     for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
 }
 
-/* One past the last key any row of the tile sees within the split (keys
- * end at k_end): the chunk loop's bound. */
-__device__ __forceinline__ int tile_key_end(const int *row_limit, int k_end) {
-    int end = 0;
-    for (int r = 0; r < TILE_Q; r++) end = max(end, row_limit[r]);
-    return min(end, k_end);
+/* One past the last key any row of the tile (rows row0 .. row0 + TILE_Q,
+ * row0 < rows) sees within the split (keys end at k_end): the chunk loop's
+ * bound.  A row's limit grows with its token, so the tile's last row
+ * within the request sees the most; no barrier is needed. */
+__device__ __forceinline__ int tile_key_end(int row0, int rows, int len, int sq, int n_heads, int k_end) {
+    return min(k_end, row_key_limit(min(row0 + TILE_Q, rows) - 1, rows, len, sq, n_heads));
 }
 
 /* A row's log-sum-exp (natural log) from its running max in the log2
@@ -386,7 +386,7 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
         q_tile[i] = row < rows ? load_q(q + ((size_t)b * rows + row) * D + d) * q_scale : 0.0f;
     }
     __syncthreads();
-    const int tile_end = tile_key_end(row_limit, k_end);
+    const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
 
     float acc_o[TILE_Q][COLS_PER_THREAD];
 #pragma unroll
@@ -593,9 +593,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     split_keys(len, split, &k_begin, &k_end);
     const int *pages = block_table + (size_t)b * max_blocks;
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
-    /* the chunk loop's bound (tile_key_end, here without the barrier it
-     * needs: a tile's last row sees the most keys) */
-    const int tile_end = min(k_end, row_key_limit(min(row0 + 16, rows) - 1, rows, len, sq, n_heads));
+    const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
     const int kb0 = k_begin & ~63;
     const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
     /* warpgroup w takes chunks w, w + 2, ...: its local chunk li is chunk
@@ -1027,7 +1025,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
     mt_cp_async_commit();
     __syncthreads();
-    const int tile_end = tile_key_end(row_limit, k_end);
+    const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
 
     /* chunk copies, issued by one thread (warpgroup 1's first, idle while
      * scores are computed): the boxes holding keys below tile_end */
@@ -1343,7 +1341,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
 #endif
     __syncthreads();
-    const int tile_end = tile_key_end(row_limit, k_end);
+    const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
 
     /* Stage keys [k0, k0 + KV_CHUNK) into stage buffer `buf`.  Each thread
      * takes one key row, my_row = tid / TPR, and every TPR-th 16-byte piece
@@ -1701,7 +1699,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #endif
     (void)q_factor_s;
     __syncthreads(); /* row_limit is complete */
-    const int tile_end = tile_key_end(row_limit, k_end);
+    const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
     const int n_chunks = tile_end > k_begin ? (tile_end - k_begin + KV_CHUNK - 1) / KV_CHUNK : 0;
 
     /* KV chunk [k0, k0 + KV_CHUNK) -> registers (16 bytes per piece; keys

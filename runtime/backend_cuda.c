@@ -512,43 +512,42 @@ static mt_status cuda_launch(mt_backend *b, mt_function f, const unsigned grid[3
  * Only code built for sm_90 or newer has that wait, so anything older, or a
  * driver without cuLaunchKernelEx, gets the ordinary launch: the same
  * result, without the overlap. */
-static mt_status cuda_launch_dependent(mt_backend *b, mt_function f, const unsigned grid[3],
-                                       const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
-    cuda_ctx *c = ctx_of(b);
-    if (!c->cu_opt.cuLaunchKernelEx || f->binary_version < 90)
-        return cuda_launch(b, f, grid, block, shared_bytes, s, args);
+/* cuLaunchKernelEx with one launch attribute (the caller has checked that
+ * the driver has it and the code is sm_90+). */
+static mt_status launch_with_attribute(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
+                                       size_t shared_bytes, mt_stream s, void **args, CUlaunchAttribute *attr) {
     mt_status st = cuda_prepare_launch(b, f, shared_bytes);
     if (st != MT_OK) return st;
+    CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+                          .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
+                          .sharedMemBytes = (unsigned)shared_bytes, .hStream = (CUstream)s,
+                          .attrs = attr, .numAttrs = 1};
+    return cu_check(b, ctx_of(b)->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx");
+}
+
+static mt_status cuda_launch_dependent(mt_backend *b, mt_function f, const unsigned grid[3],
+                                       const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
+    if (!ctx_of(b)->cu_opt.cuLaunchKernelEx || f->binary_version < 90)
+        return cuda_launch(b, f, grid, block, shared_bytes, s, args);
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
-                          .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
-                          .sharedMemBytes = (unsigned)shared_bytes, .hStream = (CUstream)s,
-                          .attrs = &attr, .numAttrs = 1};
-    return cu_check(b, c->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx");
+    return launch_with_attribute(b, f, grid, block, shared_bytes, s, args, &attr);
 }
 
 /* (Clusters of more than 8 blocks, up to 16 on H100, were allowed in
  * cuda_prepare_launch.) */
 static mt_status cuda_launch_cluster(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
                                      const unsigned cluster[3], size_t shared_bytes, mt_stream s, void **args) {
-    cuda_ctx *c = ctx_of(b);
-    if (!c->cu_opt.cuLaunchKernelEx || f->binary_version < 90)
+    if (!ctx_of(b)->cu_opt.cuLaunchKernelEx || f->binary_version < 90)
         return mt_fail(MT_ERR_UNSUPPORTED, "cluster launch needs sm_90 code and a driver with cuLaunchKernelEx "
                                            "(code for sm_%d)", f->binary_version);
-    mt_status st = cuda_prepare_launch(b, f, shared_bytes);
-    if (st != MT_OK) return st;
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr.value.clusterDim.x = cluster[0], attr.value.clusterDim.y = cluster[1], attr.value.clusterDim.z = cluster[2];
-    CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
-                          .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
-                          .sharedMemBytes = (unsigned)shared_bytes, .hStream = (CUstream)s,
-                          .attrs = &attr, .numAttrs = 1};
-    return cu_check(b, c->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx (cluster)");
+    return launch_with_attribute(b, f, grid, block, shared_bytes, s, args, &attr);
 }
 
 /* A host-side encoding (no device work): 16-bit elements, no interleave,
