@@ -39,6 +39,7 @@
  *   - the problem: 1 <= dl <= d <= 1024, page size a power of two <= 1024.
  */
 #include "mla_decode.h"
+#include "schedule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,9 @@ static const mt_param_desc mla_decode_params[] = {
     {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1},
     {"split_reduce", "SPLIT_REDUCE", {0, 1}, 2, 0,
      "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1},
+    {"groups_per_cu", "GROUPS_PER_CU", {0, 1, 2}, 3, 0,
+     "0: a work-group per (row tile, split, request); 1, 2: persistent: compute units x this many work-groups take "
+     "the work list the host balances from the real lengths (mma=2, tile_q 16)", 1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
@@ -70,8 +74,12 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, 
          * 16-bit), the maxima/sums exchange, row limits, q maxima, an
          * mbarrier per stage */
         size_t blocks = (size_t)s->d / 64, stages = (size_t)values[MT_P_KV_STAGES];
+        /* persistent: warpgroup 1's O^T (16 x 512 floats) meets warpgroup
+         * 0's in a buffer of its own, since the stages already hold the
+         * next item's chunks */
+        size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 : 0;
         return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
-               16 * 4 + 8 * 4 + stages * 8;
+               16 * 4 + 8 * 4 + stages * 8 + merge;
     }
     if (values[MT_P_MMA] == 2) {
         /* must match the warpgroup path's layout in mla_decode.cu: up to
@@ -211,6 +219,26 @@ static mt_status check_split_reduce(const int *values, const mt_decode_static *s
     return MT_OK;
 }
 
+/* groups_per_cu > 0: the persistent form of the transposed warpgroup path
+ * (mma=2, tile_q 16); the host's schedule decides the splits, so
+ * num_splits is 1 and split_reduce 0; the schedule cuts on kv_granularity
+ * (16 or 64: a 64-key chunk starts on a multiple of 64, so finer cuts
+ * read a chunk twice). */
+static mt_status check_persistent(const int *values, const mt_decode_static *s) {
+    (void)s;
+    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 16 || values[MT_P_NUM_SPLITS] != 1 ||
+        values[MT_P_SPLIT_REDUCE] != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: groups_per_cu=%d (persistent) exists on the transposed mma=2 path: tile_q 16, "
+                       "num_splits 1 (the schedule splits), split_reduce 0 (got mma %d, tile_q %d, num_splits %d, "
+                       "split_reduce %d)", values[MT_P_GROUPS_PER_CU], values[MT_P_MMA], values[MT_P_TILE_Q],
+                       values[MT_P_NUM_SPLITS], values[MT_P_SPLIT_REDUCE]);
+    if (values[MT_P_KV_GRANULARITY] != 16 && values[MT_P_KV_GRANULARITY] != 64)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: persistent variants cut on 16 or 64 keys (got %d)",
+                       values[MT_P_KV_GRANULARITY]);
+    return MT_OK;
+}
+
 static mt_status mla_decode_check(const int *values, const mt_decode_static *s, const mt_target *t) {
     mt_status st = check_static(s);
     if (st != MT_OK) return st;
@@ -218,7 +246,10 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
     if (t->warp_size > 0 && threads % t->warp_size != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
-    if (values[MT_P_NUM_SPLITS] == 1 && values[MT_P_KV_GRANULARITY] != 16)
+    if (values[MT_P_GROUPS_PER_CU]) {
+        st = check_persistent(values, s);
+        if (st != MT_OK) return st;
+    } else if (values[MT_P_NUM_SPLITS] == 1 && values[MT_P_KV_GRANULARITY] != 16)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
@@ -291,7 +322,10 @@ const mt_family mt_family_mla_decode_simt = {
 };
 
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
-                                     int sq) {
+                                     int sq, int compute_units) {
+    if (v->values[MT_P_GROUPS_PER_CU])
+        return mt_schedule_workspace_bytes(compute_units * v->values[MT_P_GROUPS_PER_CU], v->values[MT_P_TILE_Q],
+                                           s->dl);
     size_t splits = (size_t)v->values[MT_P_NUM_SPLITS];
     if (splits <= 1 || v->values[MT_P_SPLIT_REDUCE] || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
     size_t rows = (size_t)batch * (size_t)sq * (size_t)n_heads;
@@ -329,11 +363,54 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
         {a->out, "out"}, {a->lse, "lse"}};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (!ptrs[i].p) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: %s pointer is null", ptrs[i].name);
-    size_t need = mt_mla_decode_workspace_bytes(v, s, a->batch, a->n_heads, a->sq);
+    if (v->values[MT_P_GROUPS_PER_CU] && (!a->seq_lens_host || a->compute_units < 1))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: a persistent variant (groups_per_cu=%d) schedules its work on the host from the "
+                       "sequence lengths: pass them in host memory too (%s)", v->values[MT_P_GROUPS_PER_CU],
+                       a->seq_lens_host ? "compute unit count missing" : "seq_lens_host is null");
+    size_t need = mt_mla_decode_workspace_bytes(v, s, a->batch, a->n_heads, a->sq, a->compute_units);
     if (need > 0 && (!a->workspace || a->workspace_bytes < need))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: workspace of %zu bytes needed, %zu given%s", need,
                        a->workspace_bytes, a->workspace ? "" : " (null pointer)");
     return MT_OK;
+}
+
+/* groups_per_cu > 0: the host schedules the call from the real lengths
+ * (schedule.h) and hands the work list to the kernel as an argument; the
+ * reduce runs only when some tile was cut, over those tiles only.
+ * Workspace: o_part [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
+static mt_status launch_persistent(mt_backend *b, mt_function decode, mt_function reduce, const mt_variant *v,
+                                   const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream,
+                                   void *const *args, const unsigned block[3], size_t shared) {
+    static _Thread_local mt_work_list work;   /* 17 KB: kept off the caller's stack */
+    static _Thread_local mt_split_list cut;
+    int tile_q = v->values[MT_P_TILE_Q], groups = a->compute_units * v->values[MT_P_GROUPS_PER_CU];
+    mt_schedule_shape sh = {.batch = a->batch, .sq = a->sq, .n_heads = a->n_heads, .tile_q = tile_q,
+                            .granularity = v->values[MT_P_KV_GRANULARITY], .n_groups = groups,
+                            .overhead_keys = MT_SCHEDULE_TILE_OVERHEAD};
+    mt_status st = mt_schedule_build(&sh, a->seq_lens_host, &work, &cut);
+    if (st != MT_OK) return st;
+    if (cut.n_tiles > 0 && !reduce) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
+    mt_devptr o_part = *(const mt_devptr *)args[6], lse_part = *(const mt_devptr *)args[7];
+    void *pargs[16];
+    int n = 0;
+    while (args[n]) pargs[n] = args[n], n++;
+    pargs[n++] = &work;
+    unsigned grid[3] = {(unsigned)work.n_groups, 1, 1};
+    st = mt_backend_launch(b, decode, grid, block, shared, stream, pargs);
+    if (st != MT_OK || cut.n_tiles == 0) return st;
+    int rows = a->sq * a->n_heads;
+    mt_devptr out = a->out, lse = a->lse;
+    /* the persistent mla_reduce in mla_decode.cu: 8 warps per work-group
+     * and 64 columns, slot_groups warps per row (as many as 8 slots a
+     * round need for the most slots a tile has, a power of two) */
+    int most = 0, slot_groups = 1;
+    for (int i = 0; i < cut.n_tiles; i++) most = cut.tile[i][2] > most ? cut.tile[i][2] : most;
+    while (slot_groups < 8 && 8 * slot_groups < most) slot_groups *= 2;
+    void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows, &slot_groups, &cut};
+    unsigned rgrid[3] = {(unsigned)(cut.n_tiles * tile_q * slot_groups / 8), (unsigned)((s->dl + 63) / 64), 1};
+    unsigned rblock[3] = {256, 1, 1};
+    return mt_backend_launch_dependent(b, reduce, rgrid, rblock, 0, stream, rargs);
 }
 
 mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function reduce, const mt_variant *v,
@@ -346,10 +423,15 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     int rows = a->sq * a->n_heads;
     int tile_q = v->values[MT_P_TILE_Q];
     size_t rows_total = (size_t)a->batch * (size_t)rows;
-    /* workspace layout: o_part [B, splits, rows, Dl] then lse_part [B, splits, rows] */
-    int partials = splits > 1 && !in_cluster;
+    /* workspace layout: o_part [B, splits, rows, Dl] then lse_part [B,
+     * splits, rows]; persistent: o_part [slots, tile_q, Dl] then lse_part
+     * [slots, tile_q] */
+    int persistent = v->values[MT_P_GROUPS_PER_CU] != 0, partials = persistent || (splits > 1 && !in_cluster);
+    size_t part_rows = persistent ? (size_t)mt_schedule_slots(a->compute_units * v->values[MT_P_GROUPS_PER_CU]) *
+                                        (size_t)tile_q
+                                  : (size_t)splits * rows_total;
     mt_devptr o_part = partials ? a->workspace : 0;
-    mt_devptr lse_part = partials ? a->workspace + (size_t)splits * rows_total * (size_t)s->dl * sizeof(float) : 0;
+    mt_devptr lse_part = partials ? a->workspace + part_rows * (size_t)s->dl * sizeof(float) : 0;
     int n_heads = a->n_heads, sq = a->sq, max_blocks = a->max_blocks;
     float scale = a->scale, kv_scale = a->kv_scale;
     mt_devptr q = a->q, kv = a->kv, bt = a->block_table, lens = a->seq_lens, out = a->out, lse = a->lse;
@@ -359,7 +441,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
      * table names are ever asked for */
     _Alignas(64) unsigned char kv_map[MT_TENSOR_MAP_BYTES];
     void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale,
-                    kv_map};
+                    kv_map, NULL};
     if (v->values[MT_P_MMA] == 2) {
         if (a->kv % 16 != 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs a 16-byte aligned KV cache");
@@ -369,9 +451,11 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
                                       kv_map);
         if (st != MT_OK) return st;
     }
-    unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_P_BLOCK_THREADS], 1, 1};
     size_t shared = mt_mla_decode_shared_bytes(v->values, s, a->warp_size);
+    if (v->values[MT_P_GROUPS_PER_CU])
+        return launch_persistent(b, decode, reduce, v, s, a, stream, args, block, shared);
+    unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
     if (in_cluster) {
         /* the splits of a row tile are one cluster; they merge among
          * themselves (split_reduce in mla_decode.cu) */
@@ -380,7 +464,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     }
     st = mt_backend_launch(b, decode, grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
-    void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows};
+    void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows, NULL};
     /* REDUCE_GROUPS, REDUCE_THREADS and REDUCE_COLS in mla_decode.cu */
     unsigned groups = splits < 8 ? (unsigned)splits : 8u;
     unsigned rgrid[3] = {(unsigned)rows, (unsigned)a->batch, (unsigned)((s->dl + 63) / 64)};

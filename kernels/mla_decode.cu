@@ -77,8 +77,14 @@
 #ifndef SPLIT_REDUCE
 #define SPLIT_REDUCE 0
 #endif
+#ifndef GROUPS_PER_CU
+#define GROUPS_PER_CU 0
+#endif
 #if SPLIT_REDUCE && !(MMA == 2 && TILE_Q == 64)
 #error "split_reduce=1 (merge in a cluster) exists on the 64-row warpgroup path only"
+#endif
+#if GROUPS_PER_CU && !(MMA == 2 && TILE_Q == 16)
+#error "groups_per_cu > 0 (persistent) exists on the transposed warpgroup path (mma=2, tile_q 16) only"
 #endif
 
 #define KV_STRIDE (D + 1)
@@ -569,11 +575,52 @@ __device__ __forceinline__ mt_u32 t8_cvt_hi(mt_u32 w) {
     return r;
 }
 
+/* ---- work items ------------------------------------------------------------
+ * A work-group of this path runs a list of items, each one row tile's key
+ * range: one item from its grid position (groups_per_cu = 0: the tile
+ * blockIdx.x, the split blockIdx.y of request blockIdx.z), or (persistent,
+ * groups_per_cu > 0) the items the host scheduled for work-group blockIdx.x
+ * (kernels/schedule.h: the list comes by value as the last argument).
+ * Each warpgroup's chunks form one stream over all the items of the
+ * work-group: a stage freed by the last chunk of one item is refilled with
+ * the first chunk of the next, so the copies never wait for an item's end. */
+struct t8_item {
+    int b, row0, k_begin, tile_end, len;
+    int slot; /* persistent: the partial result's slot, -1 = straight to out */
+};
+
+#if GROUPS_PER_CU
+#if NUM_SPLITS != 1 || SPLIT_REDUCE
+#error "persistent variants (groups_per_cu > 0) take num_splits 1 and split_reduce 0: the schedule splits"
+#endif
+/* twins of mt_work_list / mt_split_list in kernels/schedule.h */
+#define WL_MAX_ITEMS 1024
+#define WL_MAX_GROUPS 511
+struct mt_work_list {
+    int4 item[WL_MAX_ITEMS]; /* b | tile << 16 | (slot + 1) << 22, first key, key end, request length */
+    unsigned short first[WL_MAX_GROUPS + 1];
+    int n_groups, n_items;
+};
+struct mt_split_list {
+    int4 tile[WL_MAX_GROUPS]; /* b | tile << 16, first slot, slots */
+    int n_tiles, pad[3];
+};
+static_assert(sizeof(mt_work_list) == 17424, "mt_work_list: kernels/schedule.h has its twin");
+static_assert(sizeof(mt_split_list) == 8192, "mt_split_list: kernels/schedule.h has its twin");
+#define T8_MERGE_BYTES (16 * 512 * 4) /* warpgroup 1's O^T at an item's end */
+#else
+#define T8_MERGE_BYTES 0
+#endif
+
 extern "C" __global__ void __launch_bounds__(256, 1)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const __grid_constant__ mt_tensor_map kv_map) {
+           float kv_scale, const __grid_constant__ mt_tensor_map kv_map
+#if GROUPS_PER_CU
+           , const __grid_constant__ mt_work_list work
+#endif
+) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
     unsigned char *kv_s = q_s + (D / 64) * T8_Q_BLOCK_BYTES;
@@ -582,37 +629,86 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     int *row_limit = (int *)(red + 256);
     float *q_amax = (float *)(row_limit + 16);
     mt_u64 *stage_full = (mt_u64 *)(q_amax + 8);
+    /* where warpgroup 1's O^T meets warpgroup 0's: the stages when they
+     * are idle at the end (one item), a buffer of its own otherwise */
+    float *o_x = GROUPS_PER_CU ? (float *)(stage_full + KV_STAGES) : (float *)kv_s;
 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
+    (void)seq_lens;
     const int tid = threadIdx.x, wg = tid >> 7, wtid = tid & 127, wi = wtid >> 5, lane = tid & 31;
     const int g = lane >> 2, qd = lane & 3;
-    const int b = blockIdx.z, split = blockIdx.y;
-    const int rows = sq * n_heads, row0 = blockIdx.x * 16;
-    const int len = seq_lens[b];
-    int k_begin, k_end;
-    split_keys(len, split, &k_begin, &k_end);
-    const int *pages = block_table + (size_t)b * max_blocks;
-    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
-    const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
-    const int kb0 = k_begin & ~63;
-    const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
-    /* warpgroup w takes chunks w, w + 2, ...: its local chunk li is chunk
-     * w + 2 li, in its stage li % T8_STAGES_PER_WG */
-    auto chunks_of = [&](int w) { return n_chunks > w ? (n_chunks - w + 1) / 2 : 0; };
-    auto stage_of = [&](int w, int li) { return T8_STAGES_PER_WG * w + li % T8_STAGES_PER_WG; };
-    auto issue = [&](int w, int li) {
-        const int st = stage_of(w, li);
-        issue_chunk_copies<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map, pages, kb0 + 64 * (w + 2 * li),
-                                         tile_end, &stage_full[st]);
+    const int rows = sq * n_heads;
+#if GROUPS_PER_CU
+    const int split = 0, first_item = work.first[blockIdx.x], end_item = work.first[blockIdx.x + 1];
+    auto item_at = [&](int i) {
+        const int4 w = work.item[i];
+        t8_item it;
+        it.b = w.x & 0xffff, it.row0 = ((w.x >> 16) & 0x3f) * 16, it.slot = ((w.x >> 22) & 0x3ff) - 1;
+        it.k_begin = w.y, it.tile_end = w.z, it.len = w.w;
+        return it;
     };
+#else
+    const int split = blockIdx.y, first_item = 0, end_item = 1;
+    t8_item grid_item;
+    {
+        grid_item.b = blockIdx.z, grid_item.row0 = blockIdx.x * 16, grid_item.slot = -1;
+        grid_item.len = seq_lens[grid_item.b];
+        int k_end;
+        split_keys(grid_item.len, split, &grid_item.k_begin, &k_end);
+        grid_item.tile_end = tile_key_end(grid_item.row0, rows, grid_item.len, sq, n_heads, k_end);
+    }
+    auto item_at = [&](int) { return grid_item; };
+#endif
+    /* warpgroup w takes chunks w, w + 2, ... of an item (its local chunk
+     * li is the item's chunk w + 2 li) */
+    auto chunks_of = [&](const t8_item &it, int w) {
+        const int n = it.tile_end > it.k_begin ? (it.tile_end - (it.k_begin & ~63) + 63) / 64 : 0;
+        return n > w ? (n - w + 1) / 2 : 0;
+    };
+    /* a warpgroup's copy cursor: (item, local chunk) of the next chunk of
+     * its stream to issue; item == end_item when none is left */
+    struct cursor { int item, li; };
+    auto settle = [&](int w, cursor &c) {
+        while (c.item < end_item && c.li >= chunks_of(item_at(c.item), w)) c.item++, c.li = 0;
+    };
+    auto issue = [&](int w, cursor &c, int st) {
+        const t8_item it = item_at(c.item);
+        issue_chunk_copies<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map, block_table + (size_t)it.b * max_blocks,
+                                         (it.k_begin & ~63) + 64 * (w + 2 * c.li), it.tile_end, &stage_full[st]);
+        c.li++;
+        settle(w, c);
+    };
+    /* position p of warpgroup w's stream uses stage T8_STAGES_PER_WG w + p % T8_STAGES_PER_WG */
+    cursor cur = {first_item, 0}; /* this warpgroup's, kept by its thread wtid 0 */
     if (tid == 0) {
         for (int i = 0; i < KV_STAGES; i++) mt_mbar_init(&stage_full[i], 1);
         mt_mbar_init_fence();
-        /* the first chunks go out before Q^T is built, so q's trip to
-         * memory overlaps theirs */
-        for (int w = 0; w < 2; w++)
-            for (int li = 0; li < T8_STAGES_PER_WG && li < chunks_of(w); li++) issue(w, li);
+        /* the first chunks of both streams go out before Q^T is built, so
+         * q's trip to memory overlaps theirs */
+        for (int w = 1; w >= 0; w--) {
+            cursor c = {first_item, 0};
+            settle(w, c);
+            for (int p = 0; p < T8_STAGES_PER_WG && c.item < end_item; p++) issue(w, c, T8_STAGES_PER_WG * w + p);
+            cur = c;
+        }
+    } else if (tid == 128) {
+        settle(1, cur);
+        for (int p = 0; p < T8_STAGES_PER_WG && cur.item < end_item; p++) cur.li++, settle(1, cur);
     }
+
+    const mt_u64 q_desc = mt_wgmma_desc(q_s, 16, 1024);
+    unsigned char *p_w = p_s + wg * 2048;
+    const mt_u64 p_desc = mt_wgmma_desc(p_w, 16, 1024);
+    float *red_w = red + wg * 128;
+    const int bar_wg = 1 + wg, key_r = 16 * wi + g;
+    int pos = 0; /* this warpgroup's position in its stream */
+
+    for (int ii = first_item; ii < end_item; ii++) {
+    const t8_item it = item_at(ii);
+    const int b = it.b, row0 = it.row0, len = it.len, k_begin = it.k_begin, tile_end = it.tile_end;
+    const int kb0 = k_begin & ~63;
+    if (ii != first_item) __syncthreads(); /* the last item's merge is done with Q^T, red and o_x */
+    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
     /* Q^T: piece u (8 positions) of row r holds q columns t8_dim(u / 2,
      * 8 (u % 2) + 0..7), read as 4 pairs; bf16 q is scaled by a power of
@@ -657,7 +753,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #endif
     mt_fence_proxy_async(); /* Q^T, for the wgmma */
     __syncthreads();
-    const int n_mine = chunks_of(wg);
+    const int n_mine = chunks_of(it, wg);
 
     /* this lane's heads: slot 2j + e is head 8j + 2 qd + e */
     int lim[4];
@@ -672,16 +768,11 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     for (int t = 0; t < 8; t++)
 #pragma unroll
         for (int i = 0; i < 8; i++) o[t][i] = 0.0f;
-    const mt_u64 q_desc = mt_wgmma_desc(q_s, 16, 1024);
-    unsigned char *p_w = p_s + wg * 2048;
-    const mt_u64 p_desc = mt_wgmma_desc(p_w, 16, 1024);
-    float *red_w = red + wg * 128;
-    const int bar_wg = 1 + wg, key_r = 16 * wi + g;
 
-    for (int li = 0; li < n_mine; li++) {
-        const int k0 = kb0 + 64 * (wg + 2 * li), st = stage_of(wg, li);
+    for (int li = 0; li < n_mine; li++, pos++) {
+        const int k0 = kb0 + 64 * (wg + 2 * li), st = T8_STAGES_PER_WG * wg + pos % T8_STAGES_PER_WG;
         unsigned char *stg = kv_s + st * T8_STAGE_BYTES;
-        mt_mbar_wait(&stage_full[st], (unsigned)(li / T8_STAGES_PER_WG) & 1u);
+        mt_mbar_wait(&stage_full[st], (unsigned)(pos / T8_STAGES_PER_WG) & 1u);
         if (k0 + 64 > tile_end) {
             zero_key_rows<T8_ROW_BYTES>(stg, tile_end - k0, wtid, 128);
 #if !KV_FP8
@@ -861,7 +952,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
         for (int t = 0; t < 8; t++) mt_wgmma_pin<8>(o[t]);
         mt_bar_sync(bar_wg, 128); /* the stage and P^T are free */
-        if (wtid == 0 && li + T8_STAGES_PER_WG < n_mine) issue(wg, li + T8_STAGES_PER_WG);
+        if (wtid == 0 && cur.item < end_item) issue(wg, cur, st);
     }
 
     /* merge the two warpgroups: sums over the warpgroup, then warpgroup 1
@@ -880,8 +971,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             if (wi == 0) red_w[64 + hd] = m_run[h];
         }
     }
-    __syncthreads(); /* both are done with the stages: every copy has landed and been read */
-    float *o_x = (float *)kv_s;
+    __syncthreads(); /* both are done with the item (one item: every copy has landed and been read) */
     if (wg == 1) {
 #pragma unroll
         for (int t = 0; t < 8; t++)
@@ -889,40 +979,128 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             for (int i = 0; i < 8; i++) o_x[(t * 8 + i) * 128 + wtid] = o[t][i];
     }
     __syncthreads();
-    if (wg == 1) return;
-    float f0[4], f1[4];
-#pragma unroll
-    for (int h = 0; h < 4; h++) {
-        const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
-        const float l0 = red[hd] + red[16 + hd] + red[32 + hd] + red[48 + hd];
-        const float l1 = red[128 + hd] + red[144 + hd] + red[160 + hd] + red[176 + hd];
-        const float m0 = red[64 + hd], m1 = red[192 + hd], mx = fmaxf(m0, m1);
-        f0[h] = m0 == MT_NEG_INF ? 0.0f : mt_exp2f(m0 - mx);
-        f1[h] = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mx);
-        const float l = l0 * f0[h] + l1 * f1[h];
-        if (wi == 0 && g == 0 && row0 + hd < rows) store_lse(lse, lse_part, b, split, rows, row0 + hd, row_lse(mx, l));
-        const float inv = l > 0.0f ? kv_scale / l : 0.0f;
-        f0[h] *= inv, f1[h] *= inv;
-    }
-#pragma unroll
-    for (int t = 0; t < 8; t++) {
+    if (wg == 0) {
+        float f0[4], f1[4];
 #pragma unroll
         for (int h = 0; h < 4; h++) {
-            const int hd = 8 * (h >> 1) + 2 * qd + (h & 1), i = 4 * (h >> 1) + (h & 1);
-            const float v0 = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
-            const float v1 = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
-            if (row0 + hd >= rows) continue;
-#if KV_FP8
-            /* accumulator rows g and g + 8 are adjacent columns (the V^T rows were permuted) */
-            store_o_pair(out, o_part, b, split, rows, row0 + hd, 64 * t + 16 * wi + 2 * g, v0, v1);
-#else
-            /* accumulator rows g and g + 8 are columns g and g + 8 (V^T read in order) */
-            store_o(out, o_part, b, split, rows, row0 + hd, 64 * t + 16 * wi + g, v0);
-            store_o(out, o_part, b, split, rows, row0 + hd, 64 * t + 16 * wi + g + 8, v1);
+            const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
+            const float l0 = red[hd] + red[16 + hd] + red[32 + hd] + red[48 + hd];
+            const float l1 = red[128 + hd] + red[144 + hd] + red[160 + hd] + red[176 + hd];
+            const float m0 = red[64 + hd], m1 = red[192 + hd], mx = fmaxf(m0, m1);
+            f0[h] = m0 == MT_NEG_INF ? 0.0f : mt_exp2f(m0 - mx);
+            f1[h] = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mx);
+            const float l = l0 * f0[h] + l1 * f1[h];
+            if (wi == 0 && g == 0 && row0 + hd < rows) {
+#if GROUPS_PER_CU
+                if (it.slot >= 0) lse_part[it.slot * 16 + hd] = row_lse(mx, l);
+                else
 #endif
+                    store_lse(lse, lse_part, b, split, rows, row0 + hd, row_lse(mx, l));
+            }
+            const float inv = l > 0.0f ? kv_scale / l : 0.0f;
+            f0[h] *= inv, f1[h] *= inv;
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+#pragma unroll
+            for (int h = 0; h < 4; h++) {
+                const int hd = 8 * (h >> 1) + 2 * qd + (h & 1), i = 4 * (h >> 1) + (h & 1);
+                const float v0 = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
+                const float v1 = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
+                if (row0 + hd >= rows) continue;
+                /* fp8: accumulator rows g and g + 8 are adjacent columns (the
+                 * V^T rows were permuted); 16-bit: columns g and g + 8 (V^T
+                 * read in order) */
+                const int col = 64 * t + 16 * wi + (KV_FP8 ? 2 * g : g), step = KV_FP8 ? 1 : 8;
+                (void)step;
+#if GROUPS_PER_CU
+                if (it.slot >= 0) {
+                    float *p = o_part + ((size_t)it.slot * 16 + hd) * DL + col;
+                    p[0] = v0, p[step] = v1;
+                    continue;
+                }
+#endif
+#if KV_FP8
+                store_o_pair(out, o_part, b, split, rows, row0 + hd, col, v0, v1);
+#else
+                store_o(out, o_part, b, split, rows, row0 + hd, col, v0);
+                store_o(out, o_part, b, split, rows, row0 + hd, col + step, v1);
+#endif
+            }
         }
     }
+    } /* items */
 }
+
+#if GROUPS_PER_CU
+/* Merges the tiles the schedule cut.  A work-group of 8 warps takes 64
+ * columns (two per lane) of 8 / slot_groups rows of one cut tile; the
+ * slot_groups warps of a row take its slots in turn, 8 at a time, every
+ * load of a round (the slots' lse and columns) issued before any is used,
+ * so a round costs one trip to L2.  The host picks slot_groups from the
+ * most slots any tile has (1 for a few: a warp per row; 8 for a hundred:
+ * all warps on one row).  Each warp keeps a running max, sum and column
+ * sums; the first warp of a row merges its row's.  Launched as a dependent
+ * of decode. */
+extern "C" __global__ void __launch_bounds__(256)
+mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part, mt_u16 *__restrict__ out,
+           float *__restrict__ lse, int rows, int slot_groups, const __grid_constant__ mt_split_list cut) {
+    __shared__ float m_s[8], l_s[8];
+    __shared__ float2 acc_s[8][32];
+    const int rows_per_block = 8 / slot_groups, blocks_per_tile = 16 / rows_per_block;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, sg = warp % slot_groups;
+    const int ti = blockIdx.x / blocks_per_tile;
+    const int r = (blockIdx.x % blocks_per_tile) * rows_per_block + warp / slot_groups;
+    const int4 t = cut.tile[ti];
+    const int b = t.x & 0xffff, row = ((t.x >> 16) & 0x3f) * 16 + r, first = t.y, n = t.z;
+    const int col = blockIdx.y * 64 + 2 * lane;
+    mt_grid_dependency_wait();
+    float m = MT_NEG_INF, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
+    for (int base = sg; base < n && row < rows; base += 8 * slot_groups) {
+        float ls[8];
+        float2 x[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int s = base + j * slot_groups;
+            const size_t slot = (size_t)first + s;
+            ls[j] = s < n ? lse_part[slot * 16 + r] : MT_NEG_INF;
+            x[j] = s < n ? *(const float2 *)(o_part + (slot * 16 + r) * DL + col) : make_float2(0.0f, 0.0f);
+        }
+        float mx = m;
+#pragma unroll
+        for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
+        if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
+        const float sc = m == MT_NEG_INF ? 0.0f : __expf(m - mx);
+        l *= sc, a0 *= sc, a1 *= sc;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            /* select: a slot without keys adds nothing, whatever it holds */
+            const float w = ls[j] == MT_NEG_INF ? 0.0f : __expf(ls[j] - mx);
+            l += w, a0 += w != 0.0f ? w * x[j].x : 0.0f, a1 += w != 0.0f ? w * x[j].y : 0.0f;
+        }
+        m = mx;
+    }
+    if (slot_groups > 1) {
+        if (lane == 0) m_s[warp] = m, l_s[warp] = l;
+        acc_s[warp][lane] = make_float2(a0, a1);
+        __syncthreads();
+        if (sg != 0) return;
+        float mx = MT_NEG_INF;
+        for (int w = warp; w < warp + slot_groups; w++) mx = fmaxf(mx, m_s[w]);
+        l = 0.0f, a0 = 0.0f, a1 = 0.0f;
+        for (int w = warp; w < warp + slot_groups; w++) {
+            const float f = m_s[w] == MT_NEG_INF ? 0.0f : __expf(m_s[w] - mx);
+            l += l_s[w] * f, a0 += acc_s[w][lane].x * f, a1 += acc_s[w][lane].y * f;
+        }
+        m = mx;
+    }
+    if (row >= rows) return;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    mt_u16 *dst = out + ((size_t)b * rows + row) * DL + col;
+    dst[0] = store_out(a0 * inv), dst[1] = store_out(a1 * inv);
+    if (blockIdx.y == 0 && lane == 0) lse[(size_t)b * rows + row] = l > 0.0f ? m + __logf(l) : MT_NEG_INF;
+}
+#endif
 
 #elif MT_CUDA && MMA == 2 /* warpgroup path on Hopper */
 
@@ -1865,6 +2043,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 }
 #endif /* MMA */
 
+#if !GROUPS_PER_CU /* persistent variants have their own reduce, over the cut tiles only */
 /* The reduce's shape (kept equal to the launch in mla_decode.c): a block of
  * 32 x REDUCE_GROUPS threads takes REDUCE_COLS columns of one row; the 32
  * lanes of a warp take consecutive columns (coalesced), the groups take
@@ -1950,3 +2129,4 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     }
     if (tid == 0 && blockIdx.z == 0) lse[(size_t)b * rows + row] = total > 0.0f ? m + __logf(total) : MT_NEG_INF;
 }
+#endif /* !GROUPS_PER_CU */

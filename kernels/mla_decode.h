@@ -7,6 +7,7 @@
 #define MT_MLA_DECODE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../runtime/backend.h"
 #include "variant.h"
@@ -15,7 +16,7 @@ extern const mt_family mt_family_mla_decode_simt;
 
 /* parameter positions in mt_variant.values for this family */
 enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES,
-       MT_P_SPLIT_REDUCE };
+       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU };
 
 /* Entry points in the compiled module. */
 #define MT_MLA_DECODE_KERNEL "mla_decode"
@@ -47,11 +48,16 @@ typedef struct mt_mla_decode_args {
     mt_devptr lse;          /* [B, Sq, N] fp32 */
     mt_devptr workspace;    /* mt_mla_decode_workspace_bytes() bytes, or 0 if that is 0 */
     size_t workspace_bytes;
+    const int32_t *seq_lens_host; /* [B] the same lengths in host memory: persistent variants
+                                     (groups_per_cu > 0) schedule from them; others ignore them */
+    int compute_units;      /* the device's SMs / CUs: persistent variants run groups_per_cu per unit */
 } mt_mla_decode_args;
 
-/* Bytes of workspace a variant needs for this call shape (0 without splits). */
+/* Bytes of workspace a variant needs for this call shape (0 without
+ * splits) on a device of `compute_units` (persistent variants: their
+ * partial results, at most two per work-group). */
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch,
-                                     int n_heads, int sq);
+                                     int n_heads, int sq, int compute_units);
 
 /* Rejects bad arguments before anything is launched, naming the one at fault. */
 mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s,

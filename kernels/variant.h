@@ -16,7 +16,7 @@
 
 #include "../runtime/error.h"
 
-enum { MT_MAX_PARAMS = 8, MT_MAX_VALUES = 16 };
+enum { MT_MAX_PARAMS = 9, MT_MAX_VALUES = 16 };
 
 typedef enum mt_dtype { MT_BF16 = 0, MT_FP16 = 1, MT_FP8_E4M3 = 2 } mt_dtype;
 

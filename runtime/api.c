@@ -200,7 +200,8 @@ static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem,
         if (st == MT_OK)
             st = mt_backend_prepare_launch(rt->backend, plan->kernels[i].decode,
                                            mt_mla_decode_shared_bytes(v->values, &plan->shape.s, rt->info.warp_size));
-        size_t ws = mt_mla_decode_workspace_bytes(v, &plan->shape.s, plan->max_batch, problem->n_heads, problem->sq);
+        size_t ws = mt_mla_decode_workspace_bytes(v, &plan->shape.s, plan->max_batch, problem->n_heads, problem->sq,
+                                                  rt->info.compute_units);
         if (ws > plan->workspace) plan->workspace = ws;
     }
     if (st != MT_OK) {
@@ -291,7 +292,8 @@ mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) 
                             .kv = (mt_devptr)(uintptr_t)a->kv_cache, .block_table = (mt_devptr)(uintptr_t)a->block_table,
                             .seq_lens = (mt_devptr)(uintptr_t)a->seq_lens, .out = (mt_devptr)(uintptr_t)a->out,
                             .lse = (mt_devptr)(uintptr_t)a->lse, .workspace = (mt_devptr)(uintptr_t)a->workspace,
-                            .workspace_bytes = a->workspace_size};
+                            .workspace_bytes = a->workspace_size, .seq_lens_host = a->seq_lens_host,
+                            .compute_units = plan->rt->info.compute_units};
     return to_public(mt_mla_decode_launch(plan->rt->backend, plan->kernels[r.variant].decode,
                                           plan->kernels[r.variant].reduce, v, &plan->shape.s, &k, (mt_stream)stream));
 }

@@ -145,7 +145,7 @@ static void test_choice_rule(void) {
                     *b5 = find_choice(c, n, "sm_90", 5), *g1 = find_choice(c, n, "gfx942", 1);
     CHECK(b1 && strstr(b1->params, "tile_q=8,") && b1->median_ms == 0.5 && b1->default_ms == 1.0 &&
           strcmp(b1->reason, "fastest") == 0);
-    CHECK(b2 && strcmp(b2->params, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2,split_reduce=0") == 0 &&
+    CHECK(b2 && strcmp(b2->params, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2,split_reduce=0,groups_per_cu=0") == 0 &&
           strcmp(b2->reason, "tie: default kept") == 0);
     CHECK(b3 && strstr(b3->params, "tile_q=8,") && b3->median_ms == 0.3);
     CHECK(b4 && strstr(b4->params, "tile_q=4,") && strcmp(b4->reason, "tie: first by name") == 0);

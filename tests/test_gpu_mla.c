@@ -140,10 +140,18 @@ int main(void) {
          * them (a small part of the space, and the newest code): mma=1, and
          * every other one of those mma=2 where it exists (Hopper, q and KV
          * of one type) */
-        int n_mma[3] = {0, 0, 0};
-        for (int k = 0; k < vl->n; k++) n_mma[vl->items[k].values[MT_P_MMA]]++;
+        int n_mma[3] = {0, 0, 0}, n_persistent = 0;
+        for (int k = 0; k < vl->n; k++) {
+            n_mma[vl->items[k].values[MT_P_MMA]]++;
+            n_persistent += vl->items[k].values[MT_P_GROUPS_PER_CU] > 0;
+        }
         int want = i % 4 == 3 && n_mma[2] > 0 ? 2 : 1;
-        if (i % 2 == 1 && n_mma[want] > 0) {
+        if (i % 8 == 7 && n_persistent > 0) {
+            /* half of those: the persistent form (the host's schedule) */
+            int pick = (int)(rnd() % (uint64_t)n_persistent);
+            for (int k = 0; k < vl->n; k++)
+                if (vl->items[k].values[MT_P_GROUPS_PER_CU] > 0 && pick-- == 0) tc->v = vl->items[k];
+        } else if (i % 2 == 1 && n_mma[want] > 0) {
             int pick = (int)(rnd() % (uint64_t)n_mma[want]);
             for (int k = 0; k < vl->n; k++)
                 if (vl->items[k].values[MT_P_MMA] == want && pick-- == 0) tc->v = vl->items[k];
@@ -187,7 +195,7 @@ int main(void) {
     mt_stream stream = NULL;
     CHECK_OK(mt_backend_stream_create(b, &stream));
     double worst_out[2] = {0, 0}, worst_lse = 0;
-    int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0;
+    int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, persistent_cases = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
         test_case *tc = &cases[i];
@@ -232,7 +240,7 @@ int main(void) {
         CHECK_OK(mt_backend_mem_alloc(b, sizeof(int32_t) * (size_t)tc->batch, &dlens));
         CHECK_OK(mt_backend_mem_alloc(b, out_elems * 2, &dout));
         CHECK_OK(mt_backend_mem_alloc(b, lse_elems * 4, &dlse));
-        size_t ws = mt_mla_decode_workspace_bytes(&tc->v, &tc->s, tc->batch, tc->n_heads, tc->sq);
+        size_t ws = mt_mla_decode_workspace_bytes(&tc->v, &tc->s, tc->batch, tc->n_heads, tc->sq, info.compute_units);
         if (ws) CHECK_OK(mt_backend_mem_alloc(b, ws, &dws));
         CHECK_OK(mt_backend_copy_to_device(b, dq, q, q_elems * 2, stream));
         CHECK_OK(mt_backend_copy_to_device(b, dkv, kv, kv_elems * mt_dtype_size(tc->s.kv_dtype), stream));
@@ -245,7 +253,8 @@ int main(void) {
         mt_mla_decode_args a = {.batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq, .max_blocks = max_blocks,
                                 .page_size = page, .warp_size = info.warp_size, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
                                 .q = dq, .kv = dkv, .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse,
-                                .workspace = dws, .workspace_bytes = ws};
+                                .workspace = dws, .workspace_bytes = ws, .seq_lens_host = tc->lens,
+                                .compute_units = info.compute_units};
         CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));
         uint16_t *out16 = malloc(out_elems * 2);
         float *lse32 = malloc(lse_elems * 4);
@@ -277,6 +286,7 @@ int main(void) {
         passed += ok;
         mma_cases += tc->v.values[MT_P_MMA] == 1;
         wgmma_cases += tc->v.values[MT_P_MMA] == 2;
+        persistent_cases += tc->v.values[MT_P_GROUPS_PER_CU] > 0;
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
         printf("case %3d %s N=%3d Sq=%d page=%2d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
@@ -289,10 +299,11 @@ int main(void) {
         mt_backend_mem_free(b, dlens), mt_backend_mem_free(b, dout), mt_backend_mem_free(b, dlse);
         mt_backend_mem_free(b, dws);
     }
-    printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2); worst relative "
-           "error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless rows; %ld keys in all\n",
-           passed, n_cases, mma_cases, wgmma_cases, worst_out[0], worst_out[1], worst_lse, nan_cases, keyless_rows,
-           total_keys);
+    printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2, %d of those "
+           "persistent); worst relative error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless "
+           "rows; %ld keys in all\n",
+           passed, n_cases, mma_cases, wgmma_cases, persistent_cases, worst_out[0], worst_out[1], worst_lse, nan_cases,
+           keyless_rows, total_keys);
     CHECK(keyless_rows > 0);  /* the draw must cover requests shorter than Sq */
     mt_jit_destroy(jit);
     mt_backend_stream_destroy(b, stream);

@@ -6,19 +6,31 @@
  */
 #include "check.h"
 #include "kernels/mla_decode.h"
+#include "kernels/schedule.h"
 
-static int launches;
+/* the launches counted, and what the last of each kind was given */
+static int launches, last_grid[3], last_work_groups = -1;
+static size_t last_shared;
 static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
                                  mt_stream s, void **args) {
-    (void)b, (void)f, (void)g, (void)bl, (void)sh, (void)s, (void)args;
+    (void)b, (void)f, (void)bl, (void)s;
     launches++;
+    for (int i = 0; i < 3; i++) last_grid[i] = (int)g[i];
+    last_shared = sh;
+    /* a decode launch (the one with shared memory) passes the work list
+     * after the tensor map when it is persistent, else NULL there */
+    last_work_groups = sh > 0 && args && args[14] ? ((const mt_work_list *)args[14])->n_groups : -1;
     return MT_OK;
 }
-static int dependent_launches;
+static int dependent_launches, last_reduce_grid[3], last_cut_tiles = -1;
 static mt_status counting_launch_dependent(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3],
                                            size_t sh, mt_stream s, void **args) {
-    (void)b, (void)f, (void)g, (void)bl, (void)sh, (void)s, (void)args;
+    (void)b, (void)f, (void)bl, (void)sh, (void)s;
     dependent_launches++;
+    for (int i = 0; i < 3; i++) last_reduce_grid[i] = (int)g[i];
+    /* the persistent reduce takes the cut tiles' list seventh (the grid
+     * reduce has NULL there) */
+    last_cut_tiles = args && args[5] && args[6] ? ((const mt_split_list *)args[6])->n_tiles : -1;
     return MT_OK;
 }
 static const mt_backend_iface counting_iface = {.launch = counting_launch};
@@ -73,7 +85,7 @@ int main(void) {
     mt_variant_default(f, &v);
     char text[256];
     mt_variant_format(&v, text, sizeof text);
-    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2,split_reduce=0") == 0);
+    CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2,split_reduce=0,groups_per_cu=0") == 0);
     CHECK_OK(mt_variant_parse(f, text, &w));
     CHECK(memcmp(v.values, w.values, sizeof v.values) == 0);
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
@@ -245,8 +257,8 @@ int main(void) {
         CHECK_STATUS(mt_variant_validate(&m1, &fp8, &sm90), MT_ERR_INVALID_ARGUMENT);
         CHECK_STATUS(mt_variant_validate(&c, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
         /* no workspace: the splits merge in shared memory */
-        CHECK(mt_mla_decode_workspace_bytes(&c, &s, 8, 16, 1) == 0);
-        CHECK(mt_mla_decode_workspace_bytes(&w, &s, 8, 16, 1) == (size_t)8 * 8 * 16 * 513 * 4);
+        CHECK(mt_mla_decode_workspace_bytes(&c, &s, 8, 16, 1, 132) == 0);
+        CHECK(mt_mla_decode_workspace_bytes(&w, &s, 8, 16, 1, 132) == (size_t)8 * 8 * 16 * 513 * 4);
         /* one cluster launch, the splits of a row tile in one cluster; no reduce */
         mt_mla_decode_args ca = {.batch = 3, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32,
                                  .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000,
@@ -275,6 +287,86 @@ int main(void) {
                      MT_ERR_INVALID_ARGUMENT);
         CHECK(strstr(mt_last_error(), "not a multiple of the cluster's") != NULL);
         CHECK(cluster_launches == 1);
+        launches = dependent_launches = 0;
+    }
+
+    /* groups_per_cu > 0: the persistent form of the transposed path */
+    {
+        mt_variant pv;
+        CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=64,num_splits=1,block_threads=256,kv_chunk=64,mma=2,"
+                                     "kv_stages=2,split_reduce=0,groups_per_cu=1", &pv));
+        CHECK_OK(mt_variant_validate(&pv, &s, &sm90));
+        mt_decode_static fp8 = s;
+        fp8.kv_dtype = MT_FP8_E4M3;
+        mt_variant p8 = pv;
+        p8.values[MT_P_KV_STAGES] = 4;
+        CHECK_OK(mt_variant_validate(&p8, &fp8, &sm90));
+        /* its merge buffer: 32 KB more shared memory than the grid form */
+        mt_variant grid_form = pv;
+        grid_form.values[MT_P_GROUPS_PER_CU] = 0, grid_form.values[MT_P_KV_GRANULARITY] = 16;
+        CHECK(mt_mla_decode_shared_bytes(pv.values, &s, 32) ==
+              mt_mla_decode_shared_bytes(grid_form.values, &s, 32) + 16 * 512 * 4);
+        static const int other[][2] = {{MT_P_TILE_Q, 64}, {MT_P_NUM_SPLITS, 4}, {MT_P_MMA, 1}, {MT_P_SPLIT_REDUCE, 1}};
+        for (int i = 0; i < 4; i++) {
+            mt_variant x = pv;
+            x.values[other[i][0]] = other[i][1];
+            CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+            CHECK_MSG(strstr(mt_last_error(), "persistent") || strstr(mt_last_error(), "split_reduce"), "%s",
+                      mt_last_error());
+        }
+        mt_variant x = pv;
+        x.values[MT_P_KV_GRANULARITY] = 32;
+        CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "16 or 64 keys") != NULL, "%s", mt_last_error());
+        CHECK_STATUS(mt_variant_validate(&pv, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
+        /* workspace: two slots of 16 rows per group, whatever the batch */
+        CHECK(mt_mla_decode_workspace_bytes(&pv, &s, 1, 16, 1, 132) == (size_t)2 * 132 * 16 * 513 * 4);
+        CHECK(mt_mla_decode_workspace_bytes(&pv, &s, 64, 16, 1, 132) == (size_t)2 * 132 * 16 * 513 * 4);
+        x = pv;
+        x.values[MT_P_GROUPS_PER_CU] = 2;
+        CHECK(mt_mla_decode_workspace_bytes(&x, &s, 1, 16, 1, 132) == (size_t)4 * 132 * 16 * 513 * 4);
+
+        int32_t lens[3] = {16384, 16384, 16384};
+        mt_mla_decode_args pa = {.batch = 1, .n_heads = 16, .sq = 1, .max_blocks = 256, .page_size = 64,
+                                 .warp_size = 32, .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000,
+                                 .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000,
+                                 .workspace = 0x7000, .workspace_bytes = 1 << 24, .seq_lens_host = lens,
+                                 .compute_units = 132};
+        /* no host lengths: refused, nothing launched */
+        mt_mla_decode_args no_host = pa;
+        no_host.seq_lens_host = NULL;
+        launches = dependent_launches = 0;
+        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &pv, &s, &no_host, NULL),
+                     MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "seq_lens_host") != NULL, "%s", mt_last_error());
+        CHECK(launches == 0 && dependent_launches == 0);
+        /* one request over 132 groups: one launch of 132 work-groups with
+         * the list, then the reduce over the one cut tile's 16 rows */
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &pv, &s, &pa, NULL));
+        CHECK_MSG(launches == 1 && last_grid[0] == 132 && last_grid[1] == 1 && last_work_groups == 132,
+                  "%d launches, grid %d, list of %d groups", launches, last_grid[0], last_work_groups);
+        CHECK(last_shared == mt_mla_decode_shared_bytes(pv.values, &s, 32));
+        /* 132 slots: all 8 warps on a row, a work-group per row */
+        CHECK_MSG(dependent_launches == 1 && last_cut_tiles == 1 && last_reduce_grid[0] == 16 &&
+                      last_reduce_grid[1] == 8, "reduce: %d launches over %d tiles, grid %d x %d", dependent_launches,
+                  last_cut_tiles, last_reduce_grid[0], last_reduce_grid[1]);
+        /* 32 requests over 132 groups: 4-5 slots a tile, a warp per row,
+         * 8 rows per work-group */
+        int32_t many[32];
+        for (int i = 0; i < 32; i++) many[i] = 4096;
+        mt_mla_decode_args pb = pa;
+        pb.batch = 32, pb.seq_lens_host = many;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &pv, &s, &pb, NULL));
+        CHECK_MSG(dependent_launches == 2 && last_cut_tiles == 32 && last_reduce_grid[0] == 32 * 2,
+                  "reduce: %d launches over %d tiles, grid %d", dependent_launches, last_cut_tiles,
+                  last_reduce_grid[0]);
+        /* three requests of 64 keys over 132 groups: three whole tiles, no cut, no reduce */
+        lens[0] = lens[1] = lens[2] = 64;
+        pa.batch = 3;
+        launches = dependent_launches = 0;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, NULL, &pv, &s, &pa, NULL));
+        CHECK_MSG(launches == 1 && last_work_groups == last_grid[0] && last_grid[0] <= 3 && dependent_launches == 0,
+                  "%d launches of %d groups, %d reduces", launches, last_grid[0], dependent_launches);
         launches = dependent_launches = 0;
     }
 
@@ -320,14 +412,15 @@ int main(void) {
      * and (256, 32) with 2/3/4 stages, (128, 64) and (256, 64) with 2 stages
      * (3 stages of 64 keys exceed 227 KiB): 8.  mma=2: the transposed tile,
      * 256 threads, 64-key chunks, 2 stages: 1.  split_reduce=1 never (the
-     * 64-row path only). */
-    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) && visited == n, "visited %d", n);
+     * 64-row path only).  groups_per_cu 1 and 2 (persistent): the
+     * transposed mma=2 tile with one split, granularity 16 or 64: 4 more. */
+    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 4 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,
                             .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000, .seq_lens = 0x4000,
                             .out = 0x5000, .lse = 0x6000, .workspace = 0x7000};
-    a.workspace_bytes = mt_mla_decode_workspace_bytes(&v, &s, 2, 16, 1);
+    a.workspace_bytes = mt_mla_decode_workspace_bytes(&v, &s, 2, 16, 1, 132);
     CHECK(a.workspace_bytes == (size_t)4 * 2 * 16 * 513 * 4);
     CHECK_OK(mt_mla_decode_check_args(&v, &s, &a));
     mt_mla_decode_args bad_a = a;

@@ -176,6 +176,7 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
     mlt_decode_args a = {.batch = batch, .seq_len_hint = len, .max_blocks_per_seq = blocks,
                          .q = (void *)(uintptr_t)dq, .kv_cache = (void *)(uintptr_t)dkv,
                          .block_table = (const int32_t *)(uintptr_t)dtable, .seq_lens = (const int32_t *)(uintptr_t)dlens,
+                         .seq_lens_host = lens,
                          .out = (void *)(uintptr_t)dout, .lse = (float *)(uintptr_t)dlse,
                          .workspace = (void *)(uintptr_t)dws, .workspace_size = ws};
     double *ms = calloc((size_t)o->reps, sizeof *ms);

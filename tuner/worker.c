@@ -250,14 +250,16 @@ static mt_mla_decode_args key_args(gpu_worker *w, size_t ws_needed) {
                                 .scale = k->scale,
                                 .kv_scale = k->kv_scale, .q = k->dq, .kv = k->dkv, .block_table = k->dtable,
                                 .seq_lens = k->dlens, .out = k->dout, .lse = k->dlse, .workspace = ws_needed ? k->dws : 0,
-                                .workspace_bytes = ws_needed ? k->ws_bytes : 0};
+                                .workspace_bytes = ws_needed ? k->ws_bytes : 0, .seq_lens_host = k->lens,
+                                .compute_units = w->info.compute_units};
 }
 
 /* Launch once into poisoned outputs and read them back as doubles. */
 static mt_status run_once(gpu_worker *w, const mt_variant *v, mt_function dec, mt_function red, double *out,
                           double *lse) {
     key_state *k = &w->ks;
-    size_t ws = mt_mla_decode_workspace_bytes(v, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq);
+    size_t ws = mt_mla_decode_workspace_bytes(v, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq,
+                                              w->info.compute_units);
     mt_status st = ensure_workspace(w, ws);
     if (st != MT_OK) return st;
     mt_mla_decode_args a = key_args(w, ws);
@@ -424,7 +426,8 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
         return 0;
     }
     /* time: warm-up, then per run an L2 flush and the launch between events */
-    size_t ws = mt_mla_decode_workspace_bytes(&job->variant, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq);
+    size_t ws = mt_mla_decode_workspace_bytes(&job->variant, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq,
+                                              w->info.compute_units);
     mt_mla_decode_args a = key_args(w, ws);
     int reps = job->reps;
     double *ms = calloc((size_t)reps, sizeof *ms);

@@ -127,6 +127,11 @@ typedef struct mlt_decode_args {
     const void *kv_cache;        /* [num_pages, page_size, d] kv_dtype */
     const int32_t *block_table;  /* [batch, max_blocks_per_seq] */
     const int32_t *seq_lens;     /* [batch]: keys of each request, new tokens included */
+    const int32_t *seq_lens_host;/* [batch] the same lengths in host memory, or NULL.  Persistent
+                                    variants (groups_per_cu > 0) balance their work over the GPU
+                                    from them; when the variant chosen for a call is one and this
+                                    is NULL, the call fails (MLT_ERR_INVALID_ARGUMENT), nothing
+                                    launched.  Not read after mlt_plan_run returns. */
     void *out;                   /* [batch, sq, n_heads, dl] q_dtype */
     float *lse;                  /* [batch, sq, n_heads] natural-log LSE */
     void *workspace;             /* mlt_plan_workspace_size() bytes */

@@ -127,8 +127,8 @@ int main(int argc, char **argv) {
     CHECK(mlt_copy_to_device(rt, dtable, table, sizeof(int32_t) * (size_t)batch * blocks));
     CHECK(mlt_copy_to_device(rt, dlens, lens, sizeof(int32_t) * (size_t)batch));
     mlt_decode_args a = {.batch = batch, .seq_len_hint = len, .max_blocks_per_seq = blocks, .q = dq, .kv_cache = dkv,
-                         .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse, .workspace = dws,
-                         .workspace_size = ws};
+                         .block_table = dtable, .seq_lens = dlens, .seq_lens_host = lens, .out = dout, .lse = dlse,
+                         .workspace = dws, .workspace_size = ws};
     CHECK(mlt_plan_run(plan, &a, NULL));
     CHECK(mlt_synchronize(rt));
     CHECK(mlt_copy_to_host(rt, out, dout, out_n * 2));

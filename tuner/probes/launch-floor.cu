@@ -63,6 +63,15 @@ __global__ void empty_smem(int *sink) {
     if (threadIdx.x == 1000) smem[0] = 1, *sink = smem[1];
 }
 
+// a launch argument the size of the persistent variants' work list (17424
+// bytes) or of a quarter of it: does its size cost launch time?
+template <int BYTES>
+struct big_arg { int4 w[BYTES / 16]; };
+template <int BYTES>
+__global__ void empty_big(int *sink, const __grid_constant__ big_arg<BYTES> a) {
+    if (threadIdx.x == 1000) *sink = a.w[blockIdx.x].x;
+}
+
 // N dependent loads: seq_len[b] -> table[b * 256 + len % 7] -> kv[page * 4096 + tid]
 __global__ void chain(const int *seq_len, const int *table, const int *kv, int *out, int n) {
     extern __shared__ int smem[];
@@ -209,6 +218,14 @@ int main() {
 
     time_it("empty-1", fl, s, [&] { empty_kernel<<<1, 32, 0, s>>>(sink); });
     time_it("empty-128-smem", fl, s, [&] { empty_smem<<<128, 256, smem, s>>>(sink); });
+    {
+        static big_arg<17424> a17;
+        static big_arg<4352> a4;
+        memset(&a17, 0, sizeof a17), memset(&a4, 0, sizeof a4);
+        time_it("empty-128-arg-17424B", fl, s, [&] { empty_big<17424><<<128, 256, 0, s>>>(sink, a17); });
+        time_it("empty-128-arg-4352B", fl, s, [&] { empty_big<4352><<<128, 256, 0, s>>>(sink, a4); });
+        time_it("empty-128", fl, s, [&] { empty_kernel<<<128, 256, 0, s>>>(sink); });
+    }
     for (int n = 0; n <= 3; n++) {
         char name[32];
         snprintf(name, sizeof name, "chain-%d", n);
