@@ -8,9 +8,11 @@
  *      ever gave a wrong result for that key on that arch is out for good.
  *   2. Candidates are the variants whose latest measurement is ok.  The best
  *      is the lowest median.
- *   3. Noise: every candidate whose median is within max(its spread, the
- *      best's spread) of the best is tied with it (spread = p90 - p10 of the
- *      timed runs).  If the best is alone it wins ("fastest").  Otherwise
+ *   3. Noise: every candidate whose median is within the best's spread of
+ *      the best is tied with it (spread = p90 - p10 of the timed runs).  Only
+ *      the best's spread counts: a candidate's own noise must not make it a
+ *      tie (session 8: one 2.9 ms outlier gave a 71 us variant a 2.9 ms
+ *      window, so it "tied" with the 26 us best and won by name).  If the best is alone it wins ("fastest").  Otherwise
  *      the family's default variant for that key and arch
  *      (mt_variant_default_for) wins if it is among the tied ("tie:
  *      default kept"), else the tied variant whose parameter string sorts
@@ -75,8 +77,7 @@ static mt_status choose_and_store(mt_db *db, sqlite3_stmt *ins, group *g) {
     for (int i = 0; i < g->n; i++) {
         const candidate *c = &g->c[i];
         if (!c->status_ok || c->ever_wrong || !mt_family_find(c->family)) continue;
-        double window = c->spread > best->spread ? c->spread : best->spread;
-        if (c->median - best->median > window) continue;
+        if (c->median - best->median > best->spread) continue;
         tied++;
         if (is_default(c, &g->s, g->arch)) dflt = c;
         if (!first_by_name || strcmp(c->params, first_by_name->params) < 0) first_by_name = c;

@@ -24,6 +24,11 @@
  *                   tile run as one thread-block cluster and merge through
  *                   each other's shared memory (no workspace, one kernel;
  *                   the 64-row mma=2 path, 2..16 splits)
+ *   groups_per_cu   0: a work-group per (row tile, split, request); 1, 2:
+ *                   persistent: compute units x this many work-groups run
+ *                   the work list the host builds from the real lengths
+ *                   (schedule.h; cuts on kv_granularity 16 or 64), the
+ *                   transposed mma=2 path with num_splits 1
  *
  * Constraints (checked before compiling, and on every value read from a DB):
  *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;

@@ -131,6 +131,10 @@ static void test_choice_rule(void) {
     /* batch 4: tie without the default: first by name */
     CHECK_OK(put(db, "sm_90", key_of(16, 4, 4096), variant_with(8, 2), MT_MEASURE_OK, 0.30, 0.02));
     CHECK_OK(put(db, "sm_90", key_of(16, 4, 4096), variant_with(4, 2), MT_MEASURE_OK, 0.31, 0.02));
+    /* batch 6: a slower candidate with a huge spread (one outlier) that
+     * sorts first by name: its own noise does not make it a tie */
+    CHECK_OK(put(db, "sm_90", key_of(16, 6, 4096), variant_with(8, 2), MT_MEASURE_OK, 0.30, 0.01));
+    CHECK_OK(put(db, "sm_90", key_of(16, 6, 4096), variant_with(4, 2), MT_MEASURE_OK, 0.90, 5.0));
     /* batch 5: only failures: no choice at all */
     CHECK_OK(put(db, "sm_90", key_of(16, 5, 4096), dflt, MT_MEASURE_LAUNCH_FAILED, 0, 0));
     /* the same key on another arch is its own choice */
@@ -139,7 +143,7 @@ static void test_choice_rule(void) {
     mt_choice *c = NULL;
     int n = 0;
     CHECK_OK(mt_db_load_choices(db, NULL, &c, &n));
-    CHECK_MSG(n == 5, "%d choices", n);
+    CHECK_MSG(n == 6, "%d choices", n);
     const mt_choice *b1 = find_choice(c, n, "sm_90", 1), *b2 = find_choice(c, n, "sm_90", 2),
                     *b3 = find_choice(c, n, "sm_90", 3), *b4 = find_choice(c, n, "sm_90", 4),
                     *b5 = find_choice(c, n, "sm_90", 5), *g1 = find_choice(c, n, "gfx942", 1);
@@ -150,11 +154,13 @@ static void test_choice_rule(void) {
     CHECK(b3 && strstr(b3->params, "tile_q=8,") && b3->median_ms == 0.3);
     CHECK(b4 && strstr(b4->params, "tile_q=4,") && strcmp(b4->reason, "tie: first by name") == 0);
     CHECK(b5 == NULL);
+    const mt_choice *b6 = find_choice(c, n, "sm_90", 6);
+    CHECK(b6 && strstr(b6->params, "tile_q=8,") && strcmp(b6->reason, "fastest") == 0);
     CHECK(g1 && strstr(g1->params, "tile_q=4,"));
     free(c);
     /* "sm_90" only */
     CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
-    CHECK(n == 4);
+    CHECK(n == 5);
     free(c);
     mt_db_close(db);
 }
