@@ -229,8 +229,7 @@ static mt_status check_split_reduce(const int *values, const mt_decode_static *s
  * num_splits is 1 and split_reduce 0; the schedule cuts on kv_granularity
  * (16 or 64: a 64-key chunk starts on a multiple of 64, so finer cuts
  * read a chunk twice). */
-static mt_status check_persistent(const int *values, const mt_decode_static *s) {
-    (void)s;
+static mt_status check_persistent(const int *values) {
     if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 16 || values[MT_P_NUM_SPLITS] != 1 ||
         values[MT_P_SPLIT_REDUCE] != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
@@ -252,7 +251,7 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
     if (values[MT_P_GROUPS_PER_CU]) {
-        st = check_persistent(values, s);
+        st = check_persistent(values);
         if (st != MT_OK) return st;
     } else if (values[MT_P_NUM_SPLITS] == 1 && values[MT_P_KV_GRANULARITY] != 16)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
@@ -383,10 +382,12 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
 /* groups_per_cu > 0: the host schedules the call from the real lengths
  * (schedule.h) and hands the work list to the kernel as an argument; the
  * reduce runs only when some tile was cut, over those tiles only.
- * Workspace: o_part [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
+ * `args` are decode's, with args[14] free for the list.  Workspace: o_part
+ * [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
 static mt_status launch_persistent(mt_backend *b, mt_function decode, mt_function reduce, const mt_variant *v,
                                    const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream,
-                                   void *const *args, const unsigned block[3], size_t shared) {
+                                   void **args, const unsigned block[3], size_t shared, mt_devptr o_part,
+                                   mt_devptr lse_part) {
     static _Thread_local mt_work_list work;   /* 17 KB: kept off the caller's stack */
     static _Thread_local mt_split_list cut;
     int tile_q = v->values[MT_P_TILE_Q], groups = a->compute_units * v->values[MT_P_GROUPS_PER_CU];
@@ -396,13 +397,9 @@ static mt_status launch_persistent(mt_backend *b, mt_function decode, mt_functio
     mt_status st = mt_schedule_build(&sh, a->seq_lens_host, &work, &cut);
     if (st != MT_OK) return st;
     if (cut.n_tiles > 0 && !reduce) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
-    mt_devptr o_part = *(const mt_devptr *)args[6], lse_part = *(const mt_devptr *)args[7];
-    void *pargs[16];
-    int n = 0;
-    while (args[n]) pargs[n] = args[n], n++;
-    pargs[n++] = &work;
+    args[14] = &work; /* the kernel's last argument (mla_decode.cu) */
     unsigned grid[3] = {(unsigned)work.n_groups, 1, 1};
-    st = mt_backend_launch(b, decode, grid, block, shared, stream, pargs);
+    st = mt_backend_launch(b, decode, grid, block, shared, stream, args);
     if (st != MT_OK || cut.n_tiles == 0) return st;
     int rows = a->sq * a->n_heads;
     mt_devptr out = a->out, lse = a->lse;
@@ -445,6 +442,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
      * is not an argument, so the map spans 2^31 rows: only rows the block
      * table names are ever asked for */
     _Alignas(64) unsigned char kv_map[MT_TENSOR_MAP_BYTES];
+    /* the last slot: a persistent launch's work list (launch_persistent) */
     void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale,
                     kv_map, NULL};
     if (v->values[MT_P_MMA] == 2) {
@@ -458,8 +456,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     }
     unsigned block[3] = {(unsigned)v->values[MT_P_BLOCK_THREADS], 1, 1};
     size_t shared = mt_mla_decode_shared_bytes(v->values, s, a->warp_size);
-    if (v->values[MT_P_GROUPS_PER_CU])
-        return launch_persistent(b, decode, reduce, v, s, a, stream, args, block, shared);
+    if (persistent) return launch_persistent(b, decode, reduce, v, s, a, stream, args, block, shared, o_part, lse_part);
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
     if (in_cluster) {
         /* the splits of a row tile are one cluster; they merge among

@@ -692,6 +692,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             cur = c;
         }
     } else if (tid == 128) {
+        /* warpgroup 1's issuer: past the chunks thread 0 issued for it */
         settle(1, cur);
         for (int p = 0; p < T8_STAGES_PER_WG && cur.item < end_item; p++) cur.li++, settle(1, cur);
     }

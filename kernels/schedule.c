@@ -12,10 +12,10 @@
  * A cut is not free: the tile's query rows are loaded once per piece, and
  * each piece writes a partial result the reduce reads back.  So when no
  * tile is longer than a group's share by more than an eighth of it plus
- * MT_SCHEDULE_CUT_KEYS, nothing is cut: each group end moves to the nearer edge of its tile, so
- * a share is off by at most a tile (batch 128 x 16384 keys on 132 groups:
- * a tile each, 4 groups idle, no reduce; cut, every tile would be split in
- * two for a 3% shorter share).
+ * MT_SCHEDULE_CUT_KEYS, nothing is cut: each group end moves to the nearer
+ * edge of its tile, so a share is off by at most a tile (batch 128 x 16384
+ * keys on 132 groups: a tile each, 4 groups idle, no reduce; cut, every
+ * tile would be split in two for a 3% shorter share).
  *
  * Bounds that hold by construction: groups <= min(n_groups, 511); only a
  * group's first and last items can be partial, so slots <= 2 x groups <=
@@ -61,20 +61,18 @@ mt_status mt_schedule_build(const mt_schedule_shape *sh, const int32_t *lens, mt
                        "the work list holds %d", tiles, sh->sq, sh->n_heads, sh->tile_q,
                        MT_WORK_MAX_TILES_PER_REQUEST);
     int n_groups = sh->n_groups < MT_WORK_MAX_GROUPS ? sh->n_groups : MT_WORK_MAX_GROUPS;
-    int64_t n_tiles = (int64_t)sh->batch * tiles, total = 0;
+    int64_t n_tiles = (int64_t)sh->batch * tiles, total = 0, longest = 0; /* tile costs: sum, largest */
     for (int b = 0; b < sh->batch; b++) {
         if (lens[b] < 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "schedule: request %d has a negative length (%d)", b, lens[b]);
-        for (int t = 0; t < tiles; t++) total += sh->overhead_keys + tile_keys(lens[b], t, sh);
+        for (int t = 0; t < tiles; t++) {
+            int64_t c = sh->overhead_keys + tile_keys(lens[b], t, sh);
+            total += c;
+            if (c > longest) longest = c;
+        }
     }
     memset(work, 0, sizeof *work);
     memset(splits, 0, sizeof *splits);
-    int64_t longest = 0;
-    for (int b = 0; b < sh->batch; b++)
-        for (int t = 0; t < tiles; t++) {
-            int64_t c = sh->overhead_keys + tile_keys(lens[b], t, sh);
-            if (c > longest) longest = c;
-        }
     const int64_t share = (total + n_groups - 1) / n_groups;
     const int no_cuts = longest <= share + share / 8 + MT_SCHEDULE_CUT_KEYS;
 

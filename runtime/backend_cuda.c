@@ -506,12 +506,6 @@ static mt_status cuda_launch(mt_backend *b, mt_function f, const unsigned grid[3
                                 (unsigned)shared_bytes, (CUstream)s, args, NULL));
 }
 
-/* Programmatic dependent launch: the kernel may be scheduled while the one
- * before it in the stream still runs (its blocks then wait in
- * griddepcontrol.wait, see mt_grid_dependency_wait in kernels/prelude.h).
- * Only code built for sm_90 or newer has that wait, so anything older, or a
- * driver without cuLaunchKernelEx, gets the ordinary launch: the same
- * result, without the overlap. */
 /* cuLaunchKernelEx with one launch attribute (the caller has checked that
  * the driver has it and the code is sm_90+). */
 static mt_status launch_with_attribute(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
@@ -525,6 +519,12 @@ static mt_status launch_with_attribute(mt_backend *b, mt_function f, const unsig
     return cu_check(b, ctx_of(b)->cu_opt.cuLaunchKernelEx(&cfg, f->fn, args, NULL), "cuLaunchKernelEx");
 }
 
+/* Programmatic dependent launch: the kernel may be scheduled while the one
+ * before it in the stream still runs (its blocks then wait in
+ * griddepcontrol.wait, see mt_grid_dependency_wait in kernels/prelude.h).
+ * Only code built for sm_90 or newer has that wait, so anything older, or a
+ * driver without cuLaunchKernelEx, gets the ordinary launch: the same
+ * result, without the overlap. */
 static mt_status cuda_launch_dependent(mt_backend *b, mt_function f, const unsigned grid[3],
                                        const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
     if (!ctx_of(b)->cu_opt.cuLaunchKernelEx || f->binary_version < 90)
@@ -550,9 +550,10 @@ static mt_status cuda_launch_cluster(mt_backend *b, mt_function f, const unsigne
     return launch_with_attribute(b, f, grid, block, shared_bytes, s, args, &attr);
 }
 
-/* A host-side encoding (no device work): 16-bit elements, no interleave,
- * 128-byte swizzle, L2 lines fetched 256 bytes at a time, no fill beyond
- * the array (callers never ask for rows outside it). */
+/* A host-side encoding (no device work): 8- or 16-bit elements, no
+ * interleave, the swizzle as wide as a box row (64 or 128 bytes), L2 lines
+ * fetched 256 bytes at a time, no fill beyond the array (callers never ask
+ * for rows outside it). */
 static mt_status cuda_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
                                     uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out) {
     cuda_ctx *c = ctx_of(b);

@@ -377,6 +377,7 @@ static mt_status run_launch(void *arg, mt_stream s) {
     return mt_mla_decode_launch(j->w->b, j->dec, j->red, j->v, j->s, j->a, s);
 }
 
+/* Returns 1 when the worker must exit (its GPU context cannot be trusted). */
 static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     memset(r, 0, sizeof *r);
     mt_status st = prepare_key(w, job);
