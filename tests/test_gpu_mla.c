@@ -273,7 +273,24 @@ int main(void) {
         mt_mla_host_problem hp = {.s = tc->s, .batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq,
                                   .max_blocks = max_blocks, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
                                   .q = q, .kv = kv, .block_table = table, .seq_lens = tc->lens};
+        /* The matrix-unit paths multiply in one operand type; with bf16 KV
+         * that is bf16, so fp16 q is rounded to bf16 (README: "Numerics").
+         * The reference takes the same rounded q: otherwise a row with one
+         * or two keys, whose lse is just its scores, shows bf16's 2^-9
+         * rounding of q as a ~1e-3 lse error (session 8's case 106 of seed
+         * 1795395824), and the bound would test the documented rounding
+         * instead of the kernel.  bf16 q into fp16 (fp16 / fp8 KV) is exact
+         * after the kernel's power-of-two scaling: nothing to model. */
+        uint16_t *q_rounded = NULL;
+        if (tc->v.values[MT_P_MMA] > 0 && tc->s.q_dtype == MT_FP16 && tc->s.kv_dtype == MT_BF16) {
+            q_rounded = malloc(q_elems * 2);
+            for (size_t k = 0; k < q_elems; k++)
+                q_rounded[k] = mt_host_f32_to_bf16(mt_host_f16_to_f32(((const uint16_t *)q)[k]));
+            hp.q = q_rounded;
+            hp.s.q_dtype = MT_BF16;
+        }
         mt_mla_reference(&hp, ref, ref_lse, 0);
+        free(q_rounded);
         for (size_t k = 0; k < lse_elems; k++) keyless_rows += isinf(ref_lse[k]) != 0;
         double e_out = mt_relative_error(got, ref, (long)out_elems);
         double e_lse = mt_relative_error(got_lse, ref_lse, (long)lse_elems);
