@@ -634,6 +634,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     float *o_x = GROUPS_PER_CU ? (float *)(stage_full + KV_STAGES) : (float *)kv_s;
 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
+    MT_TRACE_DECL;
+    MT_TRACE_MARK(0);
     (void)seq_lens;
     const int tid = threadIdx.x, wg = tid >> 7, wtid = tid & 127, wi = wtid >> 5, lane = tid & 31;
     const int g = lane >> 2, qd = lane & 3;
@@ -659,6 +661,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
     auto item_at = [&](int) { return grid_item; };
 #endif
+    MT_TRACE_MARK(1); /* the first item is known */
     /* warpgroup w takes chunks w, w + 2, ... of an item (its local chunk
      * li is the item's chunk w + 2 li) */
     auto chunks_of = [&](const t8_item &it, int w) {
@@ -696,6 +699,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         settle(1, cur);
         for (int p = 0; p < T8_STAGES_PER_WG && cur.item < end_item; p++) cur.li++, settle(1, cur);
     }
+    MT_TRACE_MARK(2); /* thread 0: the first copies are issued */
 
     const mt_u64 q_desc = mt_wgmma_desc(q_s, 16, 1024);
     unsigned char *p_w = p_s + wg * 2048;
@@ -754,6 +758,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #endif
     mt_fence_proxy_async(); /* Q^T, for the wgmma */
     __syncthreads();
+    if (ii == first_item) MT_TRACE_MARK(3); /* Q^T is built */
     const int n_mine = chunks_of(it, wg);
 
     /* this lane's heads: slot 2j + e is head 8j + 2 qd + e */
@@ -774,6 +779,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         const int k0 = kb0 + 64 * (wg + 2 * li), st = T8_STAGES_PER_WG * wg + pos % T8_STAGES_PER_WG;
         unsigned char *stg = kv_s + st * T8_STAGE_BYTES;
         mt_mbar_wait(&stage_full[st], (unsigned)(pos / T8_STAGES_PER_WG) & 1u);
+        if (ii == first_item && li == 0) MT_TRACE_MARK(4); /* the first chunk has landed */
         if (k0 + 64 > tile_end) {
             zero_key_rows<T8_ROW_BYTES>(stg, tile_end - k0, wtid, 128);
 #if !KV_FP8
@@ -837,6 +843,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         mt_wgmma_pin_a<16>(af[(D / 64 - 1) & 1]);
 #endif
         mt_wgmma_pin<8>(s);
+        if (ii == first_item && li == 0) MT_TRACE_MARK(5); /* its scores are done */
 
         /* online softmax per head (a column of S^T): mask (only a chunk
          * that starts before the split or crosses a limit), column max over
@@ -954,6 +961,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         for (int t = 0; t < 8; t++) mt_wgmma_pin<8>(o[t]);
         mt_bar_sync(bar_wg, 128); /* the stage and P^T are free */
         if (wtid == 0 && cur.item < end_item) issue(wg, cur, st);
+        MT_TRACE_MARK(6); /* the latest chunk is done */
     }
 
     /* merge the two warpgroups: sums over the warpgroup, then warpgroup 1
@@ -1031,6 +1039,10 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         }
     }
     } /* items */
+    MT_TRACE_MARK(7);
+    /* kinds 0 and 1: the warpgroups' first threads; the reduce prints them */
+    if (wtid == 0) MT_TRACE_KEEP(wg, 2 * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) + wg,
+                                 2 * gridDim.x * gridDim.y * gridDim.z);
 }
 
 #if GROUPS_PER_CU
@@ -2077,7 +2089,10 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     const float *lp = lse_part + (size_t)b * NUM_SPLITS * rows + row;
     const float *base = o_part + ((size_t)b * NUM_SPLITS * rows + row) * DL;
     const size_t split_stride = (size_t)rows * DL;
+    MT_TRACE_DECL;
+    MT_TRACE_MARK(0);
     mt_grid_dependency_wait();
+    MT_TRACE_MARK(1); /* the decode's results are visible */
 
     float x[NUM_SPLITS / REDUCE_GROUPS][REDUCE_CPT];
 #pragma unroll
@@ -2129,5 +2144,11 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
         out[((size_t)b * rows + row) * DL + col] = store_out(acc * inv);
     }
     if (tid == 0 && blockIdx.z == 0) lse[(size_t)b * rows + row] = total > 0.0f ? m + __logf(total) : MT_NEG_INF;
+    MT_TRACE_MARK(2);
+    if (tid == 0) {
+        MT_TRACE_DUMP(2); /* kind 2: the reduce */
+        MT_TRACE_PRINT_KEPT(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
+                            gridDim.x * gridDim.y * gridDim.z);
+    }
 }
 #endif /* !GROUPS_PER_CU */

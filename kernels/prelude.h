@@ -148,6 +148,70 @@ __device__ __forceinline__ void mt_grid_launch_dependents(void) {
 #endif
 }
 
+/* --- timeline probe (tuner/trace-timeline.sh; NVIDIA only) ----------------
+ * Off unless the source is compiled with MT_TRACE defined, which the
+ * runtime never does: the probe script puts a traced copy of the kernel
+ * sources in MLA_TUNE_KERNEL_DIR.  MT_TRACE_MARK(i) keeps the global timer
+ * (ns, comparable across SMs) and the SM's cycle counter (for short
+ * intervals) in slot i (a constant, so the slots stay in registers).
+ * MT_TRACE_DUMP(kind) prints one line per calling thread:
+ *   MTT kind block smid gt[0..7] clk[0..7]   (slots never marked are 0)
+ * A kernel with wgmma must not print: the call to printf makes ptxas
+ * serialize every wgmma of the kernel (warning C7510), which would change
+ * what is measured.  So the decode kernel keeps its lines in a module
+ * buffer (MT_TRACE_KEEP) and the reduce, launched after it, prints them
+ * (mt_trace_print_kept) after its own marks. */
+#if defined(MT_TRACE) && MT_CUDA
+#define MT_TRACE_MAX_KEPT 4096
+struct mt_trace {
+    mt_u64 gt[8], clk[8];
+};
+struct mt_trace_line {
+    int kind, block;
+    unsigned smid;
+    mt_trace t;
+};
+__device__ mt_trace_line mt_trace_kept[MT_TRACE_MAX_KEPT];
+__device__ int mt_trace_kept_count;
+__device__ __forceinline__ void mt_trace_mark(mt_trace &t, int i) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t.gt[i])::"memory");
+    t.clk[i] = (mt_u64)clock64();
+}
+__device__ __forceinline__ mt_trace_line mt_trace_line_of(const mt_trace &t, int kind) {
+    mt_trace_line l;
+    l.kind = kind, l.block = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)), l.t = t;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(l.smid));
+    return l;
+}
+__device__ __noinline__ void mt_trace_print(const mt_trace_line &l) {
+    const mt_trace &t = l.t;
+    printf("MTT %d %d %u %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n", l.kind,
+           l.block, l.smid, t.gt[0], t.gt[1], t.gt[2], t.gt[3], t.gt[4], t.gt[5], t.gt[6], t.gt[7], t.clk[0],
+           t.clk[1], t.clk[2], t.clk[3], t.clk[4], t.clk[5], t.clk[6], t.clk[7]);
+}
+/* line `index` of the calling kernel's kept lines (2 per work-group, say) */
+__device__ __forceinline__ void mt_trace_keep(const mt_trace &t, int kind, int index, int count) {
+    if (index < MT_TRACE_MAX_KEPT) mt_trace_kept[index] = mt_trace_line_of(t, kind);
+    if (index == 0) mt_trace_kept_count = min(count, MT_TRACE_MAX_KEPT);
+}
+/* prints kept lines first, first + step, ...: called by a later kernel
+ * (after mt_grid_dependency_wait, so the lines are visible) */
+__device__ __noinline__ void mt_trace_print_kept(int first, int step) {
+    for (int i = first; i < mt_trace_kept_count; i += step) mt_trace_print(mt_trace_kept[i]);
+}
+#define MT_TRACE_DECL mt_trace mt_tr = {}
+#define MT_TRACE_MARK(i) mt_trace_mark(mt_tr, (i))
+#define MT_TRACE_DUMP(kind) mt_trace_print(mt_trace_line_of(mt_tr, (kind)))
+#define MT_TRACE_KEEP(kind, index, count) mt_trace_keep(mt_tr, (kind), (index), (count))
+#define MT_TRACE_PRINT_KEPT(first, step) mt_trace_print_kept((first), (step))
+#else
+#define MT_TRACE_DECL
+#define MT_TRACE_MARK(i) ((void)0)
+#define MT_TRACE_DUMP(kind) ((void)0)
+#define MT_TRACE_KEEP(kind, index, count) ((void)0)
+#define MT_TRACE_PRINT_KEPT(first, step) ((void)0)
+#endif
+
 /* --- NVIDIA matrix units and asynchronous copies (sm_80 and newer) --------
  * Used by the MMA=1 path of mla_decode.cu on NVIDIA; the AMD matrix cores
  * (MFMA) follow in the section after this one. */
