@@ -258,8 +258,8 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
     if (values[MT_P_SPLIT_REDUCE]) {
-        mt_status st2 = check_split_reduce(values, s);
-        if (st2 != MT_OK) return st2;
+        st = check_split_reduce(values, s);
+        if (st != MT_OK) return st;
     }
     if (values[MT_P_MMA] == 2) return check_wgmma(values, s, t);
     if (values[MT_P_MMA] && t->warp_size == 64) return check_mfma(values, s, t);
@@ -325,15 +325,22 @@ const mt_family mt_family_mla_decode_simt = {
     .check = mla_decode_check,
 };
 
-size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
-                                     int sq, int compute_units) {
+/* The rows of fp32 partial results a call leaves in the workspace for the
+ * reduce (0: none), which holds o_part [rows][Dl] then lse_part [rows]:
+ * [B, splits, Sq x N] with splits; persistent, [slots, tile_q] (2 slots per
+ * work-group, schedule.h).  A cluster merge (split_reduce) needs none. */
+static size_t partial_rows(const mt_variant *v, int batch, int n_heads, int sq, int compute_units) {
     if (v->values[MT_P_GROUPS_PER_CU])
-        return mt_schedule_workspace_bytes(compute_units * v->values[MT_P_GROUPS_PER_CU], v->values[MT_P_TILE_Q],
-                                           s->dl);
+        return (size_t)mt_schedule_slots(compute_units * v->values[MT_P_GROUPS_PER_CU]) *
+               (size_t)v->values[MT_P_TILE_Q];
     size_t splits = (size_t)v->values[MT_P_NUM_SPLITS];
     if (splits <= 1 || v->values[MT_P_SPLIT_REDUCE] || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
-    size_t rows = (size_t)batch * (size_t)sq * (size_t)n_heads;
-    return splits * rows * ((size_t)s->dl + 1) * sizeof(float);
+    return splits * (size_t)batch * (size_t)sq * (size_t)n_heads;
+}
+
+size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
+                                     int sq, int compute_units) {
+    return partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
 }
 
 mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s, const mt_mla_decode_args *a) {
@@ -424,16 +431,11 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
     int rows = a->sq * a->n_heads;
     int tile_q = v->values[MT_P_TILE_Q];
-    size_t rows_total = (size_t)a->batch * (size_t)rows;
-    /* workspace layout: o_part [B, splits, rows, Dl] then lse_part [B,
-     * splits, rows]; persistent: o_part [slots, tile_q, Dl] then lse_part
-     * [slots, tile_q] */
-    int persistent = v->values[MT_P_GROUPS_PER_CU] != 0, partials = persistent || (splits > 1 && !in_cluster);
-    size_t part_rows = persistent ? (size_t)mt_schedule_slots(a->compute_units * v->values[MT_P_GROUPS_PER_CU]) *
-                                        (size_t)tile_q
-                                  : (size_t)splits * rows_total;
-    mt_devptr o_part = partials ? a->workspace : 0;
-    mt_devptr lse_part = partials ? a->workspace + part_rows * (size_t)s->dl * sizeof(float) : 0;
+    int persistent = v->values[MT_P_GROUPS_PER_CU] != 0;
+    /* the workspace: o_part, then lse_part (partial_rows) */
+    size_t part_rows = partial_rows(v, a->batch, a->n_heads, a->sq, a->compute_units);
+    mt_devptr o_part = part_rows ? a->workspace : 0;
+    mt_devptr lse_part = part_rows ? a->workspace + part_rows * (size_t)s->dl * sizeof(float) : 0;
     int n_heads = a->n_heads, sq = a->sq, max_blocks = a->max_blocks;
     float scale = a->scale, kv_scale = a->kv_scale;
     mt_devptr q = a->q, kv = a->kv, bt = a->block_table, lens = a->seq_lens, out = a->out, lse = a->lse;
@@ -466,6 +468,8 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     }
     st = mt_backend_launch(b, decode, grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
+    /* NULL after the five: a backend that records launches (test_variant)
+     * tells this reduce from the persistent one, which takes seven */
     void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows, NULL};
     /* REDUCE_GROUPS, REDUCE_THREADS and REDUCE_COLS in mla_decode.cu */
     unsigned groups = splits < 8 ? (unsigned)splits : 8u;

@@ -1041,8 +1041,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     } /* items */
     MT_TRACE_MARK(7);
     /* kinds 0 and 1: the warpgroups' first threads; the reduce prints them */
-    if (wtid == 0) MT_TRACE_KEEP(wg, 2 * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) + wg,
-                                 2 * gridDim.x * gridDim.y * gridDim.z);
+    if (wtid == 0) MT_TRACE_KEEP(wg, wg, 2);
 }
 
 #if GROUPS_PER_CU
@@ -2147,8 +2146,7 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     MT_TRACE_MARK(2);
     if (tid == 0) {
         MT_TRACE_DUMP(2); /* kind 2: the reduce */
-        MT_TRACE_PRINT_KEPT(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
-                            gridDim.x * gridDim.y * gridDim.z);
+        MT_TRACE_PRINT_KEPT();
     }
 }
 #endif /* !GROUPS_PER_CU */

@@ -177,9 +177,14 @@ __device__ __forceinline__ void mt_trace_mark(mt_trace &t, int i) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t.gt[i])::"memory");
     t.clk[i] = (mt_u64)clock64();
 }
+/* the block's index in its grid, and the grid's size */
+__device__ __forceinline__ int mt_trace_block(void) {
+    return (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+}
+__device__ __forceinline__ int mt_trace_blocks(void) { return (int)(gridDim.x * gridDim.y * gridDim.z); }
 __device__ __forceinline__ mt_trace_line mt_trace_line_of(const mt_trace &t, int kind) {
     mt_trace_line l;
-    l.kind = kind, l.block = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)), l.t = t;
+    l.kind = kind, l.block = mt_trace_block(), l.t = t;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(l.smid));
     return l;
 }
@@ -189,27 +194,28 @@ __device__ __noinline__ void mt_trace_print(const mt_trace_line &l) {
            l.block, l.smid, t.gt[0], t.gt[1], t.gt[2], t.gt[3], t.gt[4], t.gt[5], t.gt[6], t.gt[7], t.clk[0],
            t.clk[1], t.clk[2], t.clk[3], t.clk[4], t.clk[5], t.clk[6], t.clk[7]);
 }
-/* line `index` of the calling kernel's kept lines (2 per work-group, say) */
-__device__ __forceinline__ void mt_trace_keep(const mt_trace &t, int kind, int index, int count) {
+/* keeps line `slot` (0 .. per_block - 1) of the calling block */
+__device__ __forceinline__ void mt_trace_keep(const mt_trace &t, int kind, int slot, int per_block) {
+    const int index = per_block * mt_trace_block() + slot;
     if (index < MT_TRACE_MAX_KEPT) mt_trace_kept[index] = mt_trace_line_of(t, kind);
-    if (index == 0) mt_trace_kept_count = min(count, MT_TRACE_MAX_KEPT);
+    if (index == 0) mt_trace_kept_count = min(per_block * mt_trace_blocks(), MT_TRACE_MAX_KEPT);
 }
-/* prints kept lines first, first + step, ...: called by a later kernel
- * (after mt_grid_dependency_wait, so the lines are visible) */
-__device__ __noinline__ void mt_trace_print_kept(int first, int step) {
-    for (int i = first; i < mt_trace_kept_count; i += step) mt_trace_print(mt_trace_kept[i]);
+/* a later kernel's blocks print the kept lines between them (after
+ * mt_grid_dependency_wait, so the lines are visible) */
+__device__ __noinline__ void mt_trace_print_kept(void) {
+    for (int i = mt_trace_block(); i < mt_trace_kept_count; i += mt_trace_blocks()) mt_trace_print(mt_trace_kept[i]);
 }
 #define MT_TRACE_DECL mt_trace mt_tr = {}
 #define MT_TRACE_MARK(i) mt_trace_mark(mt_tr, (i))
 #define MT_TRACE_DUMP(kind) mt_trace_print(mt_trace_line_of(mt_tr, (kind)))
-#define MT_TRACE_KEEP(kind, index, count) mt_trace_keep(mt_tr, (kind), (index), (count))
-#define MT_TRACE_PRINT_KEPT(first, step) mt_trace_print_kept((first), (step))
+#define MT_TRACE_KEEP(kind, slot, per_block) mt_trace_keep(mt_tr, (kind), (slot), (per_block))
+#define MT_TRACE_PRINT_KEPT() mt_trace_print_kept()
 #else
 #define MT_TRACE_DECL
 #define MT_TRACE_MARK(i) ((void)0)
 #define MT_TRACE_DUMP(kind) ((void)0)
-#define MT_TRACE_KEEP(kind, index, count) ((void)0)
-#define MT_TRACE_PRINT_KEPT(first, step) ((void)0)
+#define MT_TRACE_KEEP(kind, slot, per_block) ((void)0)
+#define MT_TRACE_PRINT_KEPT() ((void)0)
 #endif
 
 /* --- NVIDIA matrix units and asynchronous copies (sm_80 and newer) --------

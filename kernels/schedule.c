@@ -43,10 +43,6 @@ int mt_schedule_slots(int n_groups) {
     return 2 * groups;
 }
 
-size_t mt_schedule_workspace_bytes(int n_groups, int tile_q, int dl) {
-    return (size_t)mt_schedule_slots(n_groups) * (size_t)tile_q * ((size_t)dl + 1) * sizeof(float);
-}
-
 mt_status mt_schedule_build(const mt_schedule_shape *sh, const int32_t *lens, mt_work_list *work,
                             mt_split_list *splits) {
     if (!sh || !lens || !work || !splits) return mt_fail(MT_ERR_INVALID_ARGUMENT, "schedule: null argument");

@@ -89,10 +89,6 @@ mt_status mt_schedule_build(const mt_schedule_shape *shape, const int32_t *lens,
  * group's first and last items can be cut), at most MT_WORK_MAX_SLOTS. */
 int mt_schedule_slots(int n_groups);
 
-/* The bytes of workspace the partial results of one call may need:
- * MT_WORK_MAX_SLOTS-bounded 2 x n_groups slots of tile_q rows x (dl + 1) floats. */
-size_t mt_schedule_workspace_bytes(int n_groups, int tile_q, int dl);
-
 /* Decoding an item (for tests and tools). */
 static inline int mt_work_item_request(const int32_t *it) { return it[0] & 0xffff; }
 static inline int mt_work_item_tile(const int32_t *it) { return (it[0] >> 16) & 0x3f; }
