@@ -602,8 +602,8 @@ __device__ __forceinline__ mt_u32 t8_cvt_hi(mt_u32 w) {
  * index goes to the stage beside its copies (stage_key; -1: the stream has
  * ended, the mbarrier completed by a plain arrive).  The counter holds the
  * call's generation in its high word (the host gives each launch a new
- * one), so no call needs it zeroed: the first taker that finds another
- * generation there installs its own. */
+ * one), so no call needs it zeroed: a taker that finds another generation
+ * there installs its own (q_resolve). */
 struct t8_item {
     int b, row0, k_begin, tile_end, len;
     int slot; /* persistent: the partial result's slot, -1 = straight to out */
@@ -716,18 +716,29 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #define Q_FIXED (2 * NUM_SPLITS * T8_STAGES_PER_WG) /* chunks fixed by split; the counter hands out the rest */
     const int q_chunks = grid_item.tile_end > 0 ? (grid_item.tile_end + 63) / 64 : 0;
     unsigned long long *q_ctr = queue + (size_t)grid_item.b * gridDim.x + blockIdx.x;
-    /* the issuing thread's state: its stream has ended; the take in flight */
+    /* the issuing thread's state: its stream has ended (a fixed chunk past
+     * the end); the take in flight.  When the fixed chunks cover the tile
+     * (q_more false: one chunk per warpgroup at B=1 x 16384, 128 splits)
+     * nothing is taken: each stream just ends after its fixed chunks, with
+     * no trip to the counter on the way out */
+    const bool q_more = Q_FIXED < q_chunks;
     bool q_done = (2 * split + wg + 1) * T8_STAGES_PER_WG > q_chunks;
     unsigned long long q_next = 0;
     /* the chunk a take got: its counter value is this call's (index = low
-     * word), or stale (another call's: install ours, or take again) */
+     * word), or stale (another call's).  Stale: read the counter as it is
+     * now (an atomic add of 0) and put this call's generation over exactly
+     * that value, taking index 0; if another taker has done so, take again.
+     * Only the first takes of the call can change a stale value between
+     * the read and the swap, so some swap succeeds.  (Swapping over "what
+     * my add left" instead livelocked: with ~40 takers spinning, another
+     * add always came between a taker's add and its swap.) */
     auto q_resolve = [&](unsigned long long old) {
-        for (;;) {
-            if ((unsigned)(old >> 32) == queue_gen) return Q_FIXED + (int)min((unsigned)old, 1u << 30);
-            const unsigned long long want = old + 1ull;
-            if (atomicCAS(q_ctr, want, ((unsigned long long)queue_gen << 32) | 1ull) == want) return Q_FIXED;
-            old = atomicAdd(q_ctr, 1ull);
+        while ((unsigned)(old >> 32) != queue_gen) {
+            const unsigned long long seen = atomicAdd(q_ctr, 0ull);
+            if ((unsigned)(seen >> 32) == queue_gen) old = atomicAdd(q_ctr, 1ull);
+            else if (atomicCAS(q_ctr, seen, ((unsigned long long)queue_gen << 32) | 1ull) == seen) return Q_FIXED;
         }
+        return Q_FIXED + (int)min((unsigned)old, 1u << 30);
     };
     /* chunk c (or the end of the stream, c >= q_chunks) into stage st */
     auto q_issue = [&](int st, int c) {
@@ -749,7 +760,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
                 q_issue(T8_STAGES_PER_WG * w + p, (2 * split + w) * T8_STAGES_PER_WG + p);
     }
     /* the first take goes out now; its answer is needed a chunk later */
-    if (wtid == 0 && !q_done) q_next = atomicAdd(q_ctr, 1ull);
+    if (wtid == 0 && !q_done && q_more) q_next = atomicAdd(q_ctr, 1ull);
 #else
     if (tid == 0) {
         for (int i = 0; i < KV_STAGES; i++) mt_mbar_init(&stage_full[i], 1);
@@ -1039,7 +1050,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         mt_bar_sync(bar_wg, 128); /* the stage and P^T are free */
 #if KV_QUEUE
         if (wtid == 0 && !q_done) {
-            const int c = q_resolve(q_next);
+            const int c = q_more ? q_resolve(q_next) : q_chunks;
             q_issue(st, c);
             q_done = c >= q_chunks;
             if (!q_done) q_next = atomicAdd(q_ctr, 1ull);
