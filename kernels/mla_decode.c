@@ -29,12 +29,6 @@
  *                   the work list the host builds from the real lengths
  *                   (schedule.h; cuts on kv_granularity 16 or 64), the
  *                   transposed mma=2 path with num_splits 1
- *   kv_queue        0: split s of a request owns the s-th range of its keys;
- *                   1: the splits of a row tile take its 64-key chunks from
- *                   a counter in the workspace as they go (the first few
- *                   fixed by split), so work-groups that get more memory
- *                   bandwidth do more of the work (transposed mma=2 path,
- *                   num_splits > 1, kv_granularity 64: no ranges to align)
  *
  * Constraints (checked before compiling, and on every value read from a DB):
  *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
@@ -52,7 +46,6 @@
 #include "mla_decode.h"
 #include "schedule.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +66,6 @@ static const mt_param_desc mla_decode_params[] = {
     {"groups_per_cu", "GROUPS_PER_CU", {0, 1, 2}, 3, 0,
      "0: a work-group per (row tile, split, request); 1, 2: persistent: compute units x this many work-groups take "
      "the work list the host balances from the real lengths (mma=2, tile_q 16)", 1},
-    {"kv_queue", "KV_QUEUE", {0, 1}, 2, 0,
-     "1: the splits of a row tile take its 64-key chunks from a counter as they go, instead of fixed ranges "
-     "(mma=2, tile_q 16, num_splits > 1)", 2},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
@@ -93,9 +83,8 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, 
          * 0's in a buffer of its own, since the stages already hold the
          * next item's chunks */
         size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 : 0;
-        size_t stage_keys = values[MT_P_KV_QUEUE] ? stages * 4 : 0; /* kv_queue: the chunk each stage holds */
         return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
-               16 * 4 + 8 * 4 + stages * 8 + merge + stage_keys;
+               16 * 4 + 8 * 4 + stages * 8 + merge;
     }
     if (values[MT_P_MMA] == 2) {
         /* must match the warpgroup path's layout in mla_decode.cu: up to
@@ -254,24 +243,6 @@ static mt_status check_persistent(const int *values) {
     return MT_OK;
 }
 
-/* kv_queue=1: the transposed mma=2 path's grid form with splits; its
- * chunks are 64 keys wherever they fall, so kv_granularity (which aligns
- * split ranges) keeps one value, 64. */
-static mt_status check_queue(const int *values) {
-    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 16 || values[MT_P_NUM_SPLITS] < 2 ||
-        values[MT_P_GROUPS_PER_CU] != 0 || values[MT_P_SPLIT_REDUCE] != 0)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: kv_queue=1 exists on the transposed mma=2 path with splits: tile_q 16, "
-                       "num_splits >= 2, groups_per_cu 0, split_reduce 0 (got mma %d, tile_q %d, num_splits %d, "
-                       "groups_per_cu %d, split_reduce %d)", values[MT_P_MMA], values[MT_P_TILE_Q],
-                       values[MT_P_NUM_SPLITS], values[MT_P_GROUPS_PER_CU], values[MT_P_SPLIT_REDUCE]);
-    if (values[MT_P_KV_GRANULARITY] != 64)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: kv_queue=1 hands out 64-key chunks, so kv_granularity takes 64 only (got %d)",
-                       values[MT_P_KV_GRANULARITY]);
-    return MT_OK;
-}
-
 static mt_status mla_decode_check(const int *values, const mt_decode_static *s, const mt_target *t) {
     mt_status st = check_static(s);
     if (st != MT_OK) return st;
@@ -288,10 +259,6 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
                        values[MT_P_KV_GRANULARITY]);
     if (values[MT_P_SPLIT_REDUCE]) {
         st = check_split_reduce(values, s);
-        if (st != MT_OK) return st;
-    }
-    if (values[MT_P_KV_QUEUE]) {
-        st = check_queue(values);
         if (st != MT_OK) return st;
     }
     if (values[MT_P_MMA] == 2) return check_wgmma(values, s, t);
@@ -371,36 +338,9 @@ static size_t partial_rows(const mt_variant *v, int batch, int n_heads, int sq, 
     return splits * (size_t)batch * (size_t)sq * (size_t)n_heads;
 }
 
-/* kv_queue: after the partial results (8-byte aligned), a 64-bit counter
- * per (request, row tile): [B][tiles] */
-static size_t queue_offset(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads, int sq,
-                           int compute_units) {
-    size_t partials = partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
-    return (partials + 7) & ~(size_t)7;
-}
-static size_t queue_counters(const mt_variant *v, int batch, int n_heads, int sq) {
-    if (!v->values[MT_P_KV_QUEUE] || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
-    int tile_q = v->values[MT_P_TILE_Q];
-    return (size_t)batch * (size_t)((sq * n_heads + tile_q - 1) / tile_q);
-}
-
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
                                      int sq, int compute_units) {
-    size_t partials = partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
-    size_t counters = queue_counters(v, batch, n_heads, sq);
-    return counters ? queue_offset(v, s, batch, n_heads, sq, compute_units) + counters * sizeof(uint64_t) : partials;
-}
-
-/* kv_queue: each launch's generation, so a counter left by another call
- * reads as stale and needs no zeroing (mla_decode.cu); 0 is skipped so a
- * zero-filled workspace is never taken for a call's.  A generation
- * repeats after 2^32 - 1 launches of the process. */
-static unsigned next_queue_generation(void) {
-    static _Atomic unsigned counter;
-    unsigned g;
-    do g = atomic_fetch_add(&counter, 1u) + 1u;
-    while (g == 0);
-    return g;
+    return partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
 }
 
 mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s, const mt_mla_decode_args *a) {
@@ -504,18 +444,9 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
      * is not an argument, so the map spans 2^31 rows: only rows the block
      * table names are ever asked for */
     _Alignas(64) unsigned char kv_map[MT_TENSOR_MAP_BYTES];
-    /* after the tensor map: a persistent launch's work list
-     * (launch_persistent), or a kv_queue launch's counters and generation;
-     * NULL after the last one given */
+    /* the last slot: a persistent launch's work list (launch_persistent) */
     void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale,
-                    kv_map, NULL, NULL, NULL};
-    mt_devptr queue = 0;
-    unsigned queue_gen = 0;
-    if (v->values[MT_P_KV_QUEUE]) {
-        queue = a->workspace + queue_offset(v, s, a->batch, a->n_heads, a->sq, a->compute_units);
-        queue_gen = next_queue_generation();
-        args[14] = &queue, args[15] = &queue_gen;
-    }
+                    kv_map, NULL};
     if (v->values[MT_P_MMA] == 2) {
         if (a->kv % 16 != 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs a 16-byte aligned KV cache");

@@ -37,8 +37,7 @@
  * sm_90a, wgmma); each one's layout is described where it begins, below.
  *
  * Compile-time parameters (the variant; see mla_decode.c for ranges):
- *   TILE_Q, KV_GRANULARITY, NUM_SPLITS, BLOCK_THREADS, KV_CHUNK, MMA, KV_STAGES,
- *   SPLIT_REDUCE, GROUPS_PER_CU, KV_QUEUE
+ *   TILE_Q, KV_GRANULARITY, NUM_SPLITS, BLOCK_THREADS, KV_CHUNK, MMA, KV_STAGES
  * and the problem's static facts: D, DL, PAGE_SIZE, Q_DTYPE, KV_DTYPE
  * (0 = bf16, 1 = fp16, 2 = fp8 e4m3).
  */
@@ -86,12 +85,6 @@
 #endif
 #if GROUPS_PER_CU && !(MMA == 2 && TILE_Q == 16)
 #error "groups_per_cu > 0 (persistent) exists on the transposed warpgroup path (mma=2, tile_q 16) only"
-#endif
-#ifndef KV_QUEUE
-#define KV_QUEUE 0
-#endif
-#if KV_QUEUE && !(MMA == 2 && TILE_Q == 16 && !GROUPS_PER_CU && NUM_SPLITS > 1)
-#error "kv_queue=1 exists on the transposed warpgroup path (mma=2, tile_q 16) with num_splits > 1, not persistent"
 #endif
 
 #define KV_STRIDE (D + 1)
@@ -590,20 +583,7 @@ __device__ __forceinline__ mt_u32 t8_cvt_hi(mt_u32 w) {
  * (kernels/schedule.h: the list comes by value as the last argument).
  * Each warpgroup's chunks form one stream over all the items of the
  * work-group: a stage freed by the last chunk of one item is refilled with
- * the first chunk of the next, so the copies never wait for an item's end.
- *
- * kv_queue (KV_QUEUE = 1, grid form with splits): the splits of a row tile
- * do not own key ranges.  The tile's keys are Q_CHUNKS 64-key chunks; each
- * warpgroup's first T8_STAGES_PER_WG chunks are fixed by its split (so no
- * copy waits for a counter at the start), the rest are taken one at a time
- * from the tile's counter in the workspace, so a work-group that gets more
- * of the memory's bandwidth does more of the work and the splits end
- * together (equal fixed ranges ended 13 us apart at B=8).  A taken chunk's
- * index goes to the stage beside its copies (stage_key; -1: the stream has
- * ended, the mbarrier completed by a plain arrive).  The counter holds the
- * call's generation in its high word (the host gives each launch a new
- * one), so no call needs it zeroed: a taker that finds another generation
- * there installs its own (q_resolve). */
+ * the first chunk of the next, so the copies never wait for an item's end. */
 struct t8_item {
     int b, row0, k_begin, tile_end, len;
     int slot; /* persistent: the partial result's slot, -1 = straight to out */
@@ -640,9 +620,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #if GROUPS_PER_CU
            , const __grid_constant__ mt_work_list work
 #endif
-#if KV_QUEUE
-           , unsigned long long *__restrict__ queue, unsigned queue_gen /* a counter per (request, row tile) */
-#endif
 ) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -655,8 +632,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     /* where warpgroup 1's O^T meets warpgroup 0's: the stages when they
      * are idle at the end (one item), a buffer of its own otherwise */
     float *o_x = GROUPS_PER_CU ? (float *)(stage_full + KV_STAGES) : (float *)kv_s;
-    int *stage_key = (int *)(stage_full + KV_STAGES); /* kv_queue: the chunk each stage holds */
-    (void)stage_key;
 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     MT_TRACE_DECL;
@@ -681,11 +656,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         grid_item.b = blockIdx.z, grid_item.row0 = blockIdx.x * 16, grid_item.slot = -1;
         grid_item.len = seq_lens[grid_item.b];
         int k_end;
-#if KV_QUEUE
-        grid_item.k_begin = 0, k_end = grid_item.len; /* the splits share the tile's keys */
-#else
         split_keys(grid_item.len, split, &grid_item.k_begin, &k_end);
-#endif
         grid_item.tile_end = tile_key_end(grid_item.row0, rows, grid_item.len, sq, n_heads, k_end);
     }
     auto item_at = [&](int) { return grid_item; };
@@ -712,56 +683,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     };
     /* position p of warpgroup w's stream uses stage T8_STAGES_PER_WG w + p % T8_STAGES_PER_WG */
     cursor cur = {first_item, 0}; /* this warpgroup's, kept by its thread wtid 0 */
-#if KV_QUEUE
-#define Q_FIXED (2 * NUM_SPLITS * T8_STAGES_PER_WG) /* chunks fixed by split; the counter hands out the rest */
-    const int q_chunks = grid_item.tile_end > 0 ? (grid_item.tile_end + 63) / 64 : 0;
-    unsigned long long *q_ctr = queue + (size_t)grid_item.b * gridDim.x + blockIdx.x;
-    /* the issuing thread's state: its stream has ended (a fixed chunk past
-     * the end); the take in flight.  When the fixed chunks cover the tile
-     * (q_more false: one chunk per warpgroup at B=1 x 16384, 128 splits)
-     * nothing is taken: each stream just ends after its fixed chunks, with
-     * no trip to the counter on the way out */
-    const bool q_more = Q_FIXED < q_chunks;
-    bool q_done = (2 * split + wg + 1) * T8_STAGES_PER_WG > q_chunks;
-    unsigned long long q_next = 0;
-    /* the chunk a take got: its counter value is this call's (index = low
-     * word), or stale (another call's).  Stale: read the counter as it is
-     * now (an atomic add of 0) and put this call's generation over exactly
-     * that value, taking index 0; if another taker has done so, take again.
-     * Only the first takes of the call can change a stale value between
-     * the read and the swap, so some swap succeeds.  (Swapping over "what
-     * my add left" instead livelocked: with ~40 takers spinning, another
-     * add always came between a taker's add and its swap.) */
-    auto q_resolve = [&](unsigned long long old) {
-        while ((unsigned)(old >> 32) != queue_gen) {
-            const unsigned long long seen = atomicAdd(q_ctr, 0ull);
-            if ((unsigned)(seen >> 32) == queue_gen) old = atomicAdd(q_ctr, 1ull);
-            else if (atomicCAS(q_ctr, seen, ((unsigned long long)queue_gen << 32) | 1ull) == seen) return Q_FIXED;
-        }
-        return Q_FIXED + (int)min((unsigned)old, 1u << 30);
-    };
-    /* chunk c (or the end of the stream, c >= q_chunks) into stage st */
-    auto q_issue = [&](int st, int c) {
-        if (c < q_chunks) {
-            stage_key[st] = c;
-            issue_chunk_copies<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map,
-                                             block_table + (size_t)grid_item.b * max_blocks, 64 * c,
-                                             grid_item.tile_end, &stage_full[st]);
-        } else {
-            stage_key[st] = -1; /* made visible by the arrive's release */
-            mt_mbar_arrive(&stage_full[st]);
-        }
-    };
-    if (tid == 0) {
-        for (int i = 0; i < KV_STAGES; i++) mt_mbar_init(&stage_full[i], 1);
-        mt_mbar_init_fence();
-        for (int w = 1; w >= 0; w--)
-            for (int p = 0; p < T8_STAGES_PER_WG; p++)
-                q_issue(T8_STAGES_PER_WG * w + p, (2 * split + w) * T8_STAGES_PER_WG + p);
-    }
-    /* the first take goes out now; its answer is needed a chunk later */
-    if (wtid == 0 && !q_done && q_more) q_next = atomicAdd(q_ctr, 1ull);
-#else
     if (tid == 0) {
         for (int i = 0; i < KV_STAGES; i++) mt_mbar_init(&stage_full[i], 1);
         mt_mbar_init_fence();
@@ -778,7 +699,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         settle(1, cur);
         for (int p = 0; p < T8_STAGES_PER_WG && cur.item < end_item; p++) cur.li++, settle(1, cur);
     }
-#endif
     MT_TRACE_MARK(2); /* thread 0: the first copies are issued */
 
     const mt_u64 q_desc = mt_wgmma_desc(q_s, 16, 1024);
@@ -792,7 +712,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const t8_item it = item_at(ii);
     const int b = it.b, row0 = it.row0, len = it.len, k_begin = it.k_begin, tile_end = it.tile_end;
     const int kb0 = k_begin & ~63;
-    (void)kb0;
     if (ii != first_item) __syncthreads(); /* the last item's merge is done with Q^T, red and o_x */
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
@@ -840,8 +759,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     mt_fence_proxy_async(); /* Q^T, for the wgmma */
     __syncthreads();
     if (ii == first_item) MT_TRACE_MARK(3); /* Q^T is built */
-    const int n_mine = chunks_of(it, wg); /* kv_queue: unknown, the stream says when it ends */
-    (void)n_mine;
+    const int n_mine = chunks_of(it, wg);
 
     /* this lane's heads: slot 2j + e is head 8j + 2 qd + e */
     int lim[4];
@@ -857,16 +775,10 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
         for (int i = 0; i < 8; i++) o[t][i] = 0.0f;
 
-    for (int li = 0; KV_QUEUE || li < n_mine; li++, pos++) {
-        const int st = T8_STAGES_PER_WG * wg + pos % T8_STAGES_PER_WG;
+    for (int li = 0; li < n_mine; li++, pos++) {
+        const int k0 = kb0 + 64 * (wg + 2 * li), st = T8_STAGES_PER_WG * wg + pos % T8_STAGES_PER_WG;
         unsigned char *stg = kv_s + st * T8_STAGE_BYTES;
         mt_mbar_wait(&stage_full[st], (unsigned)(pos / T8_STAGES_PER_WG) & 1u);
-#if KV_QUEUE
-        const int k0 = 64 * stage_key[st];
-        if (k0 < 0) break; /* the stream has ended */
-#else
-        const int k0 = kb0 + 64 * (wg + 2 * li);
-#endif
         if (ii == first_item && li == 0) MT_TRACE_MARK(4); /* the first chunk has landed */
         if (k0 + 64 > tile_end) {
             zero_key_rows<T8_ROW_BYTES>(stg, tile_end - k0, wtid, 128);
@@ -1048,16 +960,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
         for (int t = 0; t < 8; t++) mt_wgmma_pin<8>(o[t]);
         mt_bar_sync(bar_wg, 128); /* the stage and P^T are free */
-#if KV_QUEUE
-        if (wtid == 0 && !q_done) {
-            const int c = q_more ? q_resolve(q_next) : q_chunks;
-            q_issue(st, c);
-            q_done = c >= q_chunks;
-            if (!q_done) q_next = atomicAdd(q_ctr, 1ull);
-        }
-#else
         if (wtid == 0 && cur.item < end_item) issue(wg, cur, st);
-#endif
         MT_TRACE_MARK(6); /* the latest chunk is done */
     }
 

@@ -16,7 +16,7 @@ extern const mt_family mt_family_mla_decode_simt;
 
 /* parameter positions in mt_variant.values for this family */
 enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES,
-       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU, MT_P_KV_QUEUE };
+       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU };
 
 /* Entry points in the compiled module. */
 #define MT_MLA_DECODE_KERNEL "mla_decode"
@@ -55,9 +55,7 @@ typedef struct mt_mla_decode_args {
 
 /* Bytes of workspace a variant needs for this call shape (0 without
  * splits) on a device of `compute_units` (persistent variants: their
- * partial results, at most two per work-group; kv_queue variants also a
- * counter per request and row tile, which needs no zeroing: each launch
- * takes a new generation). */
+ * partial results, at most two per work-group). */
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch,
                                      int n_heads, int sq, int compute_units);
 

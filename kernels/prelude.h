@@ -353,10 +353,6 @@ __device__ __forceinline__ void mt_mbar_init_fence(void) { asm volatile("fence.m
 __device__ __forceinline__ void mt_mbar_expect_tx(mt_u64 *bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mt_smem_addr(bar)), "r"(bytes) : "memory");
 }
-/* arrives once with no bytes to come: completes a phase no copy fills */
-__device__ __forceinline__ void mt_mbar_arrive(mt_u64 *bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mt_smem_addr(bar)) : "memory");
-}
 __device__ __forceinline__ void mt_mbar_wait(mt_u64 *bar, unsigned parity) {
     unsigned done;
     do {

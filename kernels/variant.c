@@ -101,11 +101,9 @@ mt_status mt_variant_validate(const mt_variant *v, const mt_decode_static *s, co
 void mt_variant_format(const mt_variant *v, char *buf, size_t size) {
     buf[0] = '\0';
     for (int i = 0; i < v->family->n_params; i++) {
-        const mt_param_desc *p = &v->family->params[i];
-        if (p->added_later == 2 && v->values[i] == p->default_value) continue;
         size_t used = strlen(buf);
         if (used >= size) return;
-        snprintf(buf + used, size - used, "%s%s=%d", used ? "," : "", p->name, v->values[i]);
+        snprintf(buf + used, size - used, "%s%s=%d", i ? "," : "", v->family->params[i].name, v->values[i]);
     }
 }
 

@@ -16,7 +16,7 @@
 
 #include "../runtime/error.h"
 
-enum { MT_MAX_PARAMS = 10, MT_MAX_VALUES = 16 };
+enum { MT_MAX_PARAMS = 9, MT_MAX_VALUES = 16 };
 
 typedef enum mt_dtype { MT_BF16 = 0, MT_FP16 = 1, MT_FP8_E4M3 = 2 } mt_dtype;
 
@@ -53,9 +53,7 @@ typedef struct mt_param_desc {
     const char *doc;
     /* 1 for a parameter added after databases were written: a stored
      * variant without it takes the default, which must be what the kernel
-     * did before the parameter existed.  2: the same, and its default is
-     * also left out of formatted names, so every variant that existed
-     * before it keeps its name (the database's identity of a variant) */
+     * did before the parameter existed */
     int added_later;
 } mt_param_desc;
 
@@ -90,8 +88,7 @@ int mt_family_param_index(const mt_family *f, const char *name);
  * constraints; the message names the parameter and value at fault. */
 mt_status mt_variant_validate(const mt_variant *v, const mt_decode_static *s, const mt_target *t);
 
-/* "tile_q=16,kv_granularity=64,..." in declaration order (a parameter
- * with added_later 2 only where it is not at its default). */
+/* "tile_q=16,kv_granularity=64,..." in declaration order. */
 void mt_variant_format(const mt_variant *v, char *buf, size_t size);
 
 /* Parses the format above: every parameter given once, except that one

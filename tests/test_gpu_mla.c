@@ -147,11 +147,10 @@ int main(void) {
          * them (a small part of the space, and the newest code): mma=1, and
          * every other one of those mma=2 where it exists (Hopper, q and KV
          * of one type) */
-        int n_mma[3] = {0, 0, 0}, n_persistent = 0, n_queue = 0;
+        int n_mma[3] = {0, 0, 0}, n_persistent = 0;
         for (int k = 0; k < vl->n; k++) {
             n_mma[vl->items[k].values[MT_P_MMA]]++;
             n_persistent += vl->items[k].values[MT_P_GROUPS_PER_CU] > 0;
-            n_queue += vl->items[k].values[MT_P_KV_QUEUE] > 0;
         }
         int want = i % 4 == 3 && n_mma[2] > 0 ? 2 : 1;
         if (i % 8 == 7 && n_persistent > 0) {
@@ -159,11 +158,6 @@ int main(void) {
             int pick = (int)(rnd() % (uint64_t)n_persistent);
             for (int k = 0; k < vl->n; k++)
                 if (vl->items[k].values[MT_P_GROUPS_PER_CU] > 0 && pick-- == 0) tc->v = vl->items[k];
-        } else if (i % 8 == 3 && n_queue > 0) {
-            /* the other half: the splits that take chunks from a counter */
-            int pick = (int)(rnd() % (uint64_t)n_queue);
-            for (int k = 0; k < vl->n; k++)
-                if (vl->items[k].values[MT_P_KV_QUEUE] > 0 && pick-- == 0) tc->v = vl->items[k];
         } else if (i % 2 == 1 && n_mma[want] > 0) {
             int pick = (int)(rnd() % (uint64_t)n_mma[want]);
             for (int k = 0; k < vl->n; k++)
@@ -209,7 +203,7 @@ int main(void) {
     CHECK_OK(mt_backend_stream_create(b, &stream));
     double worst_out[2] = {0, 0}, worst_lse = 0;
     int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, persistent_cases = 0;
-    int queue_cases = 0, ran = 0;
+    int ran = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
         test_case *tc = &cases[i];
@@ -271,28 +265,20 @@ int main(void) {
                                 .q = dq, .kv = dkv, .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse,
                                 .workspace = dws, .workspace_bytes = ws, .seq_lens_host = tc->lens,
                                 .compute_units = info.compute_units};
-        /* kv_queue: two calls; the first finds the poison in its counters,
-         * the second the first one's counts (both stale generations); both
-         * results are checked */
-        const int calls = tc->v.values[MT_P_KV_QUEUE] ? 2 : 1;
-        double *got = malloc(sizeof(double) * out_elems * calls), *ref = malloc(sizeof(double) * out_elems);
-        double *got_lse = malloc(sizeof(double) * lse_elems * calls), *ref_lse = malloc(sizeof(double) * lse_elems);
+        CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));
         uint16_t *out16 = malloc(out_elems * 2);
         float *lse32 = malloc(lse_elems * 4);
+        mt_status st = mt_backend_copy_to_host(b, out16, dout, out_elems * 2, stream);
+        if (st == MT_OK) st = mt_backend_copy_to_host(b, lse32, dlse, lse_elems * 4, stream);
+        CHECK_MSG(st == MT_OK, "case %d: %s", i, mt_last_error());
+        if (st != MT_OK) return check_summary("test_gpu_mla"); /* the context is gone */
+
+        double *got = malloc(sizeof(double) * out_elems), *ref = malloc(sizeof(double) * out_elems);
+        double *got_lse = malloc(sizeof(double) * lse_elems), *ref_lse = malloc(sizeof(double) * lse_elems);
         int has_nan = 0;
-        for (int call = 0; call < calls; call++) {
-            if (call > 0) {
-                CHECK_OK(mt_backend_mem_set(b, dout, 0xff, out_elems * 2, stream));
-                CHECK_OK(mt_backend_mem_set(b, dlse, 0xff, lse_elems * 4, stream));
-            }
-            CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));
-            mt_status st = mt_backend_copy_to_host(b, out16, dout, out_elems * 2, stream);
-            if (st == MT_OK) st = mt_backend_copy_to_host(b, lse32, dlse, lse_elems * 4, stream);
-            CHECK_MSG(st == MT_OK, "case %d: %s", i, mt_last_error());
-            if (st != MT_OK) return check_summary("test_gpu_mla"); /* the context is gone */
-            for (size_t k = 0; k < out_elems; k++)
-                has_nan |= isnan(got[call * out_elems + k] = to_double(out16, tc->s.q_dtype, k));
-            for (size_t k = 0; k < lse_elems; k++) has_nan |= isnan(got_lse[call * lse_elems + k] = lse32[k]);
+        for (size_t k = 0; k < out_elems; k++) has_nan |= isnan(got[k] = to_double(out16, tc->s.q_dtype, k));
+        for (size_t k = 0; k < lse_elems; k++) {
+            has_nan |= isnan(got_lse[k] = lse32[k]);
         }
         mt_mla_host_problem hp = {.s = tc->s, .batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq,
                                   .max_blocks = max_blocks, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
@@ -316,11 +302,8 @@ int main(void) {
         mt_mla_reference(&hp, ref, ref_lse, 0);
         free(q_rounded);
         for (size_t k = 0; k < lse_elems; k++) keyless_rows += isinf(ref_lse[k]) != 0;
-        double e_out = 0.0, e_lse = 0.0;
-        for (int call = 0; call < calls; call++) {
-            e_out = fmax(e_out, mt_relative_error(got + call * out_elems, ref, (long)out_elems));
-            e_lse = fmax(e_lse, mt_relative_error(got_lse + call * lse_elems, ref_lse, (long)lse_elems));
-        }
+        double e_out = mt_relative_error(got, ref, (long)out_elems);
+        double e_lse = mt_relative_error(got_lse, ref_lse, (long)lse_elems);
         double tol = tc->s.q_dtype == MT_BF16 ? 1e-2 : 5e-3;
         int ok = !has_nan && e_out < tol && e_lse < 1e-3;
         int qi = tc->s.q_dtype == MT_BF16 ? 0 : 1;
@@ -331,7 +314,6 @@ int main(void) {
         mma_cases += tc->v.values[MT_P_MMA] == 1;
         wgmma_cases += tc->v.values[MT_P_MMA] == 2;
         persistent_cases += tc->v.values[MT_P_GROUPS_PER_CU] > 0;
-        queue_cases += tc->v.values[MT_P_KV_QUEUE] > 0;
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
         printf("case %3d %s N=%3d Sq=%d page=%2d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
@@ -345,9 +327,9 @@ int main(void) {
         mt_backend_mem_free(b, dws);
     }
     printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2, %d of those "
-           "persistent, %d taking chunks from a counter); worst relative error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless "
+           "persistent); worst relative error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless "
            "rows; %ld keys in all\n",
-           passed, ran, mma_cases, wgmma_cases, persistent_cases, queue_cases, worst_out[0], worst_out[1], worst_lse, nan_cases,
+           passed, ran, mma_cases, wgmma_cases, persistent_cases, worst_out[0], worst_out[1], worst_lse, nan_cases,
            keyless_rows, total_keys);
     if (only < 0) CHECK(keyless_rows > 0); /* the draw must cover requests shorter than Sq */
     mt_jit_destroy(jit);

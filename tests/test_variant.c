@@ -11,21 +11,15 @@
 /* the launches counted, and what the last of each kind was given */
 static int launches, last_grid[3], last_work_groups = -1;
 static size_t last_shared;
-static mt_devptr last_queue;
-static unsigned last_queue_gen;
 static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
                                  mt_stream s, void **args) {
     (void)b, (void)f, (void)bl, (void)s;
     launches++;
     for (int i = 0; i < 3; i++) last_grid[i] = (int)g[i];
     last_shared = sh;
-    /* a decode launch (the one with shared memory) passes after the tensor
-     * map the work list when it is persistent, the counters and the
-     * generation when it is kv_queue; NULL after what it passes */
-    int decode = sh > 0 && args;
-    last_work_groups = decode && args[14] && !args[15] ? ((const mt_work_list *)args[14])->n_groups : -1;
-    last_queue = decode && args[14] && args[15] ? *(const mt_devptr *)args[14] : 0;
-    last_queue_gen = decode && args[14] && args[15] ? *(const unsigned *)args[15] : 0;
+    /* a decode launch (the one with shared memory) passes the work list
+     * after the tensor map when it is persistent, else NULL there */
+    last_work_groups = sh > 0 && args && args[14] ? ((const mt_work_list *)args[14])->n_groups : -1;
     return MT_OK;
 }
 static int dependent_launches, last_reduce_grid[3], last_cut_tiles = -1;
@@ -376,86 +370,6 @@ int main(void) {
         launches = dependent_launches = 0;
     }
 
-    /* kv_queue=1: the transposed path's splits take chunks from a counter */
-    {
-        mt_variant qv;
-        CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=64,num_splits=16,block_threads=256,kv_chunk=64,mma=2,"
-                                     "kv_stages=2,split_reduce=0,groups_per_cu=0,kv_queue=1", &qv));
-        CHECK_OK(mt_variant_validate(&qv, &s, &sm90));
-        mt_decode_static fp8 = s;
-        fp8.kv_dtype = MT_FP8_E4M3;
-        mt_variant q8 = qv;
-        q8.values[MT_P_KV_STAGES] = 4;
-        CHECK_OK(mt_variant_validate(&q8, &fp8, &sm90));
-        /* one int per stage more shared memory than the fixed ranges */
-        mt_variant fixed = qv;
-        fixed.values[MT_P_KV_QUEUE] = 0;
-        CHECK_OK(mt_variant_validate(&fixed, &s, &sm90));
-        CHECK(mt_mla_decode_shared_bytes(qv.values, &s, 32) == mt_mla_decode_shared_bytes(fixed.values, &s, 32) + 2 * 4);
-        static const int other[][2] = {{MT_P_TILE_Q, 64}, {MT_P_NUM_SPLITS, 1}, {MT_P_MMA, 1}, {MT_P_GROUPS_PER_CU, 1},
-                                       {MT_P_KV_GRANULARITY, 16}};
-        for (int i = 0; i < 5; i++) {
-            mt_variant x = qv;
-            x.values[other[i][0]] = other[i][1];
-            if (other[i][0] == MT_P_NUM_SPLITS) x.values[MT_P_KV_GRANULARITY] = 16; /* 1 split: 16 only */
-            CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-            CHECK_MSG(strstr(mt_last_error(), "kv_queue=1") != NULL || strstr(mt_last_error(), "persistent") != NULL,
-                      "%d: %s", i, mt_last_error());
-        }
-        CHECK_STATUS(mt_variant_validate(&qv, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
-        /* a database row written before the parameter existed is kv_queue=0 */
-        mt_variant old;
-        CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=64,num_splits=16,block_threads=256,kv_chunk=64,mma=2,"
-                                     "kv_stages=2,split_reduce=0,groups_per_cu=0", &old));
-        CHECK(old.values[MT_P_KV_QUEUE] == 0);
-        /* workspace: the partials, then a 64-bit counter per (request,
-         * row tile): 3 requests x 3 tiles of 16 of 40 heads (the split
-         * count is even, so the partials end on 8 bytes) */
-        size_t partials = (size_t)16 * 3 * 40 * 513 * 4;
-        CHECK(mt_mla_decode_workspace_bytes(&qv, &s, 3, 40, 1, 132) == partials + 9 * 8);
-        CHECK(mt_mla_decode_workspace_bytes(&fixed, &s, 3, 40, 1, 132) == partials);
-        mt_variant two = qv;
-        two.values[MT_P_NUM_SPLITS] = 2; /* 2 x 1 x 1 x 513 floats = 4104 bytes */
-        CHECK(mt_mla_decode_workspace_bytes(&two, &s, 1, 1, 1, 132) == 4104 + 8);
-        /* the name: the fixed form's as before the parameter existed */
-        char name[200];
-        mt_variant_format(&fixed, name, sizeof name);
-        CHECK_MSG(strcmp(name, "tile_q=16,kv_granularity=64,num_splits=16,block_threads=256,kv_chunk=64,mma=2,"
-                               "kv_stages=2,split_reduce=0,groups_per_cu=0") == 0, "%s", name);
-        mt_variant_format(&qv, name, sizeof name);
-        CHECK_MSG(strstr(name, ",groups_per_cu=0,kv_queue=1") != NULL, "%s", name);
-        mt_variant back;
-        CHECK_OK(mt_variant_parse(f, name, &back));
-        CHECK(memcmp(back.values, qv.values, sizeof back.values) == 0);
-        /* the launch: the counters where the partials end, a new
-         * generation each launch, never 0; then the reduce */
-        mt_mla_decode_args qa = {.batch = 3, .n_heads = 40, .sq = 1, .max_blocks = 256, .page_size = 64,
-                                 .warp_size = 32, .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000,
-                                 .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000,
-                                 .workspace = 0x10000, .workspace_bytes = partials + 9 * 8, .compute_units = 132};
-        launches = dependent_launches = 0;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &qv, &s, &qa, NULL));
-        CHECK_MSG(launches == 1 && dependent_launches == 1 && last_work_groups == -1, "%d launches, %d reduces",
-                  launches, dependent_launches);
-        CHECK(last_grid[0] == 3 && last_grid[1] == 16 && last_grid[2] == 3);
-        CHECK_MSG(last_queue == 0x10000 + partials, "counters at %#llx", (unsigned long long)last_queue);
-        unsigned gen0 = last_queue_gen;
-        CHECK(gen0 != 0);
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &qv, &s, &qa, NULL));
-        CHECK_MSG(last_queue_gen != gen0 && last_queue_gen != 0, "generations %u then %u", gen0, last_queue_gen);
-        /* one byte short: refused before anything runs */
-        qa.workspace_bytes--;
-        launches = 0;
-        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &qv, &s, &qa, NULL),
-                     MT_ERR_INVALID_ARGUMENT);
-        CHECK(launches == 0);
-        /* the fixed-range form passes no counters */
-        qa.workspace_bytes++;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &fixed, &s, &qa, NULL));
-        CHECK(last_queue == 0 && last_queue_gen == 0);
-        launches = dependent_launches = 0;
-    }
-
     /* validation: allowed values, then constraints */
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
     w = v;
@@ -499,9 +413,8 @@ int main(void) {
      * (3 stages of 64 keys exceed 227 KiB): 8.  mma=2: the transposed tile,
      * 256 threads, 64-key chunks, 2 stages: 1.  split_reduce=1 never (the
      * 64-row path only).  groups_per_cu 1 and 2 (persistent): the
-     * transposed mma=2 tile with one split, granularity 16 or 64: 4 more.
-     * kv_queue=1: that tile with 2..128 splits, granularity 64: 7 more. */
-    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 4 + 7 && visited == n, "visited %d", n);
+     * transposed mma=2 tile with one split, granularity 16 or 64: 4 more. */
+    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 4 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,
