@@ -206,11 +206,11 @@ int main(void) {
     int ran = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
+        if (only >= 0 && i != only) continue;
+        ran++;
         test_case *tc = &cases[i];
         char vname[200];
         mt_variant_format(&tc->v, vname, sizeof vname);
-        if (only >= 0 && i != only) continue;
-        ran++;
         if (tc->compile_status != MT_OK) {
             CHECK_MSG(0, "case %d: compile failed: %s", i, tc->error);
             continue;

@@ -243,6 +243,12 @@ static mt_status ensure_workspace(gpu_worker *w, size_t bytes) {
     return st;
 }
 
+/* Workspace bytes variant v needs for the current key on this device */
+static size_t key_workspace_bytes(const gpu_worker *w, const mt_variant *v) {
+    const key_state *k = &w->ks;
+    return mt_mla_decode_workspace_bytes(v, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq, w->info.compute_units);
+}
+
 static mt_mla_decode_args key_args(gpu_worker *w, size_t ws_needed) {
     key_state *k = &w->ks;
     return (mt_mla_decode_args){.batch = k->key.batch, .n_heads = k->key.n_heads, .sq = k->key.sq,
@@ -258,8 +264,7 @@ static mt_mla_decode_args key_args(gpu_worker *w, size_t ws_needed) {
 static mt_status run_once(gpu_worker *w, const mt_variant *v, mt_function dec, mt_function red, double *out,
                           double *lse) {
     key_state *k = &w->ks;
-    size_t ws = mt_mla_decode_workspace_bytes(v, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq,
-                                              w->info.compute_units);
+    size_t ws = key_workspace_bytes(w, v);
     mt_status st = ensure_workspace(w, ws);
     if (st != MT_OK) return st;
     mt_mla_decode_args a = key_args(w, ws);
@@ -427,8 +432,7 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
         return 0;
     }
     /* time: warm-up, then per run an L2 flush and the launch between events */
-    size_t ws = mt_mla_decode_workspace_bytes(&job->variant, &k->key.s, k->key.batch, k->key.n_heads, k->key.sq,
-                                              w->info.compute_units);
+    size_t ws = key_workspace_bytes(w, &job->variant);
     mt_mla_decode_args a = key_args(w, ws);
     int reps = job->reps;
     double *ms = calloc((size_t)reps, sizeof *ms);
