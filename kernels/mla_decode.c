@@ -23,11 +23,7 @@
  *                   reduce kernel from the workspace; 1, the splits of a row
  *                   tile run as one thread-block cluster and merge through
  *                   each other's shared memory (no workspace, one kernel;
- *                   the 64-row mma=2 path, 2..16 splits); 2, by the decode
- *                   kernel itself after a grid-wide barrier when the whole
- *                   grid fits on the device at once (at most one work-group
- *                   per compute unit; a cooperative launch), by the reduce
- *                   kernel as with 0 when it does not (both mma=2 paths)
+ *                   the 64-row mma=2 path, 2..16 splits)
  *   groups_per_cu   0: a work-group per (row tile, split, request); 1, 2:
  *                   persistent: compute units x this many work-groups run
  *                   the work list the host builds from the real lengths
@@ -65,9 +61,8 @@ static const mt_param_desc mla_decode_params[] = {
     {"mma", "MMA", {0, 1, 2}, 3, 0,
      "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1},
     {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1},
-    {"split_reduce", "SPLIT_REDUCE", {0, 1, 2}, 3, 0,
-     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2), 2 by the "
-     "decode kernel after a grid barrier when the grid fits the device at once (mma=2)", 1},
+    {"split_reduce", "SPLIT_REDUCE", {0, 1}, 2, 0,
+     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1},
     {"groups_per_cu", "GROUPS_PER_CU", {0, 1, 2}, 3, 0,
      "0: a work-group per (row tile, split, request); 1, 2: persistent: compute units x this many work-groups take "
      "the work list the host balances from the real lengths (mma=2, tile_q 16)", 1},
@@ -207,22 +202,13 @@ static mt_status check_wgmma(const int *values, const mt_decode_static *s, const
     return MT_OK;
 }
 
-/* split_reduce=2: see its check's first branch.  split_reduce=1: the merge in a cluster exists on the 64-row warpgroup
+/* split_reduce=1: the merge in a cluster exists on the 64-row warpgroup
  * path (16-bit KV); a cluster holds at most 16 work-groups (H100), each
  * merges DL / splits columns four at a time, and the partial result (64
  * rows of DL + 8 floats and the row lse) must fit where the two KV stages
  * were. */
 static mt_status check_split_reduce(const int *values, const mt_decode_static *s) {
     int splits = values[MT_P_NUM_SPLITS];
-    if (values[MT_P_SPLIT_REDUCE] == 2) {
-        /* the grid merge: either warpgroup path, any split count (the
-         * persistent form has a reduce of its own and is refused there) */
-        if (values[MT_P_MMA] != 2 || splits < 2)
-            return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                           "mla_decode: split_reduce=2 (merge after a grid barrier) exists on the mma=2 paths with 2 "
-                           "or more splits (got mma %d, num_splits %d)", values[MT_P_MMA], splits);
-        return MT_OK;
-    }
     if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 || s->kv_dtype == MT_FP8_E4M3)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: split_reduce=1 (merge in a cluster) exists on the 64-row mma=2 path (16-bit KV) "
@@ -348,30 +334,13 @@ static size_t partial_rows(const mt_variant *v, int batch, int n_heads, int sq, 
         return (size_t)mt_schedule_slots(compute_units * v->values[MT_P_GROUPS_PER_CU]) *
                (size_t)v->values[MT_P_TILE_Q];
     size_t splits = (size_t)v->values[MT_P_NUM_SPLITS];
-    if (splits <= 1 || v->values[MT_P_SPLIT_REDUCE] == 1 || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
+    if (splits <= 1 || v->values[MT_P_SPLIT_REDUCE] || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
     return splits * (size_t)batch * (size_t)sq * (size_t)n_heads;
-}
-
-/* split_reduce=2: the grid barrier's word follows the partials, on a
- * 64-byte boundary (mla_decode.cu, grid_barrier) */
-static size_t grid_barrier_offset(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads, int sq) {
-    size_t part = partial_rows(v, batch, n_heads, sq, 0) * ((size_t)s->dl + 1) * sizeof(float);
-    return (part + 63) / 64 * 64;
 }
 
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
                                      int sq, int compute_units) {
-    size_t rows = partial_rows(v, batch, n_heads, sq, compute_units);
-    if (rows && v->values[MT_P_SPLIT_REDUCE] == 2) return grid_barrier_offset(v, s, batch, n_heads, sq) + 64;
-    return rows * ((size_t)s->dl + 1) * sizeof(float);
-}
-
-int mt_mla_decode_merges_in_grid(const mt_variant *v, int batch, int n_heads, int sq, int compute_units) {
-    if (v->values[MT_P_SPLIT_REDUCE] != 2 || v->values[MT_P_NUM_SPLITS] < 2 || v->values[MT_P_GROUPS_PER_CU] ||
-        batch < 1 || n_heads < 1 || sq < 1)
-        return 0;
-    long tiles = ((long)sq * n_heads + v->values[MT_P_TILE_Q] - 1) / v->values[MT_P_TILE_Q];
-    return tiles * v->values[MT_P_NUM_SPLITS] * batch <= compute_units;
+    return partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
 }
 
 mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s, const mt_mla_decode_args *a) {
@@ -457,7 +426,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
                                const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream) {
     mt_status st = mt_mla_decode_check_args(v, s, a);
     if (st != MT_OK) return st;
-    int splits = v->values[MT_P_NUM_SPLITS], in_cluster = v->values[MT_P_SPLIT_REDUCE] == 1;
+    int splits = v->values[MT_P_NUM_SPLITS], in_cluster = v->values[MT_P_SPLIT_REDUCE];
     if (!decode || (splits > 1 && !in_cluster && !reduce))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
     int rows = a->sq * a->n_heads;
@@ -475,14 +444,9 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
      * is not an argument, so the map spans 2^31 rows: only rows the block
      * table names are ever asked for */
     _Alignas(64) unsigned char kv_map[MT_TENSOR_MAP_BYTES];
-    /* split_reduce=2: the grid barrier's word, or 0 when the reduce kernel merges */
-    mt_devptr grid_bar = mt_mla_decode_merges_in_grid(v, a->batch, a->n_heads, a->sq, a->compute_units)
-                             ? a->workspace + grid_barrier_offset(v, s, a->batch, a->n_heads, a->sq)
-                             : 0;
-    /* the last slot: a persistent launch's work list (launch_persistent),
-     * or split_reduce=2's barrier word */
+    /* the last slot: a persistent launch's work list (launch_persistent) */
     void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale,
-                    kv_map, v->values[MT_P_SPLIT_REDUCE] == 2 ? &grid_bar : NULL};
+                    kv_map, NULL};
     if (v->values[MT_P_MMA] == 2) {
         if (a->kv % 16 != 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs a 16-byte aligned KV cache");
@@ -501,11 +465,6 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
          * themselves (split_reduce in mla_decode.cu) */
         unsigned cluster[3] = {1, (unsigned)splits, 1};
         return mt_backend_launch_cluster(b, decode, grid, block, cluster, shared, stream, args);
-    }
-    if (grid_bar) {
-        /* every work-group resident at once, which the barrier needs: the
-         * driver refuses the launch rather than run it otherwise */
-        return mt_backend_launch_cooperative(b, decode, grid, block, shared, stream, args);
     }
     st = mt_backend_launch(b, decode, grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;

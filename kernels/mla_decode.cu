@@ -80,11 +80,8 @@
 #ifndef GROUPS_PER_CU
 #define GROUPS_PER_CU 0
 #endif
-#if SPLIT_REDUCE == 1 && !(MMA == 2 && TILE_Q == 64)
+#if SPLIT_REDUCE && !(MMA == 2 && TILE_Q == 64)
 #error "split_reduce=1 (merge in a cluster) exists on the 64-row warpgroup path only"
-#endif
-#if SPLIT_REDUCE == 2 && !(MMA == 2 && NUM_SPLITS > 1 && !GROUPS_PER_CU)
-#error "split_reduce=2 (merge after a grid barrier) exists on the warpgroup paths (mma=2) with 2+ splits, not persistent"
 #endif
 #if GROUPS_PER_CU && !(MMA == 2 && TILE_Q == 16)
 #error "groups_per_cu > 0 (persistent) exists on the transposed warpgroup path (mma=2, tile_q 16) only"
@@ -248,146 +245,7 @@ __device__ __forceinline__ mt_u32 q_pair_to_mma(mt_u32 w, float q_factor) {
 #endif
 
 #if MT_CUDA && MMA == 2 && defined(MT_HAVE_WGMMA)
-#if SPLIT_REDUCE == 2
-/* split_reduce=2: when the whole grid is resident at once (a work-group per
- * SM at most: the host checks, and launches it cooperatively so that the
- * driver guarantees it), the splits are merged by the decode kernel itself:
- * every work-group stores its partial result as for the reduce kernel,
- * meets the others at a grid barrier, then merges a slice of all the rows.
- * That saves the reduce kernel's launch, its wait for decode's results and
- * the partials' second trip through a kernel boundary (session 11, PERFLOG).
- * When the grid is larger, the host passes grid_bar = NULL and launches the
- * reduce kernel after it, as split_reduce=0 does.
- *
- * The barrier is one 64-bit word at the end of the workspace:
- *   GRID_BAR_MAGIC << 32 | generation << 24 | arrivals
- * The last work-group to arrive resets the arrivals and steps the
- * generation, which releases the others; so the word is left ready for the
- * next launch, a replayed CUDA graph included.  A word whose high half is
- * not the magic (a fresh or poisoned workspace) is claimed by the first
- * arrival: no zeroing is asked of the caller. */
-#define GRID_BAR_MAGIC 0x6d6c6162ull /* "mlab" */
-/* Thread 0, at the kernel's start: the word as it is then.  Only the
- * arrival uses the value, so the load's trip to L2 is not waited for
- * until the end of the kernel. */
-__device__ __forceinline__ unsigned long long grid_barrier_peek(unsigned long long *bar) {
-    return atomicAdd(bar, 0ull); /* an atomic: the word as it is in L2, not a cached copy */
-}
-/* Every work-group of the grid arrives here once; returns when all have,
- * with every write they made before arriving visible to all.  `seen` is
- * grid_barrier_peek's value (thread 0's).  Called by all threads. */
-__device__ __forceinline__ void grid_barrier(unsigned long long *bar, unsigned long long seen) {
-    const unsigned n = gridDim.x * gridDim.y * gridDim.z;
-    __syncthreads(); /* the work-group's stores are ordered before thread 0's fence */
-    if (threadIdx.x == 0) {
-        /* a word never set up: claimed once, by whichever work-group
-         * swaps first (every work-group peeked before its own arrival, so
-         * a stale peek fails its swap) */
-        while ((seen >> 32) != GRID_BAR_MAGIC) {
-            const unsigned long long now = atomicCAS(bar, seen, GRID_BAR_MAGIC << 32);
-            if (now == seen) break;
-            seen = now;
-        }
-        unsigned long long old;
-        /* release: the work-group's partial results before the arrival */
-        asm volatile("atom.add.release.gpu.global.u64 %0, [%1], 1;" : "=l"(old) : "l"(bar) : "memory");
-        const unsigned gen = (unsigned)(old >> 24) & 0xffu, arrived = (unsigned)old & 0xffffffu;
-        /* more arrivals than work-groups: the word was corrupted (or shared
-         * by two calls running at once); stop loudly rather than hang */
-        if (arrived >= n) __trap();
-        if (arrived + 1 == n) {
-            const unsigned long long next = GRID_BAR_MAGIC << 32 | (unsigned long long)((gen + 1) & 0xffu) << 24;
-            asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(bar), "l"(next) : "memory");
-        } else {
-            unsigned long long now;
-            do asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar) : "memory");
-            while (((unsigned)(now >> 24) & 0xffu) == gen);
-        }
-    }
-    __syncthreads();
-}
-
-/* After the barrier: every row's splits merged into out and lse, as the
- * reduce kernel would.  The unit of work is 64 columns of one row (a warp:
- * two columns per lane); when there are fewer rows than work-groups, the
- * splits of a unit are shared by sg_count warps of one work-group (split s
- * goes to warp s % sg_count), which meet in `scratch` (shared memory no
- * longer used: >= 16 + 8 x 64 floats).  Each warp keeps a running max, sum
- * and column sums over its splits, with a round's MERGE_ROUND loads (lse
- * and two columns per split) issued before any is used: one round covers
- * 16 splits per warp, which is all of them at batch 1 x 128 splits and at
- * 16 splits (a trip to L2 is most of the merge's time).  Partials come from
- * L2 (__ldcg): they were written by other SMs. */
-#define MERGE_ROUND 16
-__device__ __forceinline__ void grid_merge(const float *o_part, const float *lse_part, mt_u16 *out, float *lse,
-                                           int rows, float *scratch) {
-    const int n_groups = gridDim.x * gridDim.y * gridDim.z;
-    const int group = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    const int all_rows = gridDim.z * rows, units = all_rows * (DL / 64);
-    int sg_count = 1;
-    while (sg_count < 8 && sg_count < NUM_SPLITS && all_rows * sg_count < n_groups) sg_count *= 2;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sg = warp % sg_count;
-    const int per_round = (BLOCK_THREADS / 32) / sg_count; /* units a work-group takes at once */
-    const int rounds = (units + n_groups * per_round - 1) / (n_groups * per_round);
-    float *m_s = scratch, *l_s = scratch + 8;
-    float2 *acc_s = (float2 *)(scratch + 16);
-    for (int round = 0; round < rounds; round++) {
-        const int unit = (round * n_groups + group) * per_round + warp / sg_count;
-        const int r = unit / (DL / 64), b = r / rows, row = r - b * rows, col = (unit % (DL / 64)) * 64 + 2 * lane;
-        float m = MT_NEG_INF, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
-        if (unit < units) {
-            const size_t first = (size_t)b * NUM_SPLITS * rows + row; /* (b, split 0, row) */
-            for (int s0 = sg; s0 < NUM_SPLITS; s0 += MERGE_ROUND * sg_count) {
-                float ls[MERGE_ROUND];
-                float2 x[MERGE_ROUND];
-#pragma unroll
-                for (int j = 0; j < MERGE_ROUND; j++) {
-                    const int s = s0 + j * sg_count;
-                    const size_t at = first + (size_t)s * rows;
-                    ls[j] = s < NUM_SPLITS ? __ldcg(lse_part + at) : MT_NEG_INF;
-                    x[j] = s < NUM_SPLITS ? __ldcg((const float2 *)(o_part + at * DL + col)) : make_float2(0.0f, 0.0f);
-                }
-                float mx = m;
-#pragma unroll
-                for (int j = 0; j < MERGE_ROUND; j++) mx = fmaxf(mx, ls[j]);
-                if (mx == MT_NEG_INF) continue; /* no keys in any split so far */
-                const float sc = m == MT_NEG_INF ? 0.0f : __expf(m - mx);
-                l *= sc, a0 *= sc, a1 *= sc;
-#pragma unroll
-                for (int j = 0; j < MERGE_ROUND; j++) {
-                    /* select: a split without keys adds nothing, whatever its partial holds */
-                    const float w = ls[j] == MT_NEG_INF ? 0.0f : __expf(ls[j] - mx);
-                    l += w, a0 += w != 0.0f ? w * x[j].x : 0.0f, a1 += w != 0.0f ? w * x[j].y : 0.0f;
-                }
-                m = mx;
-            }
-        }
-        if (sg_count > 1) {
-            if (lane == 0) m_s[warp] = m, l_s[warp] = l;
-            acc_s[warp * 32 + lane] = make_float2(a0, a1);
-            __syncthreads();
-            if (sg == 0) {
-                float mx = MT_NEG_INF;
-                for (int w = warp; w < warp + sg_count; w++) mx = fmaxf(mx, m_s[w]);
-                l = 0.0f, a0 = 0.0f, a1 = 0.0f;
-                for (int w = warp; w < warp + sg_count; w++) {
-                    const float f = m_s[w] == MT_NEG_INF ? 0.0f : __expf(m_s[w] - mx);
-                    l += l_s[w] * f, a0 += acc_s[w * 32 + lane].x * f, a1 += acc_s[w * 32 + lane].y * f;
-                }
-                m = mx;
-            }
-            __syncthreads(); /* the next round writes scratch again */
-        }
-        if (sg != 0 || unit >= units) continue;
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        mt_u16 *dst = out + ((size_t)b * rows + row) * DL + col;
-        dst[0] = store_out(a0 * inv), dst[1] = store_out(a1 * inv);
-        if (col == 0) lse[(size_t)b * rows + row] = l > 0.0f ? m + __logf(l) : MT_NEG_INF;
-    }
-}
-#endif
-
-#if SPLIT_REDUCE == 1
+#if SPLIT_REDUCE
 /* split_reduce=1: the NUM_SPLITS blocks of a row tile form one cluster
  * (launched with cluster shape 1 x NUM_SPLITS x 1, so the cluster rank is
  * the split) and merge their partial results through distributed shared
@@ -762,9 +620,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #if GROUPS_PER_CU
            , const __grid_constant__ mt_work_list work
 #endif
-#if SPLIT_REDUCE == 2
-           , unsigned long long *grid_bar /* NULL: the reduce kernel merges (grid_merge) */
-#endif
 ) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -778,13 +633,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
      * are idle at the end (one item), a buffer of its own otherwise */
     float *o_x = GROUPS_PER_CU ? (float *)(stage_full + KV_STAGES) : (float *)kv_s;
 
-#if SPLIT_REDUCE == 2
-    if (!grid_bar)
-#endif
-        mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
-#if SPLIT_REDUCE == 2
-    const unsigned long long bar_seen = grid_bar && threadIdx.x == 0 ? grid_barrier_peek(grid_bar) : 0ull;
-#endif
+    mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     MT_TRACE_DECL;
     MT_TRACE_MARK(0);
     (void)seq_lens;
@@ -1191,12 +1040,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     }
     } /* items */
     MT_TRACE_MARK(7);
-#if SPLIT_REDUCE == 2
-    if (grid_bar) {
-        grid_barrier(grid_bar, bar_seen);
-        grid_merge(o_part, lse_part, out, lse, rows, (float *)kv_s); /* the stages are idle */
-    }
-#endif
     /* kinds 0 and 1: the warpgroups' first threads; the reduce prints them */
     if (wtid == 0) MT_TRACE_KEEP(wg, wg, 2);
 }
@@ -1335,11 +1178,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const __grid_constant__ mt_tensor_map kv_map
-#if SPLIT_REDUCE == 2
-           , unsigned long long *grid_bar /* NULL: the reduce kernel merges (grid_merge) */
-#endif
-) {
+           float kv_scale, const __grid_constant__ mt_tensor_map kv_map) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes of the shared address */
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -1349,13 +1188,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     int *row_limit = (int *)(row_alpha + 64);
     mt_u64 *stage_full = (mt_u64 *)(row_limit + 64);
 
-#if SPLIT_REDUCE == 2
-    if (!grid_bar)
-#endif
-        mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
-#if SPLIT_REDUCE == 2
-    const unsigned long long bar_seen = grid_bar && threadIdx.x == 0 ? grid_barrier_peek(grid_bar) : 0ull;
-#endif
+    mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
     const int quad = lane & 3;
     const int r0 = ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8; /* this thread's accumulator rows */
@@ -1506,7 +1339,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
      * row and writes lse; then both write their halves of O */
     mt_cp_async_wait<0>(); /* nothing may be in flight at exit */
     __syncthreads();       /* warpgroup 1 has read the last alpha */
-#if SPLIT_REDUCE == 1
+#if SPLIT_REDUCE
     /* the stages and Q are free now: the partial result and the merge
      * weights go there (cluster_merge) */
     float *o_red = (float *)kv_s, *lse_red = o_red + 64 * RED_STRIDE, *wts = (float *)q_s;
@@ -1517,7 +1350,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         if (quad == 0) {
             row_alpha[r0] = l0 > 0.0f ? kv_scale / l0 : 0.0f;
             row_alpha[r1] = l1 > 0.0f ? kv_scale / l1 : 0.0f;
-#if SPLIT_REDUCE == 1
+#if SPLIT_REDUCE
             lse_red[r0] = row_lse(m0, l0), lse_red[r1] = row_lse(m1, l1);
 #else
             if (row0 + r0 < rows) store_lse(lse, lse_part, b, split, rows, row0 + r0, row_lse(m0, l0));
@@ -1531,7 +1364,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         const int col = wg * 256 + j * 8 + quad * 2;
-#if SPLIT_REDUCE == 1
+#if SPLIT_REDUCE
         if (g0 < rows) *(float2 *)(o_red + r0 * RED_STRIDE + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
         if (g1 < rows)
             *(float2 *)(o_red + r1 * RED_STRIDE + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
@@ -1540,13 +1373,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
         if (g1 < rows) store_o_pair(out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
 #endif
     }
-#if SPLIT_REDUCE == 1
+#if SPLIT_REDUCE
     cluster_merge(o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
-#elif SPLIT_REDUCE == 2
-    if (grid_bar) {
-        grid_barrier(grid_bar, bar_seen);
-        grid_merge(o_part, lse_part, out, lse, rows, (float *)kv_s); /* the stages are idle */
-    }
 #endif
 }
 

@@ -50,8 +50,7 @@ typedef struct mt_mla_decode_args {
     size_t workspace_bytes;
     const int32_t *seq_lens_host; /* [B] the same lengths in host memory: persistent variants
                                      (groups_per_cu > 0) schedule from them; others ignore them */
-    int compute_units;      /* the device's SMs / CUs: persistent variants run groups_per_cu per unit;
-                               split_reduce=2 merges in the kernel when its grid fits in them */
+    int compute_units;      /* the device's SMs / CUs: persistent variants run groups_per_cu per unit */
 } mt_mla_decode_args;
 
 /* Bytes of workspace a variant needs for this call shape (0 without
@@ -59,12 +58,6 @@ typedef struct mt_mla_decode_args {
  * partial results, at most two per work-group). */
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch,
                                      int n_heads, int sq, int compute_units);
-
-/* 1 when a split_reduce=2 variant merges its splits in the decode kernel
- * for this shape (its grid, row tiles x splits x batch, fits in
- * compute_units work-groups: a cooperative launch, no reduce kernel); 0
- * for every other variant or shape (the reduce kernel merges). */
-int mt_mla_decode_merges_in_grid(const mt_variant *v, int batch, int n_heads, int sq, int compute_units);
 
 /* Rejects bad arguments before anything is launched, naming the one at fault. */
 mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s,

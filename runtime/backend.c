@@ -345,13 +345,6 @@ mt_status mt_backend_launch_cluster(mt_backend *b, mt_function f, const unsigned
     return b->iface->launch_cluster(b, f, grid, block, cluster, shared_bytes, s, args);
 }
 
-mt_status mt_backend_launch_cooperative(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
-                                        size_t shared_bytes, mt_stream s, void **args) {
-    CHECK_OP(b, launch_cooperative);
-    mt_status st = check_launch(f, grid, block);
-    return st != MT_OK ? st : b->iface->launch_cooperative(b, f, grid, block, shared_bytes, s, args);
-}
-
 mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
                                    uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out) {
     CHECK_OP(b, tensor_map_2d);

@@ -126,13 +126,6 @@ typedef struct mt_backend_iface {
     mt_status (*launch_cluster) (mt_backend *b, mt_function f, const unsigned grid[3],
                                  const unsigned block[3], const unsigned cluster[3],
                                  size_t shared_bytes, mt_stream s, void **args);
-    /* (optional) a launch whose blocks are all resident at once (CUDA's
-     * cooperative launch), so they may wait for each other (a grid-wide
-     * barrier); refused by the driver when the grid cannot fit.  No
-     * fallback: a kernel that waits for the whole grid would hang. */
-    mt_status (*launch_cooperative)(mt_backend *b, mt_function f, const unsigned grid[3],
-                                 const unsigned block[3], size_t shared_bytes, mt_stream s,
-                                 void **args);
     /* (optional) do once what a launch with this much dynamic shared memory
      * needs (the opt-in above 48 KiB on NVIDIA), so later launches from any
      * thread change nothing */
@@ -216,9 +209,6 @@ mt_status mt_backend_launch_dependent(mt_backend *b, mt_function f, const unsign
  * must be a whole number of clusters */
 mt_status mt_backend_launch_cluster(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
                                     const unsigned cluster[3], size_t shared_bytes, mt_stream s, void **args);
-/* MT_ERR_UNSUPPORTED where the backend has no cooperative launch */
-mt_status mt_backend_launch_cooperative(mt_backend *b, mt_function f, const unsigned grid[3], const unsigned block[3],
-                                        size_t shared_bytes, mt_stream s, void **args);
 mt_status mt_backend_synchronize(mt_backend *b);
 mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_bytes);
 /* MT_ERR_UNSUPPORTED where the backend has no tensor copy engine */

@@ -550,18 +550,6 @@ static mt_status cuda_launch_cluster(mt_backend *b, mt_function f, const unsigne
     return launch_with_attribute(b, f, grid, block, shared_bytes, s, args, &attr);
 }
 
-/* Every block resident at once, or CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE. */
-static mt_status cuda_launch_cooperative(mt_backend *b, mt_function f, const unsigned grid[3],
-                                         const unsigned block[3], size_t shared_bytes, mt_stream s, void **args) {
-    if (!ctx_of(b)->cu_opt.cuLaunchKernelEx)
-        return mt_fail(MT_ERR_UNSUPPORTED, "cooperative launch needs a driver with cuLaunchKernelEx (CUDA 12.0+)");
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attr.value.cooperative = 1;
-    return launch_with_attribute(b, f, grid, block, shared_bytes, s, args, &attr);
-}
-
 /* A host-side encoding (no device work): 8- or 16-bit elements, no
  * interleave, the swizzle as wide as a box row (64 or 128 bytes), L2 lines
  * fetched 256 bytes at a time, no fill beyond the array (callers never ask
@@ -624,7 +612,7 @@ static void cuda_close(mt_backend *b) {
     .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
     .function_resources = cuda_function_resources, .launch = cuda_launch,          \
     .launch_dependent = cuda_launch_dependent, .tensor_map_2d = cuda_tensor_map_2d, \
-    .launch_cluster = cuda_launch_cluster, .launch_cooperative = cuda_launch_cooperative, \
+    .launch_cluster = cuda_launch_cluster,                                         \
     .synchronize = cuda_synchronize, .prepare_launch = cuda_prepare_launch
 #define CUDA_COMPILER_OPS                                                          \
     .compiler_version = cuda_compiler_version, .compile = cuda_compile,            \

@@ -9,10 +9,6 @@
  * variant of the full space for this GPU (so many tile_q, kv_granularity,
  * num_splits, block_threads, kv_chunk values).  Fresh random data per case;
  * out, lse and the workspace are poisoned with NaN before every launch.
- * A sixteenth of the cases take split_reduce=2 (the splits merged in the
- * decode kernel after a grid barrier), with the batch cut until the grid
- * fits the GPU where it can; those that merge in the grid run twice (the
- * second time over the barrier word the first left behind).
  *
  * Pass: ||out - ref|| / ||ref|| < 1e-2 (bf16 out) or 5e-3 (fp16 out), lse
  * relative error < 1e-3 with -inf exactly where a row has no keys, NaN never.
@@ -157,16 +153,7 @@ int main(void) {
             n_persistent += vl->items[k].values[MT_P_GROUPS_PER_CU] > 0;
         }
         int want = i % 4 == 3 && n_mma[2] > 0 ? 2 : 1;
-        int n_grid_merge = 0;
-        for (int k = 0; k < vl->n; k++) n_grid_merge += vl->items[k].values[MT_P_SPLIT_REDUCE] == 2;
-        if (i % 16 == 11 && n_grid_merge > 0) {
-            /* a sixteenth: the splits merged in the decode kernel after a
-             * grid barrier (split_reduce=2; the batch is cut below so that
-             * the grid fits where it can) */
-            int pick = (int)(rnd() % (uint64_t)n_grid_merge);
-            for (int k = 0; k < vl->n; k++)
-                if (vl->items[k].values[MT_P_SPLIT_REDUCE] == 2 && pick-- == 0) tc->v = vl->items[k];
-        } else if (i % 8 == 7 && n_persistent > 0) {
+        if (i % 8 == 7 && n_persistent > 0) {
             /* half of those: the persistent form (the host's schedule) */
             int pick = (int)(rnd() % (uint64_t)n_persistent);
             for (int k = 0; k < vl->n; k++)
@@ -184,9 +171,6 @@ int main(void) {
         if (lmax * per_key > budget) lmax = (int)(budget / per_key);
         if (lmax < 1) lmax = 1;
         tc->batch = (int)fmin(8, fmax(1, budget / (lmax * per_key / 2)));
-        while (tc->v.values[MT_P_SPLIT_REDUCE] == 2 && tc->batch > 1 &&
-               !mt_mla_decode_merges_in_grid(&tc->v, tc->batch, tc->n_heads, tc->sq, info.compute_units))
-            tc->batch--;
         tc->lens = calloc((size_t)tc->batch, sizeof(int));
         for (int r = 0; r < tc->batch; r++) {
             int kind = rnd_int(0, 7);
@@ -219,7 +203,6 @@ int main(void) {
     CHECK_OK(mt_backend_stream_create(b, &stream));
     double worst_out[2] = {0, 0}, worst_lse = 0;
     int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, persistent_cases = 0;
-    int grid_merge_cases = 0, grid_merge_fallback_cases = 0;
     int ran = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
@@ -282,8 +265,21 @@ int main(void) {
                                 .q = dq, .kv = dkv, .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse,
                                 .workspace = dws, .workspace_bytes = ws, .seq_lens_host = tc->lens,
                                 .compute_units = info.compute_units};
+        CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));
+        uint16_t *out16 = malloc(out_elems * 2);
+        float *lse32 = malloc(lse_elems * 4);
+        mt_status st = mt_backend_copy_to_host(b, out16, dout, out_elems * 2, stream);
+        if (st == MT_OK) st = mt_backend_copy_to_host(b, lse32, dlse, lse_elems * 4, stream);
+        CHECK_MSG(st == MT_OK, "case %d: %s", i, mt_last_error());
+        if (st != MT_OK) return check_summary("test_gpu_mla"); /* the context is gone */
+
         double *got = malloc(sizeof(double) * out_elems), *ref = malloc(sizeof(double) * out_elems);
         double *got_lse = malloc(sizeof(double) * lse_elems), *ref_lse = malloc(sizeof(double) * lse_elems);
+        int has_nan = 0;
+        for (size_t k = 0; k < out_elems; k++) has_nan |= isnan(got[k] = to_double(out16, tc->s.q_dtype, k));
+        for (size_t k = 0; k < lse_elems; k++) {
+            has_nan |= isnan(got_lse[k] = lse32[k]);
+        }
         mt_mla_host_problem hp = {.s = tc->s, .batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq,
                                   .max_blocks = max_blocks, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
                                   .q = q, .kv = kv, .block_table = table, .seq_lens = tc->lens};
@@ -306,29 +302,8 @@ int main(void) {
         mt_mla_reference(&hp, ref, ref_lse, 0);
         free(q_rounded);
         for (size_t k = 0; k < lse_elems; k++) keyless_rows += isinf(ref_lse[k]) != 0;
-        /* a grid merge runs twice: first over the poisoned workspace (its
-         * barrier word claimed from garbage), then over the word the first
-         * call left, with out and lse poisoned again */
-        const int in_grid = mt_mla_decode_merges_in_grid(&tc->v, tc->batch, tc->n_heads, tc->sq, info.compute_units);
-        uint16_t *out16 = malloc(out_elems * 2);
-        float *lse32 = malloc(lse_elems * 4);
-        int has_nan = 0;
-        double e_out = 0, e_lse = 0;
-        for (int pass = 0; pass < 1 + in_grid; pass++) {
-            if (pass > 0) {
-                CHECK_OK(mt_backend_mem_set(b, dout, 0xff, out_elems * 2, stream));
-                CHECK_OK(mt_backend_mem_set(b, dlse, 0xff, lse_elems * 4, stream));
-            }
-            CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));
-            mt_status st = mt_backend_copy_to_host(b, out16, dout, out_elems * 2, stream);
-            if (st == MT_OK) st = mt_backend_copy_to_host(b, lse32, dlse, lse_elems * 4, stream);
-            CHECK_MSG(st == MT_OK, "case %d: %s", i, mt_last_error());
-            if (st != MT_OK) return check_summary("test_gpu_mla"); /* the context is gone */
-            for (size_t k = 0; k < out_elems; k++) has_nan |= isnan(got[k] = to_double(out16, tc->s.q_dtype, k));
-            for (size_t k = 0; k < lse_elems; k++) has_nan |= isnan(got_lse[k] = lse32[k]);
-            e_out = fmax(e_out, mt_relative_error(got, ref, (long)out_elems));
-            e_lse = fmax(e_lse, mt_relative_error(got_lse, ref_lse, (long)lse_elems));
-        }
+        double e_out = mt_relative_error(got, ref, (long)out_elems);
+        double e_lse = mt_relative_error(got_lse, ref_lse, (long)lse_elems);
         double tol = tc->s.q_dtype == MT_BF16 ? 1e-2 : 5e-3;
         int ok = !has_nan && e_out < tol && e_lse < 1e-3;
         int qi = tc->s.q_dtype == MT_BF16 ? 0 : 1;
@@ -339,14 +314,11 @@ int main(void) {
         mma_cases += tc->v.values[MT_P_MMA] == 1;
         wgmma_cases += tc->v.values[MT_P_MMA] == 2;
         persistent_cases += tc->v.values[MT_P_GROUPS_PER_CU] > 0;
-        grid_merge_cases += in_grid;
-        grid_merge_fallback_cases += tc->v.values[MT_P_SPLIT_REDUCE] == 2 && !in_grid;
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
-        printf("case %3d %s N=%3d Sq=%d page=%2d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s%s\n", i,
+        printf("case %3d %s N=%3d Sq=%d page=%2d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
                ok ? "ok  " : "FAIL", tc->n_heads, tc->sq, page, tc->batch, lens_text, mt_dtype_name(tc->s.q_dtype),
-               mt_dtype_name(tc->s.kv_dtype), vname, e_out, e_lse, has_nan ? " NaN" : "",
-               in_grid ? " (merged in the grid, 2 runs)" : "");
+               mt_dtype_name(tc->s.kv_dtype), vname, e_out, e_lse, has_nan ? " NaN" : "");
         CHECK_MSG(ok, "case %d failed (seed %llu)", i, (unsigned long long)seed);
         free(got), free(ref), free(got_lse), free(ref_lse), free(out16), free(lse32);
         free(q), free(kv), free(table), free(perm);
@@ -355,10 +327,10 @@ int main(void) {
         mt_backend_mem_free(b, dws);
     }
     printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2, %d of those "
-           "persistent, %d merged in the grid (run twice), %d split_reduce=2 too large for that); worst relative "
-           "error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless rows; %ld keys in all\n",
-           passed, ran, mma_cases, wgmma_cases, persistent_cases, grid_merge_cases, grid_merge_fallback_cases,
-           worst_out[0], worst_out[1], worst_lse, nan_cases, keyless_rows, total_keys);
+           "persistent); worst relative error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless "
+           "rows; %ld keys in all\n",
+           passed, ran, mma_cases, wgmma_cases, persistent_cases, worst_out[0], worst_out[1], worst_lse, nan_cases,
+           keyless_rows, total_keys);
     if (only < 0) CHECK(keyless_rows > 0); /* the draw must cover requests shorter than Sq */
     mt_jit_destroy(jit);
     mt_backend_stream_destroy(b, stream);

@@ -142,28 +142,6 @@ int main(void) {
     CHECK(run("sweep --config plan.yaml --db x.db --fake-device '' --devices 0,7", out, sizeof out) == 2);
     CHECK(strstr(out, "device 7 does not exist") != NULL);
 
-    /* split_reduce=2 is swept only where its grid fits the device (the fake
-     * one has 132 compute units): the transposed tile (16 rows) with 16 or
-     * 128 splits, merged by the reduce kernel (0) or in the grid (2).  At
-     * batch 1 all four points fit; at batch 8, 128 splits x 8 = 1024
-     * work-groups do not, so that point (which would run as its
-     * split_reduce=0 twin) is left out: 4 + 3 points, and the family
-     * default for each key. */
-    write_file("spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: [16]\n"
-                                    "    num_splits: [16, 128]\n    kv_granularity: [64]\n    block_threads: [256]\n"
-                                    "    kv_chunk: [64]\n    mma: [2]\n    kv_stages: [2]\n    split_reduce: [0, 2]\n"
-                                    "    groups_per_cu: [0]\n");
-    write_file("grid.yaml", "name: grid\nspaces: spaces\nproblems:\n  - heads: 16\n    batch: [1, 8]\n"
-                            "    seq_len: 16384\ntiming: {warmup: 1, reps: 3}\n");
-    rc = run("sweep --config grid.yaml --db g.db --fake-device ''", out, sizeof out);
-    CHECK_MSG(rc == 0 && count("g.db", "SELECT count(*) FROM measurements") == 9, "%d rows\n%s",
-              count("g.db", "SELECT count(*) FROM measurements"), out);
-    CHECK(count("g.db", "SELECT count(*) FROM measurements m JOIN problems p ON p.id = m.problem_id JOIN variants v "
-                        "ON v.id = m.variant_id WHERE v.params LIKE '%split_reduce=2%'") == 3);
-    CHECK(count("g.db", "SELECT count(*) FROM measurements m JOIN problems p ON p.id = m.problem_id JOIN variants v "
-                        "ON v.id = m.variant_id WHERE p.batch = 8 AND v.params LIKE '%num_splits=128%split_reduce=2%'")
-          == 0);
-
     /* dry runs of the shipped plans, for each architecture */
     const char *plans[] = {"quick", "deepseek-v3-tp8", "deepseek-v3-tp1", "kimi-k2-tp8"};
     const char *archs[] = {"sm_90", "gfx942", "gfx950"};

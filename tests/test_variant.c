@@ -10,7 +10,6 @@
 
 /* the launches counted, and what the last of each kind was given */
 static int launches, last_grid[3], last_work_groups = -1;
-static int persistent_launches_expected; /* the 15th argument is a work list (else split_reduce=2's word or NULL) */
 static size_t last_shared;
 static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
                                  mt_stream s, void **args) {
@@ -18,10 +17,9 @@ static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[
     launches++;
     for (int i = 0; i < 3; i++) last_grid[i] = (int)g[i];
     last_shared = sh;
-    /* a persistent decode launch (the one with shared memory) passes the
-     * work list after the tensor map */
-    last_work_groups = persistent_launches_expected && sh > 0 && args && args[14]
-                           ? ((const mt_work_list *)args[14])->n_groups : -1;
+    /* a decode launch (the one with shared memory) passes the work list
+     * after the tensor map when it is persistent, else NULL there */
+    last_work_groups = sh > 0 && args && args[14] ? ((const mt_work_list *)args[14])->n_groups : -1;
     return MT_OK;
 }
 static int dependent_launches, last_reduce_grid[3], last_cut_tiles = -1;
@@ -58,22 +56,8 @@ static mt_status fake_tensor_map(mt_backend *b, mt_devptr base, unsigned eb, uin
     memset(out, 0, MT_TENSOR_MAP_BYTES);
     return MT_OK;
 }
-/* cooperative launches (split_reduce=2): the grid and the barrier word
- * the decode kernel was given last */
-static int cooperative_launches;
-static unsigned cooperative_grid[3];
-static mt_devptr last_grid_bar = 1;
-static mt_status counting_launch_cooperative(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3],
-                                             size_t sh, mt_stream s, void **args) {
-    (void)b, (void)f, (void)bl, (void)sh, (void)s;
-    cooperative_launches++;
-    memcpy(cooperative_grid, g, sizeof cooperative_grid);
-    last_grid_bar = *(const mt_devptr *)args[14];
-    return MT_OK;
-}
 static const mt_backend_iface cluster_iface = {.launch = counting_launch, .launch_dependent = counting_launch_dependent,
                                                .launch_cluster = counting_launch_cluster,
-                                               .launch_cooperative = counting_launch_cooperative,
                                                .tensor_map_2d = fake_tensor_map};
 static mt_backend cluster_backend = {.name = "clusters", .iface = &cluster_iface, .has_driver = 1};
 static const mt_backend_iface no_cluster_iface = {.launch = counting_launch, .tensor_map_2d = fake_tensor_map};
@@ -306,79 +290,7 @@ int main(void) {
         launches = dependent_launches = 0;
     }
 
-    /* split_reduce=2: both mma=2 paths, 2+ splits; merged in the decode
-     * kernel (a cooperative launch, no reduce) when the grid fits the
-     * device's compute units, by the reduce kernel otherwise */
-    {
-        mt_variant g64 = w, g16;
-        g64.values[MT_P_SPLIT_REDUCE] = 2;
-        CHECK_OK(mt_variant_validate(&g64, &s, &sm90));
-        CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=64,num_splits=128,block_threads=256,kv_chunk=64,mma=2,"
-                                     "kv_stages=2,split_reduce=2,groups_per_cu=0", &g16));
-        CHECK_OK(mt_variant_validate(&g16, &s, &sm90));
-        mt_decode_static fp8 = s;
-        fp8.kv_dtype = MT_FP8_E4M3;
-        mt_variant g8 = g16;
-        g8.values[MT_P_KV_STAGES] = 4;
-        CHECK_OK(mt_variant_validate(&g8, &fp8, &sm90));
-        mt_variant bad = g16;
-        bad.values[MT_P_NUM_SPLITS] = 1, bad.values[MT_P_KV_GRANULARITY] = 16;
-        CHECK_STATUS(mt_variant_validate(&bad, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "split_reduce=2") != NULL, "%s", mt_last_error());
-        bad = v, bad.values[MT_P_SPLIT_REDUCE] = 2; /* mma=0 */
-        CHECK_STATUS(mt_variant_validate(&bad, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "mma=2 paths") != NULL, "%s", mt_last_error());
-        bad = g16, bad.values[MT_P_NUM_SPLITS] = 1, bad.values[MT_P_GROUPS_PER_CU] = 1;
-        CHECK_STATUS(mt_variant_validate(&bad, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_STATUS(mt_variant_validate(&g16, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
-        /* fits: row tiles x splits x batch <= compute units */
-        CHECK(mt_mla_decode_merges_in_grid(&g16, 1, 16, 1, 132) == 1);  /* 1 x 128 x 1 */
-        CHECK(mt_mla_decode_merges_in_grid(&g16, 2, 16, 1, 132) == 0);  /* 256 */
-        CHECK(mt_mla_decode_merges_in_grid(&g16, 1, 16, 2, 132) == 0);  /* 2 tiles x 128 */
-        CHECK(mt_mla_decode_merges_in_grid(&g64, 16, 16, 1, 132) == 1); /* 8 splits x 16 */
-        CHECK(mt_mla_decode_merges_in_grid(&g64, 16, 64, 1, 128) == 1);
-        CHECK(mt_mla_decode_merges_in_grid(&g64, 17, 16, 1, 132) == 0);
-        CHECK(mt_mla_decode_merges_in_grid(&w, 1, 16, 1, 132) == 0); /* split_reduce=0 */
-        CHECK(mt_mla_decode_merges_in_grid(&g16, 1, 16, 1, 0) == 0);  /* compute units unknown */
-        /* workspace: the partials, then the barrier word on a 64-byte boundary */
-        size_t part = (size_t)128 * 16 * 513 * 4;
-        CHECK(mt_mla_decode_workspace_bytes(&g16, &s, 1, 16, 1, 132) == (part + 63) / 64 * 64 + 64);
-        part = (size_t)8 * 3 * 16 * 513 * 4; /* 8 splits, batch 3 */
-        CHECK(mt_mla_decode_workspace_bytes(&g64, &s, 3, 16, 1, 132) == (part + 63) / 64 * 64 + 64);
-        mt_mla_decode_args ga = {.batch = 3, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32,
-                                 .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000,
-                                 .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000, .workspace = 0x100000,
-                                 .compute_units = 132};
-        ga.workspace_bytes = mt_mla_decode_workspace_bytes(&g64, &s, 3, 16, 1, 132);
-        launches = dependent_launches = cooperative_launches = 0;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &g64, &s, &ga, NULL));
-        CHECK_MSG(cooperative_launches == 1 && launches == 0 && dependent_launches == 0, "%d %d %d",
-                  cooperative_launches, launches, dependent_launches);
-        CHECK(cooperative_grid[0] == 1 && cooperative_grid[1] == 8 && cooperative_grid[2] == 3);
-        CHECK_MSG(last_grid_bar == 0x100000 + (part + 63) / 64 * 64, "barrier at %#llx",
-                  (unsigned long long)last_grid_bar);
-        /* a workspace one byte short of the barrier word is refused */
-        mt_mla_decode_args short_ws = ga;
-        short_ws.workspace_bytes--;
-        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &g64, &s, &short_ws, NULL),
-                     MT_ERR_INVALID_ARGUMENT);
-        CHECK(cooperative_launches == 1);
-        /* too large for the device (3 x 8 > 20 units): decode with no
-         * barrier word, then the reduce */
-        ga.compute_units = 20;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &g64, &s, &ga, NULL));
-        CHECK(cooperative_launches == 1 && launches == 1 && dependent_launches == 1);
-        CHECK(last_reduce_grid[0] == 16 && last_reduce_grid[1] == 3);
-        /* a backend without cooperative launches says so */
-        ga.compute_units = 132;
-        CHECK_STATUS(mt_mla_decode_launch(&no_cluster_backend, (mt_function)1, (mt_function)1, &g64, &s, &ga, NULL),
-                     MT_ERR_UNSUPPORTED);
-        CHECK_MSG(strstr(mt_last_error(), "launch_cooperative") != NULL, "%s", mt_last_error());
-        launches = dependent_launches = 0;
-    }
-
     /* groups_per_cu > 0: the persistent form of the transposed path */
-    persistent_launches_expected = 1;
     {
         mt_variant pv;
         CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=64,num_splits=1,block_threads=256,kv_chunk=64,mma=2,"
@@ -457,7 +369,6 @@ int main(void) {
                   "%d launches of %d groups, %d reduces", launches, last_grid[0], dependent_launches);
         launches = dependent_launches = 0;
     }
-    persistent_launches_expected = 0;
 
     /* validation: allowed values, then constraints */
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
@@ -501,10 +412,9 @@ int main(void) {
      * and (256, 32) with 2/3/4 stages, (128, 64) and (256, 64) with 2 stages
      * (3 stages of 64 keys exceed 227 KiB): 8.  mma=2: the transposed tile,
      * 256 threads, 64-key chunks, 2 stages: 1.  split_reduce=1 never (the
-     * 64-row path only); split_reduce=2 on that mma=2 point with splits:
-     * 7 x 5 more.  groups_per_cu 1 and 2 (persistent): the transposed mma=2
-     * tile with one split, granularity 16 or 64: 4 more. */
-    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 7 * 5 + 4 && visited == n, "visited %d", n);
+     * 64-row path only).  groups_per_cu 1 and 2 (persistent): the
+     * transposed mma=2 tile with one split, granularity 16 or 64: 4 more. */
+    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 4 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,

@@ -73,17 +73,9 @@ static uint64_t mix(uint64_t x) {
 }
 
 int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
-                        int compute_units, int key_index, mt_variant **out) {
+                        int key_index, mt_variant **out) {
     variant_list all = {0};
     mt_space_enumerate(space, &key->s, t, collect_variant, &all, NULL);
-    if (compute_units > 0 && space->family == &mt_family_mla_decode_simt) {
-        int kept = 0;
-        for (int i = 0; i < all.n; i++)
-            if (all.items[i].values[MT_P_SPLIT_REDUCE] != 2 ||
-                mt_mla_decode_merges_in_grid(&all.items[i], key->batch, key->n_heads, key->sq, compute_units))
-                all.items[kept++] = all.items[i];
-        all.n = kept;
-    }
     mt_variant dflt;
     int default_valid = mt_variant_default_for(space->family, &key->s, t, &dflt) == MT_OK;
     mt_clear_error();
@@ -157,7 +149,6 @@ typedef struct sweep {
     int force, job_timeout_s, tty;
     mt_space_config spaces;
     mt_target target;
-    int compute_units; /* the device's (0 in a dry run: not known) */
     sweep_key *keys;
     int n_keys;
     pthread_mutex_t lock;
@@ -551,8 +542,7 @@ static int plan_keys(sweep *sw, int shard, int shards) {
         sweep_key *sk = &sw->keys[sw->n_keys++];
         sk->key = sw->plan.keys[k];
         sk->space = &sw->spaces.spaces[0];  /* one family per kind today */
-        sk->n_candidates = mt_sweep_candidates(&sw->plan, sk->space, &sk->key, &sw->target, sw->compute_units, k,
-                                                &sk->candidates);
+        sk->n_candidates = mt_sweep_candidates(&sw->plan, sk->space, &sk->key, &sw->target, k, &sk->candidates);
         sk->jobs = mt_sweep_job_count(&sw->plan, sk->n_candidates);
         sw->jobs_total += sk->jobs;
     }
@@ -745,7 +735,6 @@ int cmd_sweep(int argc, char **argv) {
     snprintf(sw.target.arch, sizeof sw.target.arch, "%s", f[1]);
     sw.target.shared_max = (size_t)strtoull(f[7], NULL, 10);
     sw.target.warp_size = atoi(f[8]);
-    sw.compute_units = atoi(f[3]);
     int count = atoi(f[9]);
     if (!n_devices) {
         if (strcmp(devices, "all") == 0)

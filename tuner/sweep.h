@@ -10,13 +10,9 @@
 /* The variants to try first for a key (all of them for exhaustive search, a
  * seeded sample for random and halving), default variant included when it
  * is valid.  Deterministic: the same plan and key give the same list, which
- * is what makes resume and compile-ahead agree.  With the device's
- * compute_units known (> 0), a split_reduce=2 variant whose grid does not
- * fit the device for this key is left out: it would run as its
- * split_reduce=0 twin (mla_decode.h, mt_mla_decode_merges_in_grid).
- * *out is malloc'd. */
+ * is what makes resume and compile-ahead agree.  *out is malloc'd. */
 int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
-                        int compute_units, int key_index, mt_variant **out);
+                        int key_index, mt_variant **out);
 
 /* Jobs a key will take: n for exhaustive and random; for halving the sum of
  * its rounds. */
