@@ -77,14 +77,14 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, 
          * 1023 bytes to a 1024-byte boundary, Q^T (16 rows x d, 16-bit),
          * the stages of 64 keys x d elements, P^T per warpgroup (16 x 64
          * 16-bit), the maxima/sums exchange, row limits, q maxima, an
-         * mbarrier per stage and 64-column block */
+         * mbarrier per stage */
         size_t blocks = (size_t)s->d / 64, stages = (size_t)values[MT_P_KV_STAGES];
         /* persistent: warpgroup 1's O^T (16 x 512 floats) meets warpgroup
          * 0's in a buffer of its own, since the stages already hold the
          * next item's chunks */
         size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 : 0;
         return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
-               16 * 4 + 8 * 4 + stages * blocks * 8 + merge;
+               16 * 4 + 8 * 4 + stages * 8 + merge;
     }
     if (values[MT_P_MMA] == 2) {
         /* must match the warpgroup path's layout in mla_decode.cu: up to

@@ -336,26 +336,6 @@ __device__ __forceinline__ void issue_chunk_copies(unsigned char *stage, const m
     }
 }
 
-/* The same copies, completing on one mbarrier per 64-column block
- * (full[0 .. D/64 - 1]), so that the scores of a block can start as soon
- * as that block has landed (the transposed path: at batch 1 every chunk of
- * a work-group is in flight at once and lands near the end, and the score
- * step's k-steps then run behind the later blocks instead of after all). */
-template <int ROW_BYTES>
-__device__ __forceinline__ void issue_chunk_copies_by_block(unsigned char *stage, const mt_tensor_map *map,
-                                                            const int *pages, int k0, int tile_end, mt_u64 *full) {
-    const int boxes = min(64 / BOX_ROWS, (tile_end - k0 + BOX_ROWS - 1) / BOX_ROWS);
-#pragma unroll
-    for (int blk = 0; blk < D / 64; blk++) mt_mbar_expect_tx(&full[blk], (unsigned)(boxes * BOX_ROWS * ROW_BYTES));
-    for (int bx = 0; bx < boxes; bx++) {
-        const int key = k0 + bx * BOX_ROWS;
-        const int row = pages[key / PAGE_SIZE] * PAGE_SIZE + key % PAGE_SIZE;
-#pragma unroll
-        for (int blk = 0; blk < D / 64; blk++)
-            mt_tma_load_2d(stage + blk * 64 * ROW_BYTES + bx * BOX_ROWS * ROW_BYTES, map, blk * 64, row, &full[blk]);
-    }
-}
-
 /* The last chunk: zeroes key rows first..63 of every block (whole rows, so
  * the swizzle does not matter); a page's unused tail may hold anything, and
  * P V must not meet a NaN.  `tid` counts from 0 over `threads` threads. */
@@ -555,9 +535,7 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
  *                                      at the end warpgroup 1's O^T for the merge
  *   p_s        2 x [16 rows][128 B]    P^T of each warpgroup's chunk, the mma type
  *   red        [2 wg][2][4 warps][16]  column maxima (double-buffered), then sums and maxima
- *   row_limit  [16] int, q_amax [8] f32, stage_full [KV_STAGES][D/64] mbarrier
- *              (one per stage and 64-column block: a block's scores start
- *              when that block has landed)
+ *   row_limit  [16] int, q_amax [8] f32, stage_full [KV_STAGES] mbarrier
  * Fixed shape (checked in mla_decode.c): 256 threads, 64-key chunks, 4
  * stages for fp8 KV and 2 for 16-bit KV (q of the same type), DL 512,
  * D % 64 == 0, PAGE_SIZE >= 16. */
@@ -653,7 +631,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     mt_u64 *stage_full = (mt_u64 *)(q_amax + 8);
     /* where warpgroup 1's O^T meets warpgroup 0's: the stages when they
      * are idle at the end (one item), a buffer of its own otherwise */
-    float *o_x = GROUPS_PER_CU ? (float *)(stage_full + KV_STAGES * (D / 64)) : (float *)kv_s;
+    float *o_x = GROUPS_PER_CU ? (float *)(stage_full + KV_STAGES) : (float *)kv_s;
 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     MT_TRACE_DECL;
@@ -698,17 +676,15 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     };
     auto issue = [&](int w, cursor &c, int st) {
         const t8_item it = item_at(c.item);
-        issue_chunk_copies_by_block<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map,
-                                                  block_table + (size_t)it.b * max_blocks,
-                                                  (it.k_begin & ~63) + 64 * (w + 2 * c.li), it.tile_end,
-                                                  &stage_full[st * (D / 64)]);
+        issue_chunk_copies<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map, block_table + (size_t)it.b * max_blocks,
+                                         (it.k_begin & ~63) + 64 * (w + 2 * c.li), it.tile_end, &stage_full[st]);
         c.li++;
         settle(w, c);
     };
     /* position p of warpgroup w's stream uses stage T8_STAGES_PER_WG w + p % T8_STAGES_PER_WG */
     cursor cur = {first_item, 0}; /* this warpgroup's, kept by its thread wtid 0 */
     if (tid == 0) {
-        for (int i = 0; i < KV_STAGES * (D / 64); i++) mt_mbar_init(&stage_full[i], 1);
+        for (int i = 0; i < KV_STAGES; i++) mt_mbar_init(&stage_full[i], 1);
         mt_mbar_init_fence();
         /* the first chunks of both streams go out before Q^T is built, so
          * q's trip to memory overlaps theirs */
@@ -802,16 +778,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     for (int li = 0; li < n_mine; li++, pos++) {
         const int k0 = kb0 + 64 * (wg + 2 * li), st = T8_STAGES_PER_WG * wg + pos % T8_STAGES_PER_WG;
         unsigned char *stg = kv_s + st * T8_STAGE_BYTES;
-        mt_u64 *full = &stage_full[st * (D / 64)];
-        const unsigned parity = (unsigned)(pos / T8_STAGES_PER_WG) & 1u;
-        /* a whole chunk: each block is waited for just before its k-steps;
-         * the last (partial) chunk and fp8 KV wait for every block here (the
-         * zeroing needs whole rows; the fp8 loop reads a block ahead) */
-        const bool by_block = !KV_FP8 && k0 + 64 <= tile_end;
-        if (!by_block)
-#pragma unroll
-            for (int blk = 0; blk < D / 64; blk++) mt_mbar_wait(&full[blk], parity);
-        if (ii == first_item && li == 0) MT_TRACE_MARK(4); /* the first chunk has landed (or its wait began) */
+        mt_mbar_wait(&stage_full[st], (unsigned)(pos / T8_STAGES_PER_WG) & 1u);
+        if (ii == first_item && li == 0) MT_TRACE_MARK(4); /* the first chunk has landed */
         if (k0 + 64 > tile_end) {
             zero_key_rows<T8_ROW_BYTES>(stg, tile_end - k0, wtid, 128);
 #if !KV_FP8
@@ -833,12 +801,10 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             const mt_u64 k_desc = mt_wgmma_desc(stg, 16, 1024);
             mt_wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < D / 16; ks++) {
-                if ((ks & 3) == 0 && by_block) mt_mbar_wait(&full[ks >> 2], parity);
+            for (int ks = 0; ks < D / 16; ks++)
                 mt_wgmma_m64n16k16_ss<MMA_FP16, 0>(s, k_desc + (((ks >> 2) * T8_BLOCK_BYTES + (ks & 3) * 32) >> 4),
                                                    q_desc + (((ks >> 2) * T8_Q_BLOCK_BYTES + (ks & 3) * 32) >> 4),
                                                    ks != 0);
-            }
             mt_wgmma_commit();
             mt_wgmma_wait<0>();
         }
