@@ -25,16 +25,25 @@
 //   clusters of n  how many clusters of n such blocks can be resident at
 //                  once (cudaOccupancyMaxActiveClusters): a grid of more
 //                  runs in two waves
+//   split floor    (`launch-floor split` runs only these and the graph
+//                  lines) issue 7's small-batch shapes with the decode's
+//                  split structure and no arithmetic: the chunks streamed,
+//                  then 16 KB out (no merge), or a 32 KB fp32 partial per
+//                  work-group, then also a dependent reduce over them (the
+//                  shapes of mla_decode.cu's two reduce forms), then the
+//                  pair replayed as a CUDA graph
 // Build here (nvcc of the CUDA toolkit; the CUDA runtime is linked
 // statically): nvcc -O2 -arch=sm_90a -o build/launch-floor tuner/probes/launch-floor.cu
 // then on the device: tests/gpu-run.sh build/launch-floor (SKIP_GPU_TESTS=1
 // to skip the tests).  Output of 2026-11-22 (H100):
-// reports/h100/fast-decode/launch-floor.txt.
+// reports/h100/fast-decode/launch-floor.txt; of `split`, 2026-11-23:
+// reports/h100/fast-decode/split-floor.txt.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #define CHECK(x)                                                                                  \
@@ -102,8 +111,9 @@ __global__ void chain(const int *seq_len, const int *table, const int *kv, int *
 // same with the map prefetched at entry (prefetch.tensormap).
 __global__ void stream_chunks(const int *seq_len, const int *table, const char *kv, int4 *out, int n_chunks,
                               int stages, int spin_ns, const int *page_of, int tma,
-                              const __grid_constant__ CUtensorMap map) {
+                              const __grid_constant__ CUtensorMap map, int4 *part = nullptr) {
     extern __shared__ __align__(128) char stage_mem[];
+    asm volatile("griddepcontrol.launch_dependents;");
     __shared__ __align__(8) unsigned long long bar[4];
     __shared__ int base_off;
     const int tid = threadIdx.x;
@@ -153,7 +163,43 @@ __global__ void stream_chunks(const int *seq_len, const int *table, const char *
         __syncthreads();
         if (tid == 0 && c + stages < n_chunks) issue(c + stages);
     }
+    if (part) {
+        /* a split's partial result: 16 rows x 512 fp32 columns */
+        for (int i = tid; i < 2048; i += blockDim.x) part[blockIdx.x * 2048 + i] = acc;
+        return;
+    }
     for (int i = tid; i < 1024; i += blockDim.x) out[blockIdx.x * 1024 + i] = acc;
+}
+
+// The reduce's data movement after stream_chunks(part): rows x 512 fp32
+// columns from each of `splits` partials (the partial of split s of row r
+// at part + (s * rows + r) * 512), merged with equal weights into bf16-size
+// outputs.  Grid (rows, 8): a block of 8 warps takes 64 columns of a row,
+// warp w the splits w, w + 8, ... with all of its loads in flight, as
+// kernels/mla_decode.cu's reduce does (without the lse arithmetic).
+// Launched as a programmatic dependent of stream_chunks.
+template <int SPLITS>
+__global__ void reduce_partials(const float *part, int rows, unsigned short *out) {
+    __shared__ float acc_s[8][64];
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const int row = blockIdx.x, col0 = blockIdx.y * 64, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    constexpr int PER_WARP = (SPLITS + 7) / 8;
+    float x[PER_WARP][2];
+#pragma unroll
+    for (int i = 0; i < PER_WARP; i++)
+#pragma unroll
+        for (int c = 0; c < 2; c++)
+            x[i][c] = w + 8 * i < SPLITS ? part[((size_t)(w + 8 * i) * rows + row) * 512 + col0 + 32 * c + lane] : 0.0f;
+    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PER_WARP; i++) a0 += x[i][0], a1 += x[i][1];
+    acc_s[w][lane] = a0, acc_s[w][32 + lane] = a1;
+    __syncthreads();
+    if (threadIdx.x < 64) {
+        float a = 0.0f;
+        for (int k = 0; k < 8; k++) a += acc_s[k][threadIdx.x];
+        out[(size_t)row * 512 + col0 + threadIdx.x] = (unsigned short)(__float_as_uint(a) >> 16);
+    }
 }
 
 __global__ void pdl_first(int *sink) {
@@ -195,7 +241,47 @@ static void time_it(const char *name, Flush &fl, cudaStream_t s, F launch) {
     for (auto &e : ev) CHECK(cudaEventDestroy(e));
 }
 
-int main() {
+// The few-splits reduce's shape (mla_decode.cu, NUM_SPLITS < 8): 32 lanes
+// per row, 4 float4 columns of every split per lane, 4 rows per work-group.
+template <int SPLITS>
+__global__ void reduce_rows(const float *part, int rows, unsigned short *out) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const int lane = threadIdx.x & 31, row = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    float4 x[SPLITS][4];
+#pragma unroll
+    for (int sp = 0; sp < SPLITS; sp++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) x[sp][j] = *(const float4 *)(part + ((size_t)sp * rows + row) * 512 + 4 * (32 * j + lane));
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float4 a = x[0][j];
+#pragma unroll
+        for (int sp = 1; sp < SPLITS; sp++) a.x += x[sp][j].x, a.y += x[sp][j].y, a.z += x[sp][j].z, a.w += x[sp][j].w;
+        *(uint2 *)(out + (size_t)row * 512 + 4 * (32 * j + lane)) =
+            make_uint2(__float_as_uint(a.x) >> 16 | (__float_as_uint(a.y) & 0xffff0000u),
+                       __float_as_uint(a.z) >> 16 | (__float_as_uint(a.w) & 0xffff0000u));
+    }
+}
+
+// The same as time_it, with the launch(es) captured once into a CUDA graph
+// and the graph launched between the events (as an engine that runs its
+// decode step as a graph sees the call).
+template <class F>
+static void time_graph(const char *name, Flush &fl, cudaStream_t s, F launch) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    launch();
+    CHECK(cudaStreamEndCapture(s, &g));
+    CHECK(cudaGraphInstantiate(&ge, g, 0));
+    time_it(name, fl, s, [&] { CHECK(cudaGraphLaunch(ge, s)); });
+    CHECK(cudaGraphExecDestroy(ge));
+    CHECK(cudaGraphDestroy(g));
+}
+
+int main(int argc, char **argv) {
+    const bool split_only = argc > 1 && !strcmp(argv[1], "split");
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     Flush fl;
@@ -216,6 +302,7 @@ int main() {
     CHECK(cudaFuncSetAttribute(chain, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CHECK(cudaFuncSetAttribute(pdl_first, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
 
+    if (!split_only) {
     time_it("empty-1", fl, s, [&] { empty_kernel<<<1, 32, 0, s>>>(sink); });
     time_it("empty-128-smem", fl, s, [&] { empty_smem<<<128, 256, smem, s>>>(sink); });
     {
@@ -245,6 +332,7 @@ int main() {
         empty_smem<<<128, 256, smem, s>>>(sink);
         empty_kernel<<<128, 256, 0, s>>>(sink);
     });
+    }
     /* the data movement of B=128 (one work-group per SM) at 16 and 32 chunks each */
     char *stream_kv;
     int4 *stream_out;
@@ -273,6 +361,7 @@ int main() {
                                           {1, 2, 0, 1}, {16, 2, 0, 1}, {32, 2, 0, 1}, {16, 3, 0, 1}, {32, 3, 0, 1},
                                           {16, 2, 1500, 1}, {32, 2, 1500, 1}};
     for (auto &c : stream_cases) {
+        if (split_only) break;
         char name[64];
         snprintf(name, sizeof name, "stream %2d chunks %d stages %4d ns%s", c[0], c[1], c[2], c[3] ? " paged" : "");
         time_it(name, fl, s, [&] {
@@ -297,12 +386,82 @@ int main() {
     }
     static const int tma_cases[][3] = {{1, 1, 2}, {16, 1, 2}, {32, 1, 2}, {1, 2, 2}, {16, 2, 2}, {32, 2, 2}};
     for (auto &c : tma_cases) {
+        if (split_only) break;
         char name[64];
         snprintf(name, sizeof name, "stream %2d chunks %d stages paged tma%s", c[0], c[2], c[1] == 2 ? "+prefetch" : "");
         time_it(name, fl, s, [&] {
             stream_chunks<<<128, 256, c[2] * STREAM_CHUNK, s>>>(seq_len, table, paged_kv, stream_out, c[0], c[2], 0,
                                                                  page_of, c[1], map);
         });
+    }
+    /* The floors of the three small-batch shapes of issue 7 with the
+     * decode's split structure and no arithmetic: 128 work-groups stream
+     * their chunks (paged, the copy engine's boxes, 2 stages), each writes
+     * a 32 KB fp32 partial, and a dependent reduce merges them (B=1 x 16384:
+     * 128 splits of 2 chunks; B=8 x 16384: 16 splits of 16 chunks; B=32 x
+     * 4096: 4 splits of 16 chunks); then the same captured as a graph. */
+    {
+        float *part;
+        unsigned short *red_out;
+        CHECK(cudaMalloc(&part, (size_t)128 * 32768));
+        CHECK(cudaMalloc(&red_out, (size_t)512 * 512 * 2));
+        CHECK(cudaFuncSetAttribute(stream_chunks, cudaFuncAttributeMaxDynamicSharedMemorySize, 3 * STREAM_CHUNK));
+        struct shape { const char *name; int blocks, chunks, splits; };
+        static const shape shapes[] = {{"B=1 x 16384", 128, 2, 128}, {"B=1 x 16384 (64 splits)", 64, 4, 64},
+                                       {"B=8 x 16384", 128, 16, 16}, {"B=32 x 4096", 128, 16, 4}};
+        for (const shape &sh : shapes) {
+            const int rows = sh.blocks * 16 / sh.splits; /* 16 rows per work-group */
+            auto decode_only = [&] {
+                stream_chunks<<<sh.blocks, 256, 2 * STREAM_CHUNK, s>>>(seq_len, table, paged_kv, stream_out, sh.chunks,
+                                                                        2, 0, page_of, 1, map, (int4 *)part);
+            };
+            auto with_reduce = [&] {
+                decode_only();
+                cudaLaunchConfig_t cfg = {};
+                cfg.gridDim = dim3(rows, 8), cfg.blockDim = dim3(256), cfg.stream = s;
+                cudaLaunchAttribute attr;
+                attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+                attr.val.programmaticStreamSerializationAllowed = 1;
+                cfg.attrs = &attr, cfg.numAttrs = 1;
+                if (sh.splits == 128) CHECK(cudaLaunchKernelEx(&cfg, reduce_partials<128>, (const float *)part, rows, red_out));
+                else if (sh.splits == 64) CHECK(cudaLaunchKernelEx(&cfg, reduce_partials<64>, (const float *)part, rows, red_out));
+                else if (sh.splits == 16) CHECK(cudaLaunchKernelEx(&cfg, reduce_partials<16>, (const float *)part, rows, red_out));
+                else {
+                    /* 4 splits: the few-splits shape (session 12) */
+                    cfg.gridDim = dim3((rows + 3) / 4), cfg.blockDim = dim3(128);
+                    CHECK(cudaLaunchKernelEx(&cfg, reduce_rows<4>, (const float *)part, rows, red_out));
+                }
+            };
+            char name[80];
+            snprintf(name, sizeof name, "split floor %s: stream, 16 KB out", sh.name);
+            time_it(name, fl, s, [&] {
+                stream_chunks<<<sh.blocks, 256, 2 * STREAM_CHUNK, s>>>(seq_len, table, paged_kv, stream_out, sh.chunks,
+                                                                        2, 0, page_of, 1, map);
+            });
+            snprintf(name, sizeof name, "split floor %s: stream + partials", sh.name);
+            time_it(name, fl, s, decode_only);
+            snprintf(name, sizeof name, "split floor %s: + reduce", sh.name);
+            time_it(name, fl, s, with_reduce);
+            snprintf(name, sizeof name, "split floor %s: + reduce, graph", sh.name);
+            time_graph(name, fl, s, with_reduce);
+        }
+        time_graph("empty-128-smem, graph", fl, s, [&] { empty_smem<<<128, 256, smem, s>>>(sink); });
+        time_graph("pdl-pair, graph", fl, s, [&] {
+            pdl_first<<<128, 256, smem, s>>>(sink);
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(128), cfg.blockDim = dim3(256), cfg.stream = s;
+            cudaLaunchAttribute attr;
+            attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attr.val.programmaticStreamSerializationAllowed = 1;
+            cfg.attrs = &attr, cfg.numAttrs = 1;
+            CHECK(cudaLaunchKernelEx(&cfg, pdl_second, sink));
+        });
+        CHECK(cudaFree(part));
+        CHECK(cudaFree(red_out));
+    }
+    if (split_only) {
+        printf("ok\n");
+        return 0;
     }
     CHECK(cudaFuncSetAttribute(evict_read, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     time_it("empty-128-smem +carveout", fl, s, [&] { empty_smem<<<128, 256, smem, s>>>(sink); });
