@@ -369,11 +369,18 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
     if (!(a->kv_scale > 0.0f) || a->kv_scale > 1e30f)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kv scale %g is not a positive finite number",
                        (double)a->kv_scale);
-    struct { mt_devptr p; const char *name; } ptrs[] = {
-        {a->q, "q"}, {a->kv, "kv cache"}, {a->block_table, "block table"}, {a->seq_lens, "sequence lengths"},
-        {a->out, "out"}, {a->lse, "lse"}};
-    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+    /* the kernels read and write rows in 16-byte pieces (q, KV, out, the
+     * partials in the workspace) and 4-byte words: a misaligned pointer
+     * would fault on the GPU, so it is refused here */
+    struct { mt_devptr p; const char *name; unsigned align; } ptrs[] = {
+        {a->q, "q", 16}, {a->kv, "kv cache", 16}, {a->block_table, "block table", 4},
+        {a->seq_lens, "sequence lengths", 4}, {a->out, "out", 16}, {a->lse, "lse", 4}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) {
         if (!ptrs[i].p) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: %s pointer is null", ptrs[i].name);
+        if (ptrs[i].p % ptrs[i].align != 0)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: %s pointer 0x%llx is not %u-byte aligned",
+                           ptrs[i].name, (unsigned long long)ptrs[i].p, ptrs[i].align);
+    }
     if (v->values[MT_P_GROUPS_PER_CU] && (!a->seq_lens_host || a->compute_units < 1))
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: a persistent variant (groups_per_cu=%d) schedules its work on the host from the "
@@ -383,6 +390,9 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
     if (need > 0 && (!a->workspace || a->workspace_bytes < need))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: workspace of %zu bytes needed, %zu given%s", need,
                        a->workspace_bytes, a->workspace ? "" : " (null pointer)");
+    if (need > 0 && a->workspace % 16 != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: workspace pointer 0x%llx is not 16-byte aligned",
+                       (unsigned long long)a->workspace);
     return MT_OK;
 }
 
@@ -448,8 +458,6 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale,
                     kv_map, NULL};
     if (v->values[MT_P_MMA] == 2) {
-        if (a->kv % 16 != 0)
-            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs a 16-byte aligned KV cache");
         unsigned box_rows = s->page_size < 64 ? (unsigned)s->page_size : 64u;
         unsigned elem = s->kv_dtype == MT_FP8_E4M3 ? 1u : 2u; /* 64 columns: 64- or 128-byte box rows */
         st = mt_backend_tensor_map_2d(b, kv, elem, (uint64_t)s->d, 1ull << 31, (uint64_t)s->d * elem, 64, box_rows,
@@ -471,10 +479,12 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     /* NULL after the five: a backend that records launches (test_variant)
      * tells this reduce from the persistent one, which takes seven */
     void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows, NULL};
-    /* REDUCE_GROUPS, REDUCE_THREADS and REDUCE_COLS in mla_decode.cu */
-    unsigned groups = splits < 8 ? (unsigned)splits : 8u;
+    /* the reduce's shape in mla_decode.cu: with 2 or 4 splits, REDUCE_ROWS
+     * (4) rows of 32 threads each; with 8 or more, REDUCE_GROUPS (8) x 32
+     * threads per 64 columns (REDUCE_COLS) of a row */
     unsigned rgrid[3] = {(unsigned)rows, (unsigned)a->batch, (unsigned)((s->dl + 63) / 64)};
-    unsigned rblock[3] = {32 * groups, 1, 1};
+    unsigned rblock[3] = {256, 1, 1};
+    if (splits < 8) rgrid[0] = (unsigned)((rows + 3) / 4), rgrid[2] = 1, rblock[0] = 128;
     /* the reduce may be scheduled while decode's last work-groups run; it
      * waits for their results in the kernel (mt_grid_dependency_wait) */
     return mt_backend_launch_dependent(b, reduce, rgrid, rblock, 0, stream, rargs);

@@ -2056,6 +2056,86 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #endif /* MMA */
 
 #if !GROUPS_PER_CU /* persistent variants have their own reduce, over the cut tiles only */
+#if NUM_SPLITS < 8
+/* Few splits (2 or 4: the larger batches).  A group of 32 threads merges
+ * one whole row: each lane takes REDUCE_VEC consecutive columns in every
+ * 32 * REDUCE_VEC (coalesced) of all splits, and works out the splits'
+ * weights itself from their lse (the same few words for all lanes, so no
+ * exchange and no barrier).  Every load of the row is in flight at once,
+ * so the merge costs one trip to L2; REDUCE_ROWS rows per work-group.
+ * The wide form below spent 8 column blocks and 3 barriers per row, 4096
+ * work-groups at B=32 x 16 rows, 2 waves of them (reports/PERFLOG.md,
+ * session 12).  Grid (ceil(rows / REDUCE_ROWS), B); launched as a
+ * dependent of decode, as below. */
+#define REDUCE_ROWS 4
+#define REDUCE_THREADS (32 * REDUCE_ROWS)
+#define REDUCE_VEC (DL % 4 == 0 ? 4 : 1)
+#define REDUCE_STEPS ((DL + 32 * REDUCE_VEC - 1) / (32 * REDUCE_VEC))
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
+mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
+           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows) {
+    const int lane = threadIdx.x % 32, row = blockIdx.x * REDUCE_ROWS + threadIdx.x / 32, b = blockIdx.y;
+    MT_TRACE_DECL;
+    MT_TRACE_MARK(0);
+    mt_grid_dependency_wait();
+    MT_TRACE_MARK(1); /* the decode's results are visible */
+    if (row < rows) {
+        const float *lp = lse_part + (size_t)b * NUM_SPLITS * rows + row;
+        const float *base = o_part + ((size_t)b * NUM_SPLITS * rows + row) * DL;
+        const size_t split_stride = (size_t)rows * DL;
+        float x[NUM_SPLITS][REDUCE_STEPS][REDUCE_VEC], l[NUM_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) {
+            l[sp] = lp[(size_t)sp * rows];
+#pragma unroll
+            for (int j = 0; j < REDUCE_STEPS; j++) {
+                const int col = (32 * j + lane) * REDUCE_VEC;
+                const float *src = base + sp * split_stride + col;
+#if REDUCE_VEC == 4
+                const float4 v = col < DL ? *(const float4 *)src : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                x[sp][j][0] = v.x, x[sp][j][1] = v.y, x[sp][j][2] = v.z, x[sp][j][3] = v.w;
+#else
+                x[sp][j][0] = col < DL ? src[0] : 0.0f;
+#endif
+            }
+        }
+        /* weights exp(lse_i - max); a split that saw no keys has weight 0
+         * and a partial never written (select, not multiply: stale NaN
+         * cannot leak in) */
+        float m = MT_NEG_INF, total = 0.0f, w[NUM_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) m = fmaxf(m, l[sp]);
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) w[sp] = l[sp] == MT_NEG_INF ? 0.0f : __expf(l[sp] - m), total += w[sp];
+        const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+        mt_u16 *orow = out + ((size_t)b * rows + row) * DL;
+#pragma unroll
+        for (int j = 0; j < REDUCE_STEPS; j++) {
+            const int col = (32 * j + lane) * REDUCE_VEC;
+            if (col >= DL) continue;
+            mt_u16 h[REDUCE_VEC];
+#pragma unroll
+            for (int e = 0; e < REDUCE_VEC; e++) {
+                float acc = 0.0f;
+#pragma unroll
+                for (int sp = 0; sp < NUM_SPLITS; sp++) acc += w[sp] != 0.0f ? w[sp] * x[sp][j][e] : 0.0f;
+                h[e] = store_out(acc * inv);
+            }
+#if REDUCE_VEC == 4
+            *(uint2 *)(orow + col) = make_uint2(h[0] | (unsigned)h[1] << 16, h[2] | (unsigned)h[3] << 16);
+#else
+            orow[col] = h[0];
+#endif
+        }
+        if (lane == 0) lse[(size_t)b * rows + row] = total > 0.0f ? m + __logf(total) : MT_NEG_INF;
+    }
+    MT_TRACE_MARK(2);
+    if (threadIdx.x == 0) {
+        MT_TRACE_DUMP(2); /* kind 2: the reduce */
+        MT_TRACE_PRINT_KEPT();
+    }
+}
+#else /* NUM_SPLITS >= 8 */
 /* The reduce's shape (kept equal to the launch in mla_decode.c): a block of
  * 32 x REDUCE_GROUPS threads takes REDUCE_COLS columns of one row; the 32
  * lanes of a warp take consecutive columns (coalesced), the groups take
@@ -2063,7 +2143,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
  * (REDUCE_COLS / 32 columns x NUM_SPLITS / REDUCE_GROUPS splits, at most 16)
  * in flight at once: with many splits and a small batch the latency of
  * these L2 reads is the whole cost. */
-#define REDUCE_GROUPS (NUM_SPLITS < 8 ? NUM_SPLITS : 8)
+#define REDUCE_GROUPS 8
 #define REDUCE_THREADS (32 * REDUCE_GROUPS)
 #define REDUCE_COLS 64
 #define REDUCE_CPT (REDUCE_COLS / 32)
@@ -2149,4 +2229,5 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
         MT_TRACE_PRINT_KEPT();
     }
 }
+#endif /* NUM_SPLITS */
 #endif /* !GROUPS_PER_CU */

@@ -22,12 +22,13 @@ static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[
     last_work_groups = sh > 0 && args && args[14] ? ((const mt_work_list *)args[14])->n_groups : -1;
     return MT_OK;
 }
-static int dependent_launches, last_reduce_grid[3], last_cut_tiles = -1;
+static int dependent_launches, last_reduce_grid[3], last_reduce_threads, last_cut_tiles = -1;
 static mt_status counting_launch_dependent(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3],
                                            size_t sh, mt_stream s, void **args) {
-    (void)b, (void)f, (void)bl, (void)sh, (void)s;
+    (void)b, (void)f, (void)sh, (void)s;
     dependent_launches++;
     for (int i = 0; i < 3; i++) last_reduce_grid[i] = (int)g[i];
+    last_reduce_threads = (int)(bl[0] * bl[1] * bl[2]);
     /* the persistent reduce takes the cut tiles' list seventh (the grid
      * reduce has NULL there) */
     last_cut_tiles = args && args[5] && args[6] ? ((const mt_split_list *)args[6])->n_tiles : -1;
@@ -438,6 +439,20 @@ int main(void) {
     CHECK_STATUS(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &bad_a, NULL),
                  MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "kv cache pointer is null") != NULL);
+    /* misaligned pointers would fault in the kernels' 16-byte and 4-byte
+     * accesses: refused, naming the pointer */
+    bad_a = a, bad_a.q = 0x1008;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "q pointer 0x1008 is not 16-byte aligned") != NULL);
+    bad_a = a, bad_a.out = 0x5004;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "out pointer") != NULL);
+    bad_a = a, bad_a.seq_lens = 0x4002;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "sequence lengths pointer 0x4002 is not 4-byte aligned") != NULL);
+    bad_a = a, bad_a.workspace = 0x7004;
+    CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "workspace pointer 0x7004 is not 16-byte aligned") != NULL);
     bad_a = a, bad_a.workspace_bytes = 10;
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "workspace") != NULL);
@@ -457,6 +472,24 @@ int main(void) {
     launches = 0;
     CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, (mt_function)1, &v, &s, &a, NULL));
     CHECK_MSG(launches == 1 && dependent_launches == 1, "%d launches, %d dependent", launches, dependent_launches);
+    /* its shape is the kernel's (mla_reduce in mla_decode.cu): with 4
+     * splits, 4 rows of 32 threads per work-group over (16 rows, 2
+     * requests); with 16, 8 x 32 threads per 64 columns of a row */
+    CHECK_MSG(last_reduce_grid[0] == 4 && last_reduce_grid[1] == 2 && last_reduce_grid[2] == 1 &&
+                  last_reduce_threads == 128, "reduce grid %d x %d x %d, %d threads", last_reduce_grid[0],
+              last_reduce_grid[1], last_reduce_grid[2], last_reduce_threads);
+    {
+        const int launches_before = launches, dependent_before = dependent_launches;
+        mt_variant v16 = v;
+        v16.values[MT_P_NUM_SPLITS] = 16;
+        mt_mla_decode_args a16 = a;
+        a16.workspace_bytes = mt_mla_decode_workspace_bytes(&v16, &s, 2, 16, 1, 132);
+        CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, (mt_function)1, &v16, &s, &a16, NULL));
+        CHECK_MSG(last_reduce_grid[0] == 16 && last_reduce_grid[1] == 2 && last_reduce_grid[2] == 8 &&
+                      last_reduce_threads == 256, "reduce grid %d x %d x %d, %d threads", last_reduce_grid[0],
+                  last_reduce_grid[1], last_reduce_grid[2], last_reduce_threads);
+        launches = launches_before, dependent_launches = dependent_before; /* the counts the checks below go on from */
+    }
     w = v;
     w.values[MT_P_NUM_SPLITS] = 1;
     CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, NULL, &w, &s, &a, NULL));

@@ -118,7 +118,11 @@ size_t mlt_plan_workspace_size(const mlt_plan *plan);
 
 /* One decode call.  All pointers are device pointers; seq_len_hint is the
  * host-side mean number of keys per request (the dispatcher's input: it
- * never reads device memory). */
+ * never reads device memory).  q, kv_cache, out and workspace must be
+ * 16-byte aligned, block_table, seq_lens and lse 4-byte aligned (device
+ * allocations always are): the kernels move rows in 16-byte pieces, and a
+ * misaligned pointer fails the call (MLT_ERR_INVALID_ARGUMENT), nothing
+ * launched. */
 typedef struct mlt_decode_args {
     int batch;                   /* 1..max_batch */
     int seq_len_hint;            /* mean keys per request, >= 0 */
