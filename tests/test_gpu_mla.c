@@ -128,16 +128,22 @@ int main(void) {
     static const int heads[] = {1, 3, 8, 16, 64, 128}, pages[] = {1, 16, 64}, lmax_class[] = {16, 300, 3000, 20000};
     static const mt_dtype q_types[] = {MT_BF16, MT_FP16}, kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
     test_case *cases = calloc((size_t)n_cases, sizeof *cases);
-    variant_list spaces[3][2][3] = {{{{0}}}};  /* by page, q, kv: built lazily */
+    /* by Dl (512, or one of the odd widths below), page, q, kv: built lazily */
+    variant_list spaces[3][3][2][3] = {{{{{0}}}}};
     const double budget = 3e9;                 /* reference multiply-adds per case */
     for (int i = 0; i < n_cases; i++) {
         test_case *tc = &cases[i];
         int pi = i % 3, dt = (i + i / 6) % 6;
         tc->n_heads = heads[i % 6];
         tc->sq = 1 + (i % 8);
-        tc->s = (mt_decode_static){.d = 576, .dl = 512, .page_size = pages[pi], .q_dtype = q_types[dt / 3],
+        /* one case in 8 takes another Dl than DeepSeek's 512 (only the SIMT
+         * family takes those): 500, a multiple of 4 but not of 128, and 511,
+         * odd, so the kernels' and the reduce's column guards and their
+         * element-wise forms run too (Sq 5 and 2, heads and pages varying) */
+        int dl = i % 16 == 4 ? 500 : i % 16 == 9 ? 511 : 512;
+        tc->s = (mt_decode_static){.d = 576, .dl = dl, .page_size = pages[pi], .q_dtype = q_types[dt / 3],
                                    .kv_dtype = kv_types[dt % 3]};
-        variant_list *vl = &spaces[pi][dt / 3][dt % 3];
+        variant_list *vl = &spaces[dl == 512 ? 0 : dl == 500 ? 1 : 2][pi][dt / 3][dt % 3];
         if (!vl->n) {
             mt_space sp;
             mt_space_full(&mt_family_mla_decode_simt, &sp);
@@ -166,7 +172,7 @@ int main(void) {
             tc->v = vl->items[rnd() % (uint64_t)vl->n];
         }
         int rows = tc->sq * tc->n_heads;
-        double per_key = (double)rows * (576 + 512);
+        double per_key = (double)rows * (576 + dl);
         int lmax = lmax_class[(i / 3) % 4];
         if (lmax * per_key > budget) lmax = (int)(budget / per_key);
         if (lmax < 1) lmax = 1;
@@ -239,7 +245,7 @@ int main(void) {
         for (int r = 0; r < tc->batch; r++)
             for (int k = 0; k < (tc->lens[r] + page - 1) / page; k++) table[(size_t)r * max_blocks + k] = perm[next_page++];
         size_t q_elems = (size_t)tc->batch * rows * 576, kv_elems = (size_t)total_pages * page * 576;
-        size_t out_elems = (size_t)tc->batch * rows * 512, lse_elems = (size_t)tc->batch * rows;
+        size_t out_elems = (size_t)tc->batch * rows * tc->s.dl, lse_elems = (size_t)tc->batch * rows;
         void *q = malloc(q_elems * 2), *kv = malloc(kv_elems * mt_dtype_size(tc->s.kv_dtype));
         fill_storage(q, tc->s.q_dtype, q_elems, 1.0);
         fill_storage(kv, tc->s.kv_dtype, kv_elems, tc->kv_scale);
@@ -316,9 +322,9 @@ int main(void) {
         persistent_cases += tc->v.values[MT_P_GROUPS_PER_CU] > 0;
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
-        printf("case %3d %s N=%3d Sq=%d page=%2d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
-               ok ? "ok  " : "FAIL", tc->n_heads, tc->sq, page, tc->batch, lens_text, mt_dtype_name(tc->s.q_dtype),
-               mt_dtype_name(tc->s.kv_dtype), vname, e_out, e_lse, has_nan ? " NaN" : "");
+        printf("case %3d %s N=%3d Sq=%d page=%2d Dl=%d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
+               ok ? "ok  " : "FAIL", tc->n_heads, tc->sq, page, tc->s.dl, tc->batch, lens_text,
+               mt_dtype_name(tc->s.q_dtype), mt_dtype_name(tc->s.kv_dtype), vname, e_out, e_lse, has_nan ? " NaN" : "");
         CHECK_MSG(ok, "case %d failed (seed %llu)", i, (unsigned long long)seed);
         free(got), free(ref), free(got_lse), free(ref_lse), free(out16), free(lse32);
         free(q), free(kv), free(table), free(perm);
