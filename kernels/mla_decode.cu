@@ -164,6 +164,17 @@ __device__ __forceinline__ int tile_key_end(int row0, int rows, int len, int sq,
  * domain and its sum; -inf for a row that saw no key. */
 __device__ __forceinline__ float row_lse(float m, float l) { return l > 0.0f ? (m + mt_log2f(l)) * LN2 : MT_NEG_INF; }
 
+/* Merging splits (natural log): the weight of a partial whose lse is
+ * lse_i against the largest lse m, 0 for one that saw no key (select, not
+ * multiply, so whatever such a partial holds cannot leak in); and the
+ * merged lse from m and the sum of the weights. */
+__device__ __forceinline__ float split_weight(float lse_i, float m) {
+    return lse_i == MT_NEG_INF ? 0.0f : __expf(lse_i - m);
+}
+__device__ __forceinline__ float merged_lse(float m, float total) {
+    return total > 0.0f ? m + __logf(total) : MT_NEG_INF;
+}
+
 /* Where the results of query row `row` of request b go: out and lse
  * without splits, the split's fp32 partials (o_part, lse_part) otherwise. */
 __device__ __forceinline__ void store_lse(float *lse, float *lse_part, int b, int split, int rows, int row, float v) {
@@ -276,12 +287,12 @@ __device__ __forceinline__ void cluster_merge(const float *o_red, const float *l
         float m = MT_NEG_INF, total = 0.0f;
         for (int sp = 0; sp < NUM_SPLITS; sp++) m = fmaxf(m, wts[sp * 64 + tid]);
         for (int sp = 0; sp < NUM_SPLITS; sp++) {
-            const float l = wts[sp * 64 + tid], w = l == MT_NEG_INF ? 0.0f : __expf(l - m);
+            const float l = wts[sp * 64 + tid], w = split_weight(l, m);
             wts[sp * 64 + tid] = w, total += w;
         }
         const float inv = total > 0.0f ? 1.0f / total : 0.0f;
         for (int sp = 0; sp < NUM_SPLITS; sp++) wts[sp * 64 + tid] *= inv;
-        if (rank == 0) lse[(size_t)b * rows + row0 + tid] = total > 0.0f ? m + __logf(total) : MT_NEG_INF;
+        if (rank == 0) lse[(size_t)b * rows + row0 + tid] = merged_lse(m, total);
     }
     __syncthreads();
     unsigned peer[NUM_SPLITS]; /* o_red in each block of the cluster */
@@ -1082,12 +1093,12 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
 #pragma unroll
         for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
         if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
-        const float sc = m == MT_NEG_INF ? 0.0f : __expf(m - mx);
+        const float sc = split_weight(m, mx);
         l *= sc, a0 *= sc, a1 *= sc;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             /* select: a slot without keys adds nothing, whatever it holds */
-            const float w = ls[j] == MT_NEG_INF ? 0.0f : __expf(ls[j] - mx);
+            const float w = split_weight(ls[j], mx);
             l += w, a0 += w != 0.0f ? w * x[j].x : 0.0f, a1 += w != 0.0f ? w * x[j].y : 0.0f;
         }
         m = mx;
@@ -1101,7 +1112,7 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
         for (int w = warp; w < warp + slot_groups; w++) mx = fmaxf(mx, m_s[w]);
         l = 0.0f, a0 = 0.0f, a1 = 0.0f;
         for (int w = warp; w < warp + slot_groups; w++) {
-            const float f = m_s[w] == MT_NEG_INF ? 0.0f : __expf(m_s[w] - mx);
+            const float f = split_weight(m_s[w], mx);
             l += l_s[w] * f, a0 += acc_s[w][lane].x * f, a1 += acc_s[w][lane].y * f;
         }
         m = mx;
@@ -1110,7 +1121,7 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     mt_u16 *dst = out + ((size_t)b * rows + row) * DL + col;
     dst[0] = store_out(a0 * inv), dst[1] = store_out(a1 * inv);
-    if (blockIdx.y == 0 && lane == 0) lse[(size_t)b * rows + row] = l > 0.0f ? m + __logf(l) : MT_NEG_INF;
+    if (blockIdx.y == 0 && lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, l);
 }
 #endif
 
@@ -2106,7 +2117,7 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
 #pragma unroll
         for (int sp = 0; sp < NUM_SPLITS; sp++) m = fmaxf(m, l[sp]);
 #pragma unroll
-        for (int sp = 0; sp < NUM_SPLITS; sp++) w[sp] = l[sp] == MT_NEG_INF ? 0.0f : __expf(l[sp] - m), total += w[sp];
+        for (int sp = 0; sp < NUM_SPLITS; sp++) w[sp] = split_weight(l[sp], m), total += w[sp];
         const float inv = total > 0.0f ? 1.0f / total : 0.0f;
         mt_u16 *orow = out + ((size_t)b * rows + row) * DL;
 #pragma unroll
@@ -2127,7 +2138,7 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
             orow[col] = h[0];
 #endif
         }
-        if (lane == 0) lse[(size_t)b * rows + row] = total > 0.0f ? m + __logf(total) : MT_NEG_INF;
+        if (lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, total);
     }
     MT_TRACE_MARK(2);
     if (threadIdx.x == 0) {
@@ -2192,7 +2203,7 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     for (int g = 0; g < REDUCE_GROUPS; g++) m = fmaxf(m, red[g]);
     float total = 0.0f;
     for (int s = tid; s < NUM_SPLITS; s += REDUCE_THREADS) {
-        const float l = lp[(size_t)s * rows], w = (l == MT_NEG_INF) ? 0.0f : __expf(l - m);
+        const float l = lp[(size_t)s * rows], w = split_weight(l, m);
         weight[s] = w;
         total += w;
     }
@@ -2222,7 +2233,7 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
         for (int g = 0; g < REDUCE_GROUPS; g++) acc += partial[g][c];
         out[((size_t)b * rows + row) * DL + col] = store_out(acc * inv);
     }
-    if (tid == 0 && blockIdx.z == 0) lse[(size_t)b * rows + row] = total > 0.0f ? m + __logf(total) : MT_NEG_INF;
+    if (tid == 0 && blockIdx.z == 0) lse[(size_t)b * rows + row] = merged_lse(m, total);
     MT_TRACE_MARK(2);
     if (tid == 0) {
         MT_TRACE_DUMP(2); /* kind 2: the reduce */

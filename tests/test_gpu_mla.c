@@ -128,22 +128,22 @@ int main(void) {
     static const int heads[] = {1, 3, 8, 16, 64, 128}, pages[] = {1, 16, 64}, lmax_class[] = {16, 300, 3000, 20000};
     static const mt_dtype q_types[] = {MT_BF16, MT_FP16}, kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
     test_case *cases = calloc((size_t)n_cases, sizeof *cases);
-    /* by Dl (512, or one of the odd widths below), page, q, kv: built lazily */
-    variant_list spaces[3][3][2][3] = {{{{{0}}}}};
+    /* one case in 8 takes another Dl than DeepSeek's 512 (only the SIMT
+     * family takes those): 500, a multiple of 4 but not of 128, and 511,
+     * odd, so the kernels' and the reduce's column guards and their
+     * element-wise forms run too (Sq 5 and 2, heads and pages varying) */
+    static const int dls[] = {512, 500, 511};
+    variant_list spaces[3][3][2][3] = {{{{{0}}}}}; /* by Dl, page, q, kv: built lazily */
     const double budget = 3e9;                 /* reference multiply-adds per case */
     for (int i = 0; i < n_cases; i++) {
         test_case *tc = &cases[i];
         int pi = i % 3, dt = (i + i / 6) % 6;
         tc->n_heads = heads[i % 6];
         tc->sq = 1 + (i % 8);
-        /* one case in 8 takes another Dl than DeepSeek's 512 (only the SIMT
-         * family takes those): 500, a multiple of 4 but not of 128, and 511,
-         * odd, so the kernels' and the reduce's column guards and their
-         * element-wise forms run too (Sq 5 and 2, heads and pages varying) */
-        int dl = i % 16 == 4 ? 500 : i % 16 == 9 ? 511 : 512;
+        int di = i % 16 == 4 ? 1 : i % 16 == 9 ? 2 : 0, dl = dls[di];
         tc->s = (mt_decode_static){.d = 576, .dl = dl, .page_size = pages[pi], .q_dtype = q_types[dt / 3],
                                    .kv_dtype = kv_types[dt % 3]};
-        variant_list *vl = &spaces[dl == 512 ? 0 : dl == 500 ? 1 : 2][pi][dt / 3][dt % 3];
+        variant_list *vl = &spaces[di][pi][dt / 3][dt % 3];
         if (!vl->n) {
             mt_space sp;
             mt_space_full(&mt_family_mla_decode_simt, &sp);

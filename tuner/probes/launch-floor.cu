@@ -280,6 +280,20 @@ static void time_graph(const char *name, Flush &fl, cudaStream_t s, F launch) {
     CHECK(cudaGraphDestroy(g));
 }
 
+// Launches kernel k as a programmatic dependent of the kernel before it on
+// stream s (it may start before that one ends; griddepcontrol.wait inside
+// it waits for that one's results).
+template <class... Params, class... Args>
+static void launch_dependent(cudaStream_t s, dim3 grid, dim3 block, void (*k)(Params...), Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.stream = s;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    CHECK(cudaLaunchKernelEx(&cfg, k, args...));
+}
+
 int main(int argc, char **argv) {
     const bool split_only = argc > 1 && !strcmp(argv[1], "split");
     cudaStream_t s;
@@ -302,6 +316,11 @@ int main(int argc, char **argv) {
     CHECK(cudaFuncSetAttribute(chain, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CHECK(cudaFuncSetAttribute(pdl_first, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
 
+    /* the decode -> reduce pair with nothing in either */
+    auto pdl_pair = [&] {
+        pdl_first<<<128, 256, smem, s>>>(sink);
+        launch_dependent(s, dim3(128), dim3(256), pdl_second, sink);
+    };
     if (!split_only) {
     time_it("empty-1", fl, s, [&] { empty_kernel<<<1, 32, 0, s>>>(sink); });
     time_it("empty-128-smem", fl, s, [&] { empty_smem<<<128, 256, smem, s>>>(sink); });
@@ -318,16 +337,7 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "chain-%d", n);
         time_it(name, fl, s, [&] { chain<<<128, 256, smem, s>>>(seq_len, table, kv, sink, n); });
     }
-    time_it("pdl-pair", fl, s, [&] {
-        pdl_first<<<128, 256, smem, s>>>(sink);
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(128), cfg.blockDim = dim3(256), cfg.stream = s;
-        cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr.val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = &attr, cfg.numAttrs = 1;
-        CHECK(cudaLaunchKernelEx(&cfg, pdl_second, sink));
-    });
+    time_it("pdl-pair", fl, s, pdl_pair);
     time_it("plain-pair", fl, s, [&] {
         empty_smem<<<128, 256, smem, s>>>(sink);
         empty_kernel<<<128, 256, 0, s>>>(sink);
@@ -417,20 +427,13 @@ int main(int argc, char **argv) {
             };
             auto with_reduce = [&] {
                 decode_only();
-                cudaLaunchConfig_t cfg = {};
-                cfg.gridDim = dim3(rows, 8), cfg.blockDim = dim3(256), cfg.stream = s;
-                cudaLaunchAttribute attr;
-                attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-                attr.val.programmaticStreamSerializationAllowed = 1;
-                cfg.attrs = &attr, cfg.numAttrs = 1;
-                if (sh.splits == 128) CHECK(cudaLaunchKernelEx(&cfg, reduce_partials<128>, (const float *)part, rows, red_out));
-                else if (sh.splits == 64) CHECK(cudaLaunchKernelEx(&cfg, reduce_partials<64>, (const float *)part, rows, red_out));
-                else if (sh.splits == 16) CHECK(cudaLaunchKernelEx(&cfg, reduce_partials<16>, (const float *)part, rows, red_out));
-                else {
-                    /* 4 splits: the few-splits shape (session 12) */
-                    cfg.gridDim = dim3((rows + 3) / 4), cfg.blockDim = dim3(128);
-                    CHECK(cudaLaunchKernelEx(&cfg, reduce_rows<4>, (const float *)part, rows, red_out));
-                }
+                const float *p = part;
+                const dim3 wide(rows, 8), threads(256);
+                if (sh.splits == 128) launch_dependent(s, wide, threads, reduce_partials<128>, p, rows, red_out);
+                else if (sh.splits == 64) launch_dependent(s, wide, threads, reduce_partials<64>, p, rows, red_out);
+                else if (sh.splits == 16) launch_dependent(s, wide, threads, reduce_partials<16>, p, rows, red_out);
+                else /* 4 splits: the few-splits shape (session 12) */
+                    launch_dependent(s, dim3((rows + 3) / 4), dim3(128), reduce_rows<4>, p, rows, red_out);
             };
             char name[80];
             snprintf(name, sizeof name, "split floor %s: stream, 16 KB out", sh.name);
@@ -446,16 +449,7 @@ int main(int argc, char **argv) {
             time_graph(name, fl, s, with_reduce);
         }
         time_graph("empty-128-smem, graph", fl, s, [&] { empty_smem<<<128, 256, smem, s>>>(sink); });
-        time_graph("pdl-pair, graph", fl, s, [&] {
-            pdl_first<<<128, 256, smem, s>>>(sink);
-            cudaLaunchConfig_t cfg = {};
-            cfg.gridDim = dim3(128), cfg.blockDim = dim3(256), cfg.stream = s;
-            cudaLaunchAttribute attr;
-            attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr.val.programmaticStreamSerializationAllowed = 1;
-            cfg.attrs = &attr, cfg.numAttrs = 1;
-            CHECK(cudaLaunchKernelEx(&cfg, pdl_second, sink));
-        });
+        time_graph("pdl-pair, graph", fl, s, pdl_pair);
         CHECK(cudaFree(part));
         CHECK(cudaFree(red_out));
     }
