@@ -32,7 +32,19 @@
 #if !defined(__HIPCC_RTC__)
 #include <hip/hip_runtime.h>
 #endif
-#define MT_WARP __AMDGCN_WAVEFRONT_SIZE
+/* The wavefront width, from the target: GCN / CDNA (gfx9: gfx90a, gfx942,
+ * gfx950) run 64-wide, RDNA (gfx10-12) 32-wide under HIP.  Not from
+ * __AMDGCN_WAVEFRONT_SIZE: LLVM removed that macro (clang 22, ROCm 7.2).
+ * Compilers older than the family macros (__GFX9__ ...) still name the chip
+ * (__gfx90a__ ...), so both are checked. */
+#if defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+#define MT_WARP 32
+#elif defined(__GFX9__) || defined(__gfx900__) || defined(__gfx906__) || defined(__gfx908__) || \
+    defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__)
+#define MT_WARP 64
+#else
+#error "mla-tune: unknown AMD target (no __GFX9__ / __GFX1x__ macro): its wavefront width is not known"
+#endif
 #else
 #define MT_CUDA 1
 #define MT_WARP 32

@@ -20,6 +20,27 @@ void mt_append(char *buf, size_t size, const char *fmt, ...) {
     va_end(ap);
 }
 
+static int hex_digit(char ch) {
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+mt_status mt_parse_gfx_target(const char *arch, int *major, int *minor, int *stepping) {
+    size_t n = arch ? strcspn(arch, ":") : 0;
+    int ok = arch && strncmp(arch, "gfx", 3) == 0 && (n == 6 || n == 7);
+    int mj = 0;
+    for (size_t i = 3; ok && i + 2 < n; i++) {
+        ok = arch[i] >= '0' && arch[i] <= '9';
+        mj = mj * 10 + (arch[i] - '0');
+    }
+    int mi = ok ? hex_digit(arch[n - 2]) : -1, st = ok ? hex_digit(arch[n - 1]) : -1;
+    if (!ok || mj < 6 || mi < 0 || st < 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "'%s' is not an AMD target name (gfx, a major version, then a minor and a stepping digit: "
+                       "gfx90a, gfx942, gfx950, gfx1100)", arch ? arch : "(null)");
+    *major = mj, *minor = mi, *stepping = st;
+    return MT_OK;
+}
+
 void *mt_dlopen_first(const char *const *names, int n, char *looked_for, size_t size) {
     for (int i = 0; i < n; i++) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
@@ -355,6 +376,28 @@ mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_
                        "tensor_map_2d: %u-byte elements in boxes of %u columns (1 or 2 bytes, 64- or 128-byte rows)",
                        elem_bytes, box_cols);
     return b->iface->tensor_map_2d(b, base, elem_bytes, cols, rows, row_bytes, box_cols, box_rows, out);
+}
+
+mt_status mt_backend_graph_begin(mt_backend *b, mt_stream s) {
+    CHECK_OP(b, graph_begin);
+    if (!s) return mt_fail(MT_ERR_INVALID_ARGUMENT, "graph capture needs a stream of its own, not the default one");
+    return b->iface->graph_begin(b, s);
+}
+
+mt_status mt_backend_graph_end(mt_backend *b, mt_stream s, mt_graph *out) {
+    CHECK_OP(b, graph_end);
+    if (!s || !out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "graph_end: null stream or output");
+    return b->iface->graph_end(b, s, out);
+}
+
+mt_status mt_backend_graph_launch(mt_backend *b, mt_graph g, mt_stream s) {
+    CHECK_OP(b, graph_launch);
+    if (!g) return mt_fail(MT_ERR_INVALID_ARGUMENT, "graph_launch: null graph");
+    return b->iface->graph_launch(b, g, s);
+}
+
+void mt_backend_graph_destroy(mt_backend *b, mt_graph g) {
+    if (b && b->iface && b->iface->graph_destroy && g) b->iface->graph_destroy(b, g);
 }
 
 mt_status mt_backend_synchronize(mt_backend *b) {

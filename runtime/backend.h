@@ -32,6 +32,7 @@ typedef struct mt_stream_s *mt_stream;  /* NULL is the default stream */
 typedef struct mt_event_s *mt_event;
 typedef struct mt_module_s *mt_module;
 typedef struct mt_function_s *mt_function;
+typedef struct mt_graph_s *mt_graph;       /* a captured, instantiated stream graph */
 
 typedef struct mt_backend mt_backend;
 
@@ -140,6 +141,13 @@ typedef struct mt_backend_iface {
      * current on the calling thread */
     mt_status (*tensor_map_2d)  (mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
                                  uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out);
+    /* (optional) stream capture: everything launched on `s` between begin
+     * and end is recorded (not run) into a graph, instantiated at end and
+     * replayed by graph_launch (CUDA graphs; how engines run decode) */
+    mt_status (*graph_begin)    (mt_backend *b, mt_stream s);
+    mt_status (*graph_end)      (mt_backend *b, mt_stream s, mt_graph *out);
+    mt_status (*graph_launch)   (mt_backend *b, mt_graph g, mt_stream s);
+    void      (*graph_destroy)  (mt_backend *b, mt_graph g);
     /* teardown: unloads the vendor libraries and frees the context */
     void      (*close)          (mt_backend *b);
 } mt_backend_iface;
@@ -216,11 +224,23 @@ mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_
 mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
                                    uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out);
 
+/* MT_ERR_UNSUPPORTED where the backend cannot capture; `s` must not be
+ * the default (NULL) stream */
+mt_status mt_backend_graph_begin(mt_backend *b, mt_stream s);
+mt_status mt_backend_graph_end(mt_backend *b, mt_stream s, mt_graph *out);
+mt_status mt_backend_graph_launch(mt_backend *b, mt_graph g, mt_stream s);
+void mt_backend_graph_destroy(mt_backend *b, mt_graph g);
+
 /* --- helpers for implementations ----------------------------------------- */
 
 /* dlopen the first of `names` that loads; appends each name tried (and why it
  * failed) to `looked_for`.  Returns the handle or NULL. */
 void *mt_dlopen_first(const char *const *names, int n, char *looked_for, size_t looked_for_size);
+
+/* An AMD target name "gfxMMms" (gfx90a, gfx942, gfx950, gfx1100; features
+ * after ':' ignored): major version in decimal, minor and stepping one hex
+ * digit each.  Fails with MT_ERR_INVALID_ARGUMENT naming the text. */
+mt_status mt_parse_gfx_target(const char *arch, int *major, int *minor, int *stepping);
 
 /* Appends formatted text to a bounded buffer (no overflow, always NUL-terminated). */
 void mt_append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -3,19 +3,27 @@
  * HIP compiler as a subprocess (offloading the device code only).
  *
  * Why it exists: hiprtc comes with a ROCm install, which our CI and
- * development hosts do not have.  Debian 12 ships clang-19 (which knows
- * gfx942, not gfx950), the HIP 5.2 headers and the ROCm 5.2 device-library
- * bitcode; with those, every kernel variant can be compiled for gfx942 and
- * its register and LDS use read from clang's resource remarks.  This proves
- * the source is valid HIP for the target and what it costs in resources; it
- * does not prove it runs (see ../shared/AMD-COMPILE.md).  On a ROCm host the
- * "hip" backend (hiprtc) is used instead.
+ * development hosts do not have.  Debian 12 ships clang-19 (gfx942) and, in
+ * its security suite, clang-22 (gfx942 and gfx950), the HIP 5.2 headers and
+ * the ROCm 5.2 device-library bitcode; with those, every kernel variant can
+ * be compiled for gfx942 and gfx950 and its register and LDS use read from
+ * clang's resource remarks.  This proves the source is valid HIP for the
+ * target and what it costs in resources; it does not prove it runs (see
+ * ../shared/AMD-COMPILE.md).  On a ROCm host the "hip" backend (hiprtc) is
+ * used instead.
+ *
+ * The newest clang found is used (gfx950 needs LLVM 20+).  clang 22 no
+ * longer defines __AMDGCN_WAVEFRONT_SIZE; our kernels do not need it
+ * (kernels/prelude.h takes the width from the target macros), but the
+ * Debian 5.2 HIP headers' warp functions do, so for such a clang it is
+ * defined on the command line (64 for gfx9, 32 for gfx10+).
  *
  * Devices, memory and launches are left NULL: the wrappers report them as
  * unsupported by "hip-clang".
  *
  * Environment:
- *   MLA_TUNE_HIP_CLANG     the clang to run (default: clang-19, clang-20, clang)
+ *   MLA_TUNE_HIP_CLANG     the clang to run (default: the first of clang-22,
+ *                          clang-21, clang-20, clang-19, clang that runs)
  *   MLA_TUNE_HIP_INCLUDE   folder holding hip/hip_runtime.h (default /usr/include)
  *   MLA_TUNE_ROCM_BITCODE  folder of the device-library .bc files
  */
@@ -37,6 +45,7 @@ typedef struct clang_ctx {
     char include_dir[512];
     char bitcode_dir[512];
     char version[128];
+    int defines_wavefront;   /* clang defines __AMDGCN_WAVEFRONT_SIZE itself */
 } clang_ctx;
 
 static int file_exists(const char *path) {
@@ -93,8 +102,8 @@ static char *read_whole_file(const char *path, size_t *size) {
 
 static int find_clang(clang_ctx *c, char *looked_for, size_t size) {
     const char *override = getenv("MLA_TUNE_HIP_CLANG");
-    const char *candidates[] = {override ? override : "clang-19", "clang-20", "clang-21", "clang"};
-    int n = override ? 1 : 4;
+    const char *candidates[] = {override ? override : "clang-22", "clang-21", "clang-20", "clang-19", "clang"};
+    int n = override ? 1 : 5;
     char tmpdir[] = "/tmp/mla-tune-clang-XXXXXX";
     if (!mkdtemp(tmpdir)) return 0;
     char log[600];
@@ -120,6 +129,14 @@ static int find_clang(clang_ctx *c, char *looked_for, size_t size) {
         } else {
             mt_append(looked_for, size, "%s%s (not runnable)", looked_for[0] ? ", " : "", candidates[i]);
         }
+    }
+    if (found) {
+        /* does this clang still define the wavefront macro the old HIP headers use? */
+        char *argv[] = {c->clang, "-x", "hip", "--offload-arch=gfx942", "--cuda-device-only", "-nogpulib",
+                        "-nogpuinc", "-dM", "-E", "/dev/null", NULL};
+        char *text = run_process(argv, log) == 0 ? read_whole_file(log, NULL) : NULL;
+        c->defines_wavefront = text && strstr(text, "#define __AMDGCN_WAVEFRONT_SIZE ") != NULL;
+        free(text);
     }
     unlink(log);
     rmdir(tmpdir);
@@ -172,21 +189,24 @@ static mt_status clang_compile(mt_backend *b, const char *source, const char *so
     clang_ctx *c = b->context;
     if (strncmp(arch, "gfx", 3) != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "clang HIP backend cannot compile for '%s'", arch);
-    /* The 5.2 device libraries lack an ISA file for newer chips (gfx942);
-     * the nearest lower one of the same family carries the same settings
-     * that matter to compilation here (see AMD-COMPILE.md). */
-    int isa = atoi(arch + 3);
+    /* The 5.2 device libraries lack an ISA file for newer chips (gfx942,
+     * gfx950); the nearest lower one of the same major version carries the
+     * settings that matter to compilation here (see AMD-COMPILE.md). */
+    int major, minor, stepping;
+    if (mt_parse_gfx_target(arch, &major, &minor, &stepping) != MT_OK) return MT_ERR_INVALID_ARGUMENT;
     char isa_file[700] = "";
-    for (int v = isa; v >= isa - 10 && v > 0; v--) {
-        char probe[700];
-        snprintf(probe, sizeof probe, "%s/oclc_isa_version_%d.bc", c->bitcode_dir, v);
-        if (file_exists(probe)) {
-            snprintf(isa_file, sizeof isa_file, "%s", probe);
-            break;
+    for (int mi = minor; mi >= 0 && !isa_file[0]; mi--)
+        for (int st = mi == minor ? stepping : 15; st >= 0; st--) {
+            char probe[700];
+            snprintf(probe, sizeof probe, "%s/oclc_isa_version_%d%x%x.bc", c->bitcode_dir, major, mi, st);
+            if (file_exists(probe)) {
+                snprintf(isa_file, sizeof isa_file, "%s", probe);
+                break;
+            }
         }
-    }
     if (!isa_file[0])
-        return mt_fail(MT_ERR_COMPILE, "no oclc_isa_version bitcode near %s in %s", arch, c->bitcode_dir);
+        return mt_fail(MT_ERR_COMPILE, "no oclc_isa_version bitcode for gfx%d at or below %s in %s", major, arch,
+                       c->bitcode_dir);
 
     char dir[] = "/tmp/mla-tune-hip-XXXXXX";
     if (!mkdtemp(dir)) return mt_fail(MT_ERR_IO, "cannot make a temporary folder: %s", strerror(errno));
@@ -218,17 +238,19 @@ static mt_status clang_compile(mt_backend *b, const char *source, const char *so
         goto done;
     }
     {
-        static const char *const libs[] = {"hip", "ockl", "ocml", "opencl", NULL /* isa */,
-                                           "oclc_abi_version_400", "oclc_wavefrontsize64_on",
+        const char *const libs[] = {"hip", "ockl", "ocml", "opencl", NULL /* isa */,
+                                           "oclc_abi_version_400",
+                                           major >= 10 ? "oclc_wavefrontsize64_off" : "oclc_wavefrontsize64_on",
                                            "oclc_daz_opt_off", "oclc_finite_only_off",
                                            "oclc_unsafe_math_off", "oclc_correctly_rounded_sqrt_on"};
-        enum { NLIBS = sizeof libs / sizeof libs[0], MAXARGS = 64 + 4 * NLIBS };
+        enum { NLIBS = 11, MAXARGS = 64 + 4 * NLIBS };
+        _Static_assert(sizeof libs / sizeof libs[0] == NLIBS, "NLIBS");
         if (n_options > 64 - 20) {
             st = mt_fail(MT_ERR_INVALID_ARGUMENT, "too many compile options (%d)", n_options);
             goto done;
         }
         char lib_paths[NLIBS][700];
-        char arch_opt[64], rocm_opt[700];
+        char arch_opt[64], rocm_opt[700], wave_opt[64];
         char *argv[MAXARGS];
         int n = 0;
         snprintf(arch_opt, sizeof arch_opt, "--offload-arch=%s", arch);
@@ -244,6 +266,11 @@ static mt_status clang_compile(mt_backend *b, const char *source, const char *so
         argv[n++] = "-std=c++17";
         argv[n++] = "-O3";
         argv[n++] = "-Rpass-analysis=kernel-resource-usage";
+        if (!c->defines_wavefront) {
+            /* for the 5.2 headers' own warp functions only (see the top) */
+            snprintf(wave_opt, sizeof wave_opt, "-D__AMDGCN_WAVEFRONT_SIZE=%d", major >= 10 ? 32 : 64);
+            argv[n++] = wave_opt;
+        }
         for (int i = 0; i < n_options; i++) argv[n++] = (char *)options[i];
         argv[n++] = "-c";
         argv[n++] = src_path;

@@ -4,8 +4,8 @@
 #   1. builds everything with gcc, -Wall -Wextra -Werror, into build/, and
 #      runs the whole suite with ctest: unit, database, config, sweep,
 #      packaging, the compile check of every variant of the sm_90 (NVRTC) and
-#      gfx942 (clang-19) spaces, and the GPU tests, which report "skipped"
-#      on a host with no GPU;
+#      gfx942 spaces and a part of gfx950's (clang-22, offline HIP), and the
+#      GPU tests, which report "skipped" on a host with no GPU;
 #   2. builds with clang-19, AddressSanitizer + UndefinedBehaviorSanitizer
 #      and libFuzzer into build-sanitize/, and runs the parser, database,
 #      cache and sweep tests under the sanitizers plus a short run of each
@@ -20,12 +20,17 @@ echo "== 1/2: gcc build and full test suite"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
-# what the AMD matrix-core (MFMA) variants use on gfx942: compiled here, never
-# run (no AMD GPU); registers are VGPRs per lane, shared is LDS bytes per group
-echo "-- gfx942 MFMA variants (mma=1): registers and LDS, per variant shape and dtype"
-cat build/tests/compile-reports/gfx942-mfma-space.txt build/tests/compile-reports/gfx942-mfma-dtypes.txt |
-  awk '/^mla_decode_simt/ {dt = $5 " " $6} $1 == "ok" {v = $8; sub(/num_splits=[0-9]+,/, "", v); print dt, "regs", $4, "lds", $5, "scratch", $6, v}' |
-  sort -u
+# what the AMD matrix-core (MFMA) variants use on gfx942 and gfx950: compiled
+# here, never run on AMD hardware (no AMD GPU); registers are VGPRs per lane,
+# shared is LDS bytes per group
+for arch in gfx942 gfx950; do
+  echo "-- $arch MFMA variants (mma=1): registers and LDS, per variant shape and dtype"
+  cat build/tests/compile-reports/$arch-mfma-space.txt build/tests/compile-reports/$arch-mfma-dtypes.txt |
+    awk '/^mla_decode_simt/ {dt = $5 " " $6} $1 == "ok" {v = $8; sub(/num_splits=[0-9]+,/, "", v); print dt, "regs", $4, "lds", $5, "scratch", $6, v}' |
+    sort -u
+done
+echo "-- AMD variants compiled (0 failed is required by the compile tests)"
+for f in build/tests/compile-reports/gfx9*.txt; do echo "$(basename "$f" .txt): $(tail -2 "$f" | head -1)"; done
 
 echo "== 2/2: clang-19 ASan+UBSan build, sanitized tests and fuzzers"
 CC=clang-19 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON -DMLA_TUNE_FUZZ=ON \

@@ -7,13 +7,15 @@
 #            libcmark-gfm(-extensions)-dev (Markdown -> HTML for reports)
 #   tests:   sqlite3 (CLI, for DB inspection in tests),
 #            clang-19, lld-19, rocm-device-libs (offline gfx942 compiles),
-#            libclang-rt-19-dev (libFuzzer, ASan/UBSan runtimes)
+#            libclang-rt-19-dev (libFuzzer, ASan/UBSan runtimes),
+#            clang-22, lld-22 (gfx950 compiles, and the AMD kernels built
+#            for the host by the CPU emulation; Debian 12's security suite)
 #   CUDA:    the CUDA toolkit headers (cuda.h, nvrtc.h) and libnvrtc are
 #            expected at /usr/local/cuda; they are not Debian packages.
 set -euo pipefail
 packages=(cmake gcc make pkg-config libsqlite3-dev libyaml-dev libamdhip64-dev sqlite3
           libcmark-gfm-dev libcmark-gfm-extensions-dev
-          clang-19 lld-19 rocm-device-libs libclang-rt-19-dev)
+          clang-19 lld-19 rocm-device-libs libclang-rt-19-dev clang-22 lld-22)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -24,7 +24,7 @@ typedef struct compile_job {
     mt_variant variant;
     mt_decode_static problem;
     mt_status status;
-    char error[512];
+    char error[4096];
     double ms;
     mt_jit_origin origin;
     mt_kernel_resources res;
@@ -80,13 +80,30 @@ static void *compile_worker(void *arg) {
         job->status = mt_jit_compile(batch->jit, &req, &obj, &job->origin);
         mt_kernel_resources_unknown(&job->res);
         if (job->status != MT_OK) {
-            /* first line of the message is enough for the table */
-            snprintf(job->error, sizeof job->error, "%.*s", (int)strcspn(mt_last_error(), "\n"), mt_last_error());
+            snprintf(job->error, sizeof job->error, "%s", mt_last_error());
             continue;
         }
         job->ms = obj->compile_ms;
         mt_backend_parse_resources(b, obj->log, MT_MLA_DECODE_KERNEL, &job->res);
     }
+}
+
+/* A failed compile's message under its table row: the first line (what
+ * failed), then the compiler's own error lines (or, when none says
+ * "error", its first lines), indented, at most 12. */
+static void print_failure(const char *message) {
+    const char *nl = strchr(message, '\n');
+    printf("        %.*s\n", nl ? (int)(nl - message) : (int)strlen(message), message);
+    if (!nl) return;
+    const char *log = nl + 1;
+    int printed = 0, any_error = strstr(log, "error") != NULL;
+    for (const char *line = log; *line && printed < 12;) {
+        size_t len = strcspn(line, "\n");
+        int wanted = len > 0 && (!any_error || memmem(line, len, "error", 5) != NULL);
+        if (wanted) printf("          %.*s\n", (int)len, line), printed++;
+        line += len + (line[len] == '\n');
+    }
+    if (!printed) printf("          (the compiler printed nothing)\n");
 }
 
 static void usage(FILE *to) {
@@ -283,8 +300,8 @@ int cmd_compile(int argc, char **argv) {
                     total++;
                     if (job->status != MT_OK) {
                         failed++;
-                        printf("%-7s %9s %-8s %5s %7s %6s %6s  %s\n        %s\n", "FAILED", "-", "-", "-", "-", "-",
-                               "-", name, job->error);
+                        printf("%-7s %9s %-8s %5s %7s %6s %6s  %s\n", "FAILED", "-", "-", "-", "-", "-", "-", name);
+                        print_failure(job->error);
                         continue;
                     }
                     mt_kernel_resources *r = &job->res;
