@@ -143,19 +143,44 @@ mt_status mt_backend_open_for_arch(const char *arch, mt_backend **out) {
         return MT_OK;
     }
     if (strncmp(arch, "gfx", 3) == 0) {
-        char tried[1024];
+        int major, minor, stepping;
+        mt_status st = mt_parse_gfx_target(arch, &major, &minor, &stepping);
+        if (st != MT_OK) return st;
+        const char *want = getenv("MLA_TUNE_AMD_COMPILER");
+        if (want && strcmp(want, "hiprtc") != 0 && strcmp(want, "clang") != 0)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "MLA_TUNE_AMD_COMPILER='%s': expected hiprtc or clang", want);
+        char tried[1024] = "";
         mt_backend *b = NULL;
-        if (mt_backend_open("hip", &b) == MT_OK && b->has_compiler) {
+        if (!want || strcmp(want, "hiprtc") == 0) {
+            if (mt_backend_open("hip", &b) == MT_OK && b->has_compiler) {
+                /* hiprtc where it will also run (a device), or where asked
+                 * for; with no AMD device the offline clang goes first: the
+                 * hiprtc Debian builds into libamdhip64.so.5 aborts inside
+                 * itself for gfx940+ (AMD-COMPILE.md) */
+                int count = 0;
+                if (want || (b->has_driver && mt_backend_device_count(b, &count) == MT_OK && count > 0)) {
+                    *out = b;
+                    return MT_OK;
+                }
+            } else {
+                snprintf(tried, sizeof tried, "%s", b ? b->looked_for : mt_last_error());
+                mt_backend_close(b);
+                b = NULL;
+                if (want)
+                    return mt_fail(MT_ERR_NO_BACKEND, "cannot compile for %s: hiprtc not found (tried %s)", arch, tried);
+            }
+        }
+        st = mt_backend_open("hip-clang", out);
+        if (st == MT_OK) {
+            mt_backend_close(b);
+            return MT_OK;
+        }
+        if (b) { /* hiprtc without a device, and no offline clang */
             *out = b;
             return MT_OK;
         }
-        snprintf(tried, sizeof tried, "%s", b ? b->looked_for : mt_last_error());
-        mt_backend_close(b);
-        mt_status st = mt_backend_open("hip-clang", out);
-        if (st != MT_OK)
-            return mt_fail(st, "cannot compile for %s: hiprtc not found (tried %s) and %s", arch,
-                           tried, mt_last_error());
-        return MT_OK;
+        return mt_fail(st, "cannot compile for %s: hiprtc not found (tried %s) and %s", arch, tried,
+                       mt_last_error());
     }
     return mt_fail(MT_ERR_INVALID_ARGUMENT,
                    "unknown architecture '%s' (expected sm_NN for NVIDIA or gfxNNN for AMD)", arch);

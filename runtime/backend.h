@@ -175,8 +175,10 @@ void mt_backend_close(mt_backend *b);
 mt_status mt_backend_discover(mt_backend **out);
 
 /* The backend that compiles for `arch`: sm_* -> "cuda" (NVRTC); gfx* ->
- * "hip" (hiprtc) when it loads, else "hip-clang" (offline clang).  Which one
- * was chosen is b->name: callers print it, nothing is hidden. */
+ * "hip" (hiprtc) when it loads and an AMD device is present, else
+ * "hip-clang" (offline clang), else hiprtc without a device.
+ * MLA_TUNE_AMD_COMPILER=hiprtc or =clang forces one.  Which one was chosen
+ * is b->name: callers print it, nothing is hidden. */
 mt_status mt_backend_open_for_arch(const char *arch, mt_backend **out);
 
 /* --- operations (argument-checked wrappers over the interface) ----------- */

@@ -12,15 +12,24 @@
  * so we ask for the R0000 symbol first and fall back to the plain name that
  * ROCm 5 exports.
  *
+ * Where hiprtc lives: ROCm 5 and 6 ship libhiprtc.so.{5,6}, ROCm 7
+ * libhiprtc.so.7; Debian builds it into libamdhip64.so.5 itself (no
+ * libhiprtc at all).  So the search tries each soname, then the HIP
+ * runtime libraries (a library counts when it exports the hiprtc entry
+ * points), then the same under /opt/rocm*\/lib; a failure lists every name
+ * tried and why it did not do.
+ *
  * Environment overrides:
  *   MLA_TUNE_HIP_RUNTIME  path of libamdhip64 to load
- *   MLA_TUNE_HIPRTC       path of libhiprtc to load
+ *   MLA_TUNE_HIPRTC       path of the library holding hiprtc
  */
 #define _GNU_SOURCE
 #define __HIP_PLATFORM_AMD__ 1
 #include "backend.h"
 
 #include <dlfcn.h>
+#include <glob.h>
+#include <unistd.h>
 #include <hip/hip_runtime_api.h>
 #include <hip/hiprtc.h>
 #include <stdio.h>
@@ -74,6 +83,7 @@ typedef struct hip_ctx {
     void *rtc_lib;
     hip_api hip;
     hiprtc_api rtc;
+    char rtc_name[600];   /* the library hiprtc was found in */
     int device_count;
 } hip_ctx;
 
@@ -95,11 +105,43 @@ static void *lookup(void *lib, const char *const *candidates, int n) {
     return NULL;
 }
 
+/* The names to try for `stems` (e.g. "libhiprtc.so"): each with the
+ * sonames 7, 6, 5 and none, then each under /opt/rocm*\/lib (newest ROCm
+ * folder first).  Fills names[] (storage[] holds the text); returns the count. */
+enum { MAX_NAMES = 48 };
+static int candidate_names(const char *const *stems, int n_stems, char storage[][600], const char *names[]) {
+    static const char *const versions[] = {".7", ".6", ".5", ""};
+    int n = 0;
+    for (int s = 0; s < n_stems; s++)
+        for (int v = 0; v < 4 && n < MAX_NAMES; v++) {
+            snprintf(storage[n], 600, "%s%s", stems[s], versions[v]);
+            names[n] = storage[n];
+            n++;
+        }
+    glob_t g;
+    if (glob("/opt/rocm*/lib", 0, NULL, &g) == 0) {
+        for (size_t d = g.gl_pathc; d-- > 0;)
+            for (int s = 0; s < n_stems; s++)
+                for (int v = 0; v < 4 && n < MAX_NAMES; v++) {
+                    char path[600];
+                    snprintf(path, sizeof path, "%s/%s%s", g.gl_pathv[d], stems[s], versions[v]);
+                    if (access(path, F_OK) != 0) continue;
+                    snprintf(storage[n], 600, "%s", path);
+                    names[n] = storage[n];
+                    n++;
+                }
+        globfree(&g);
+    }
+    return n;
+}
+
 static int load_runtime(mt_backend *b, hip_ctx *c) {
     const char *override = getenv("MLA_TUNE_HIP_RUNTIME");
-    const char *names[] = {override ? override : "libamdhip64.so.6", "libamdhip64.so.5",
-                           "libamdhip64.so", "/opt/rocm/lib/libamdhip64.so"};
-    c->runtime_lib = mt_dlopen_first(names, override ? 1 : 4, b->looked_for, sizeof b->looked_for);
+    static const char *const stems[] = {"libamdhip64.so"};
+    char storage[MAX_NAMES][600];
+    const char *names[MAX_NAMES];
+    int n = override ? (names[0] = override, 1) : candidate_names(stems, 1, storage, names);
+    c->runtime_lib = mt_dlopen_first(names, n, b->looked_for, sizeof b->looked_for);
     if (!c->runtime_lib) return 0;
     /* each slot: the names to try, newest-compatible first */
     static const char *const syms[][2] = {
@@ -137,26 +179,37 @@ static int load_runtime(mt_backend *b, hip_ctx *c) {
 
 static int load_hiprtc(mt_backend *b, hip_ctx *c) {
     const char *override = getenv("MLA_TUNE_HIPRTC");
-    const char *names[] = {override ? override : "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so",
-                           "/opt/rocm/lib/libhiprtc.so"};
-    c->rtc_lib = mt_dlopen_first(names, override ? 1 : 4, b->looked_for, sizeof b->looked_for);
-    if (!c->rtc_lib) return 0;
+    static const char *const stems[] = {"libhiprtc.so", "libamdhip64.so"};
+    char storage[MAX_NAMES][600];
+    const char *names[MAX_NAMES];
+    int n = override ? (names[0] = override, 1) : candidate_names(stems, 2, storage, names);
     static const char *const syms[] = {"hiprtcVersion", "hiprtcCreateProgram", "hiprtcDestroyProgram",
                                        "hiprtcCompileProgram", "hiprtcGetProgramLogSize",
                                        "hiprtcGetProgramLog", "hiprtcGetCodeSize", "hiprtcGetCode",
                                        "hiprtcGetErrorString"};
     enum { N = sizeof syms / sizeof syms[0] };
     _Static_assert(N == sizeof(hiprtc_api) / sizeof(void *), "symbol list and hiprtc_api disagree");
-    void **slots = (void **)&c->rtc;
-    for (int i = 0; i < N; i++) {
-        if (!(slots[i] = dlsym(c->rtc_lib, syms[i]))) {
-            mt_append(b->looked_for, sizeof b->looked_for, ", libhiprtc lacks %s", syms[i]);
-            dlclose(c->rtc_lib);
-            c->rtc_lib = NULL;
-            return 0;
+    mt_append(b->looked_for, sizeof b->looked_for, "%shiprtc in: ", b->looked_for[0] ? "; " : "");
+    for (int k = 0; k < n; k++) {
+        char why[600] = "";
+        void *lib = mt_dlopen_first(&names[k], 1, why, sizeof why);
+        if (!lib) {
+            mt_append(b->looked_for, sizeof b->looked_for, "%s%s", k ? ", " : "", why);
+            continue;
         }
+        void **slots = (void **)&c->rtc;
+        int i = 0;
+        while (i < N && (slots[i] = dlsym(lib, syms[i]))) i++;
+        if (i == N) {
+            c->rtc_lib = lib;
+            snprintf(c->rtc_name, sizeof c->rtc_name, "%s", names[k]);
+            return 1;
+        }
+        mt_append(b->looked_for, sizeof b->looked_for, "%s%s (loads, no %s)", k ? ", " : "", names[k], syms[i]);
+        dlclose(lib);
     }
-    return 1;
+    memset(&c->rtc, 0, sizeof c->rtc);
+    return 0;
 }
 
 static mt_status hip_device_count(mt_backend *b, int *count) {
@@ -241,7 +294,7 @@ static mt_status hip_event_elapsed(mt_backend *b, mt_event s, mt_event e, float 
 static mt_status hip_compiler_version(mt_backend *b, char *buf, size_t n) {
     int major = 0, minor = 0;
     ctx_of(b)->rtc.hiprtcVersion(&major, &minor);
-    snprintf(buf, n, "hiprtc-%d.%d", major, minor);
+    snprintf(buf, n, "hiprtc-%d.%d (%s)", major, minor, ctx_of(b)->rtc_name);
     return MT_OK;
 }
 

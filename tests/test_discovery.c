@@ -51,6 +51,24 @@ int main(void) {
     CHECK_STATUS(mt_backend_synchronize(NULL), MT_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(mt_backend_open_for_arch("tpu_v5", &b), MT_ERR_INVALID_ARGUMENT);
 
+    /* AMD target names: hex minor and stepping (gfx90a), features ignored */
+    int major = 0, minor = 0, stepping = 0;
+    CHECK_OK(mt_parse_gfx_target("gfx90a", &major, &minor, &stepping));
+    CHECK(major == 9 && minor == 0 && stepping == 10);
+    CHECK_OK(mt_parse_gfx_target("gfx942:sramecc+:xnack-", &major, &minor, &stepping));
+    CHECK(major == 9 && minor == 4 && stepping == 2);
+    CHECK_OK(mt_parse_gfx_target("gfx950", &major, &minor, &stepping));
+    CHECK(major == 9 && minor == 5 && stepping == 0);
+    CHECK_OK(mt_parse_gfx_target("gfx1100", &major, &minor, &stepping));
+    CHECK(major == 11 && minor == 0 && stepping == 0);
+    static const char *const bad_targets[] = {"gfx", "gfx9", "gfx94", "gfx94z", "gfxa42", "sm_90", "gfx94200"};
+    for (size_t i = 0; i < sizeof bad_targets / sizeof bad_targets[0]; i++) {
+        CHECK_STATUS(mt_parse_gfx_target(bad_targets[i], &major, &minor, &stepping), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), bad_targets[i]) != NULL, "message names '%s': %s", bad_targets[i],
+                  mt_last_error());
+    }
+    CHECK_STATUS(mt_backend_open_for_arch("gfx9zz", &b), MT_ERR_INVALID_ARGUMENT);
+
     /* the command line says the same and exits non-zero */
     const char *bin = getenv("MLA_TUNE_BIN");
     if (bin) {
