@@ -23,6 +23,7 @@
  *      deterministic.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,8 @@
 #include "db_internal.h"
 
 typedef struct candidate {
-    int64_t variant_id;
-    char family[40];
-    char params[200];
+    int64_t variant_id;     /* of its latest row */
+    mt_variant v;           /* parsed: rows are grouped by the variant, not its text */
     int status_ok;
     int ever_wrong;
     double median, spread;
@@ -48,36 +48,36 @@ typedef struct group {
 } group;
 
 /* The default a sweep measures for this key on this arch (see
- * mt_variant_default_for): what "gain over the default" compares with. */
-static int is_default(const candidate *c, const mt_decode_static *s, const char *arch) {
-    const mt_family *f = mt_family_find(c->family);
-    mt_target t;
-    mt_variant v;
-    if (!f || mt_target_for_arch(arch, &t) != MT_OK || mt_variant_default_for(f, s, &t, &v) != MT_OK) {
-        mt_clear_error();
-        return 0;
-    }
-    char text[200];
-    mt_variant_format(&v, text, sizeof text);
-    return strcmp(text, c->params) == 0;
+ * mt_variant_default_for): what "gain over the default" compares with.
+ * Compared as parsed values, not text: a variant stored before a
+ * parameter was added has a shorter string (the committed H100 DBs lack
+ * kv_stages, split_reduce, groups_per_cu) and is still the default. */
+static int is_default(const candidate *c, const mt_variant *dflt, int have_default) {
+    return have_default && c->v.family == dflt->family &&
+           memcmp(c->v.values, dflt->values, sizeof dflt->values) == 0;
 }
 
 static mt_status choose_and_store(mt_db *db, sqlite3_stmt *ins, group *g) {
     const candidate *best = NULL;
     double default_ms = 0;
+    mt_variant dflt;
+    mt_target t;
+    int have_default = g->n > 0 && mt_target_for_arch(g->arch, &t) == MT_OK &&
+                       mt_variant_default_for(g->c[0].v.family, &g->s, &t, &dflt) == MT_OK;
+    if (!have_default) mt_clear_error();
     for (int i = 0; i < g->n; i++) {
         const candidate *c = &g->c[i];
-        if (!c->status_ok || c->ever_wrong || !mt_family_find(c->family)) continue;
+        if (!c->status_ok || c->ever_wrong) continue;
         if (!best || c->median < best->median) best = c;
-        if (is_default(c, &g->s, g->arch)) default_ms = c->median;
+        if (is_default(c, &dflt, have_default)) default_ms = c->median;
     }
     if (!best) return MT_OK;  /* nothing usable measured: the runtime falls back and says so */
     const candidate *pick = best;
     const char *reason = "fastest";
     for (int i = 0; i < g->n; i++) {
         const candidate *c = &g->c[i];
-        if (!c->status_ok || c->ever_wrong || !mt_family_find(c->family) || c == best) continue;
-        if (c->median - best->median > best->spread || !is_default(c, &g->s, g->arch)) continue;
+        if (!c->status_ok || c->ever_wrong || c == best) continue;
+        if (c->median - best->median > best->spread || !is_default(c, &dflt, have_default)) continue;
         pick = c;
         reason = "tie: default kept";
     }
@@ -98,13 +98,16 @@ mt_status mt_db_recompute_choices(mt_db *db) {
     if (st != MT_OK) return st;
     sqlite3_stmt *sel = NULL, *ins = NULL;
     group g = {0};
+    /* rows of one (arch, problem) come together, oldest first: for each
+     * variant the last one seen is the latest */
     if (sqlite3_exec(db->h, "DELETE FROM choices", NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db->h,
                            "SELECT d.arch, m.problem_id, m.variant_id, v.family, v.params, m.status, m.median_ms, "
-                           "coalesce(m.spread_ms, 0), p.d, p.dl, p.page_size, p.q_dtype, p.kv_dtype FROM measurements m "
+                           "m.spread_ms, p.d, p.dl, p.page_size, p.q_dtype, p.kv_dtype, p.kind, p.n_heads, p.sq, "
+                           "p.batch, p.seq_len FROM measurements m "
                            "JOIN devices d ON d.id = m.device_id JOIN variants v ON v.id = m.variant_id "
                            "JOIN problems p ON p.id = m.problem_id "
-                           "ORDER BY d.arch, m.problem_id, m.variant_id, m.measured_at, m.id",
+                           "ORDER BY d.arch, m.problem_id, m.measured_at, m.id",
                            -1, &sel, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db->h,
                            "INSERT INTO choices(arch, problem_id, variant_id, median_ms, default_ms, reason) "
@@ -123,13 +126,24 @@ mt_status mt_db_recompute_choices(mt_db *db) {
         }
         snprintf(g.arch, sizeof g.arch, "%s", arch);
         g.problem_id = problem;
-        g.s.d = sqlite3_column_int(sel, 8);
-        g.s.dl = sqlite3_column_int(sel, 9);
-        g.s.page_size = sqlite3_column_int(sel, 10);
-        if (mt_dtype_parse(col_text(sel, 11), &g.s.q_dtype) != MT_OK ||
-            mt_dtype_parse(col_text(sel, 12), &g.s.kv_dtype) != MT_OK)
-            g.s.q_dtype = MT_BF16, g.s.kv_dtype = MT_BF16;  /* unreadable: no default match, nothing worse */
-        candidate *c = g.n > 0 && g.c[g.n - 1].variant_id == variant ? &g.c[g.n - 1] : NULL;
+        mt_problem_key key = {.s = {.d = sqlite3_column_int(sel, 8), .dl = sqlite3_column_int(sel, 9),
+                                    .page_size = sqlite3_column_int(sel, 10)},
+                              .n_heads = sqlite3_column_int(sel, 14), .sq = sqlite3_column_int(sel, 15),
+                              .batch = sqlite3_column_int(sel, 16), .seq_len = sqlite3_column_int(sel, 17)};
+        snprintf(key.kind, sizeof key.kind, "%s", col_text(sel, 13));
+        /* a row that loading would refuse (bad dtype, key, family,
+         * parameter) is never a candidate: a choice must always load */
+        mt_variant v;
+        if (mt_dtype_parse(col_text(sel, 11), &key.s.q_dtype) != MT_OK ||
+            mt_dtype_parse(col_text(sel, 12), &key.s.kv_dtype) != MT_OK ||
+            db_check_row(db, arch, &key, col_text(sel, 3), col_text(sel, 4), &v) != MT_OK) {
+            mt_clear_error();
+            continue;
+        }
+        g.s = key.s;
+        candidate *c = NULL;
+        for (int i = 0; i < g.n && !c; i++)
+            if (g.c[i].v.family == v.family && memcmp(g.c[i].v.values, v.values, sizeof v.values) == 0) c = &g.c[i];
         if (!c) {
             if (g.n == g.cap) {
                 g.cap = g.cap ? 2 * g.cap : 64;
@@ -142,16 +156,16 @@ mt_status mt_db_recompute_choices(mt_db *db) {
             }
             c = &g.c[g.n++];
             memset(c, 0, sizeof *c);
-            c->variant_id = variant;
-            snprintf(c->family, sizeof c->family, "%s", col_text(sel, 3));
-            snprintf(c->params, sizeof c->params, "%s", col_text(sel, 4));
+            c->v = v;
         }
-        /* rows come oldest first: the last one seen is the latest */
+        /* a garbage time (NULL, text, negative, infinite) on an "ok" row
+         * makes that row unusable, never the fastest */
         const char *status = col_text(sel, 5);
-        c->status_ok = strcmp(status, "ok") == 0;
+        c->variant_id = variant;
+        c->status_ok = strcmp(status, "ok") == 0 && db_time_usable(sel, 6);
         c->ever_wrong |= strcmp(status, "wrong-result") == 0;
         c->median = sqlite3_column_double(sel, 6);
-        c->spread = sqlite3_column_double(sel, 7);
+        c->spread = db_spread_usable(sel, 7) ? sqlite3_column_double(sel, 7) : 0;
     }
     if (rc != SQLITE_DONE) {
         st = db_error(db, "read measurements");
@@ -213,24 +227,20 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
         c->default_ms = sqlite3_column_double(s, 14);
         snprintf(c->reason, sizeof c->reason, "%s", col_text(s, 15));
         /* every stored value is checked before anyone can launch with it */
-        const mt_family *f = mt_family_find(c->family);
-        mt_target t;
         mt_variant v;
-        const char *what = NULL;
-        if (mt_dtype_parse(qd, &c->key.s.q_dtype) != MT_OK || mt_dtype_parse(kd, &c->key.s.kv_dtype) != MT_OK)
-            what = "dtype";
-        else if (!f)
-            what = "family", mt_fail(MT_ERR_CORRUPT, "unknown kernel family '%s'", c->family);
-        else if (mt_target_for_arch(c->arch, &t) != MT_OK)
-            what = "arch";
-        else if (mt_variant_parse(f, c->params, &v) != MT_OK || mt_variant_validate(&v, &c->key.s, &t) != MT_OK)
-            what = "variant";
-        if (what) {
-            st = mt_fail(MT_ERR_CORRUPT, "%s: invalid choice for %s N=%d Sq=%d batch=%d seq_len=%d (%s): %s",
-                         db->path, c->arch, c->key.n_heads, c->key.sq, c->key.batch, c->key.seq_len, what,
-                         mt_last_error());
+        if (mt_dtype_parse(qd, &c->key.s.q_dtype) != MT_OK || mt_dtype_parse(kd, &c->key.s.kv_dtype) != MT_OK) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: invalid choice for %s N=%d Sq=%d batch=%d seq_len=%d (dtype): %s",
+                         db->path, c->arch, c->key.n_heads, c->key.sq, c->key.batch, c->key.seq_len, mt_last_error());
             break;
         }
+        if ((st = db_check_row(db, c->arch, &c->key, c->family, c->params, &v)) != MT_OK) break;
+        if (!db_time_usable(s, 13)) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: invalid choice for %s N=%d Sq=%d batch=%d seq_len=%d: median_ms '%s' "
+                         "is not a positive time", db->path, c->arch, c->key.n_heads, c->key.sq, c->key.batch,
+                         c->key.seq_len, col_text(s, 13));
+            break;
+        }
+        if (c->default_ms < 0 || !isfinite(c->default_ms)) c->default_ms = 0;  /* shown only */
         count++;
     }
     if (st == MT_OK && rc != SQLITE_DONE) st = db_error(db, "read choices");

@@ -193,8 +193,8 @@ static void make_origin(mt_db *db) {
     snprintf(db->origin, sizeof db->origin, "%.200s:%d", host, (int)getpid());
 }
 
-static mt_status open_handle(mt_db *db, int flags) {
-    if (sqlite3_open_v2(db->path, &db->h, flags, NULL) != SQLITE_OK) {
+static mt_status open_handle(mt_db *db, const char *name, int flags) {
+    if (sqlite3_open_v2(name, &db->h, flags, NULL) != SQLITE_OK) {
         mt_status st = mt_fail(MT_ERR_DATABASE, "cannot open %s: %s", db->path,
                                db->h ? sqlite3_errmsg(db->h) : "out of memory");
         sqlite3_close(db->h);
@@ -254,7 +254,14 @@ mt_status mt_db_open(const char *path, mt_db_mode mode, mt_db **out) {
             st = mt_fail(MT_ERR_NOT_FOUND, "cannot read database %s: %s", path, strerror(errno));
             goto fail;
         }
-        if ((st = open_handle(db, SQLITE_OPEN_READONLY)) != MT_OK) goto fail;
+        /* files.c: regular files only, whole pages, and how to read a WAL
+         * file without leaving -wal/-shm or needing a writable folder */
+        int wal = 0, query_only = 0;
+        char name[3200];
+        if ((st = db_check_file(path, &wal)) != MT_OK) goto fail;
+        int flags = db_reader_flags(path, wal, name, sizeof name, &query_only);
+        if ((st = open_handle(db, name, flags)) != MT_OK) goto fail;
+        if (query_only) sqlite3_exec(db->h, "PRAGMA query_only=ON", NULL, NULL, NULL);
         if ((st = inspect(db, &version)) != MT_OK) goto fail;
         if (version == 0) {
             st = mt_fail(MT_ERR_CORRUPT, "%s is empty: not an mla-tune database", path);
@@ -283,7 +290,9 @@ mt_status mt_db_open(const char *path, mt_db_mode mode, mt_db **out) {
             if (st != MT_OK) goto fail;
         }
     } else {
-        if ((st = open_handle(db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) != MT_OK) goto fail;
+        int was_wal = 0;
+        if ((st = db_check_file(path, &was_wal)) != MT_OK) goto fail;
+        if ((st = open_handle(db, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) != MT_OK) goto fail;
         if ((st = inspect(db, &version)) != MT_OK) goto fail;
         char *mode_text = NULL;
         sqlite3_stmt *s = NULL;

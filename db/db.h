@@ -141,5 +141,15 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
 
 /* The underlying handle (tests, tools). */
 struct sqlite3 *mt_db_handle(mt_db *db);
+/* Turns a file just written by export or merge into one that readers can
+ * open where they cannot write (rollback-journal mode, WAL folded in): the
+ * installed system DB.  Opening it for writing later turns WAL on again. */
+mt_status mt_db_make_shippable(mt_db *db);
+
+/* Whether MLA_TUNE_DB / MLA_TUNE_SYSTEM_DB name a file: a path a person
+ * set must exist (a typo is an error, not a silent fall-back to the
+ * built-in heuristic). */
+void mt_db_env_required(int *user, int *system_db);
+
 
 #endif

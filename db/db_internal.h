@@ -21,6 +21,23 @@ mt_status commit(mt_db *db);
 void rollback(mt_db *db);
 int step(sqlite3_stmt *stmt);                     /* sqlite3_step, retried while busy */
 
+/* files.c: refuses what is not a regular file or is cut short (message
+ * names the file); *wal: the header says WAL mode. */
+mt_status db_check_file(const char *path, int *wal);
+/* files.c: the sqlite3_open_v2 flags and name (a URI when immutable) with
+ * which a reader opens `path`; *query_only: set PRAGMA query_only. */
+int db_reader_flags(const char *path, int wal, char *name, size_t size, int *query_only);
+
+/* validate.c: the checks every stored row passes before it is used or
+ * copied (the runtime's own); the message names the file, key and value.
+ * *v gets the parsed variant. */
+mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *key, const char *family,
+                       const char *params, mt_variant *v);
+/* validate.c: a stored time that can be one: a number (not NULL, not
+ * text), finite and > 0; a spread: NULL or a finite number >= 0. */
+int db_time_usable(sqlite3_stmt *s, int col);
+int db_spread_usable(sqlite3_stmt *s, int col);
+
 /* A text column, "" for NULL: a hostile file may hold NULLs anywhere. */
 static inline const char *col_text(sqlite3_stmt *s, int i) {
     const unsigned char *t = sqlite3_column_text(s, i);

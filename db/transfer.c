@@ -100,12 +100,17 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
         key.s.page_size = sqlite3_column_int(sel, 13);
         key.batch = sqlite3_column_int(sel, 14);
         key.seq_len = sqlite3_column_int(sel, 15);
-        const mt_family *f = mt_family_find(col_text(sel, 16));
+        /* every row passes what show and the runtime check (validate.c):
+         * one bad row copied would make the whole destination unreadable */
         mt_variant v;
-        if (!f || mt_variant_parse(f, col_text(sel, 17), &v) != MT_OK) {
-            st = mt_fail(MT_ERR_CORRUPT, "%s: variant '%s' of family '%s' cannot be read: %s", src->path,
-                         col_text(sel, 17), col_text(sel, 16),
-                         f ? mt_last_error() : "unknown family");
+        if ((st = db_check_row(src, dev.arch, &key, col_text(sel, 16), col_text(sel, 17), &v)) != MT_OK) goto out;
+        const char *status = col_text(sel, 18);
+        int known = 0;
+        for (int i = 0; i < 5; i++) known |= strcmp(status, mt_measure_status_name((mt_measure_status)i)) == 0;
+        if (!known || (strcmp(status, "ok") == 0 && (!db_time_usable(sel, 19) || !db_spread_usable(sel, 22)))) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: invalid measurement %s for %s N=%d batch=%d seq_len=%d: status '%s', "
+                         "median_ms '%s', spread_ms '%s'", src->path, col_text(sel, 28), dev.arch, key.n_heads,
+                         key.batch, key.seq_len, status, col_text(sel, 19), col_text(sel, 22));
             goto out;
         }
         int64_t device_id, problem_id, variant_id;
@@ -137,4 +142,23 @@ out:
     }
     if ((st = commit(dst)) != MT_OK) return st;
     return mt_db_recompute_choices(dst);
+}
+
+mt_status mt_db_make_shippable(mt_db *db) {
+    /* rollback-journal mode: a WAL-mode file needs a writable folder (for
+     * its -shm) even to be read, and the file is installed where users
+     * cannot write (files.c).  The WAL is folded in first. */
+    if (sqlite3_exec(db->h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(db, "checkpoint");
+    sqlite3_stmt *s = NULL;
+    int ok = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode=DELETE", -1, &s, NULL) == SQLITE_OK &&
+             step(s) == SQLITE_ROW && strcmp(col_text(s, 0), "delete") == 0;
+    sqlite3_finalize(s);
+    return ok ? MT_OK : db_error(db, "switch to rollback-journal mode");
+}
+
+void mt_db_env_required(int *user, int *system_db) {
+    const char *u = getenv("MLA_TUNE_DB"), *s = getenv("MLA_TUNE_SYSTEM_DB");
+    if (user) *user = u && u[0];
+    if (system_db) *system_db = s && s[0];
 }

@@ -56,7 +56,9 @@ int cmd_show(int argc, char **argv) {
     mt_choice *c = NULL;
     mt_choice_source *src = NULL;
     int n = 0;
-    if (mt_db_load_overlay(u, user != NULL, s, sys != NULL, arch, &c, &src, &n) != MT_OK) {
+    int env_user = 0, env_sys = 0;  /* a path someone set must exist */
+    mt_db_env_required(&env_user, &env_sys);
+    if (mt_db_load_overlay(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, &c, &src, &n) != MT_OK) {
         mt_cli_error("show: %s", mt_last_error());
         return 1;
     }
@@ -123,9 +125,15 @@ static int copy_to_new(const char *const *sources, int n_sources, const char *ar
         if (mt_db_copy_into(src[i], dst, arch, &copied) != MT_OK) {
             mt_cli_error("%s: %s", cmd, mt_last_error());
             rc = 1;
+            break;  /* nothing is said about a file that was not copied */
         }
         printf("%s: %d measurements from %s\n", cmd, copied, sources[i]);
         total += copied;
+    }
+    /* the new file is read where it is installed, often read-only */
+    if (rc == 0 && mt_db_make_shippable(dst) != MT_OK) {
+        mt_cli_error("%s: %s", cmd, mt_last_error());
+        rc = 1;
     }
     mt_db_close(dst);
     for (int i = 0; i < n_sources; i++) mt_db_close(src[i]);

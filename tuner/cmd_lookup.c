@@ -99,7 +99,10 @@ int cmd_lookup(int argc, char **argv) {
     mt_choice_source *sources = NULL;
     int n = 0;
     mt_dispatch_table table;
-    if (mt_db_load_overlay(user ? user : user_default, user != NULL, sys ? sys : sys_default, sys != NULL, t.arch,
+    int env_user = 0, env_sys = 0;  /* a path someone set must exist */
+    mt_db_env_required(&env_user, &env_sys);
+    if (mt_db_load_overlay(user ? user : user_default, user != NULL || env_user, sys ? sys : sys_default,
+                           sys != NULL || env_sys, t.arch,
                            &choices, &sources, &n) != MT_OK ||
         mt_dispatch_build(choices, sources, n, &k, &t, cus, &table) != MT_OK) {
         mt_cli_error("lookup: %s", mt_last_error());

@@ -1,0 +1,53 @@
+/*
+ * validate.c - the checks every stored row passes before anything uses it.
+ *
+ * One set of checks for every way a row leaves a file: loading choices
+ * (show, lookup, the runtime), deriving choices, and copying measurements
+ * (export, import, merge).  Before, only loading checked, so import copied
+ * a row such as tile_q=999 into the user DB, after which the whole user DB
+ * failed to load: a file that cannot be read must not be able to spread.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "db_internal.h"
+
+mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *key, const char *family,
+                       const char *params, mt_variant *v) {
+    const mt_family *f = mt_family_find(family);
+    mt_target t;
+    const char *what = NULL;
+    if (strcmp(key->kind, "mla_decode") != 0)
+        what = "kind", mt_fail(MT_ERR_CORRUPT, "unknown problem kind '%s'", key->kind);
+    else if (key->n_heads < 1 || key->n_heads > 128 || key->sq < 1 || key->sq > 8 || key->batch < 1 ||
+             key->seq_len < 0 || key->s.d < 1 || key->s.d > 1024 || key->s.dl < 1 || key->s.dl > key->s.d)
+        what = "key", mt_fail(MT_ERR_CORRUPT, "a value out of range (heads 1..128, Sq 1..8, batch >= 1, "
+                                              "seq_len >= 0, 1 <= Dl <= D <= 1024; D=%d Dl=%d)", key->s.d, key->s.dl);
+    else if (!f)
+        what = "family", mt_fail(MT_ERR_CORRUPT, "unknown kernel family '%s'", family);
+    else if (mt_target_for_arch(arch, &t) != MT_OK)
+        what = "arch";
+    else if (mt_variant_parse(f, params, v) != MT_OK || mt_variant_validate(v, &key->s, &t) != MT_OK)
+        what = "variant";
+    if (!what) return MT_OK;
+    return mt_fail(MT_ERR_CORRUPT, "%s: invalid row for %s N=%d Sq=%d page=%d batch=%d seq_len=%d, %s:%s (%s): %s",
+                   db->path, arch, key->n_heads, key->sq, key->s.page_size, key->batch, key->seq_len, family, params,
+                   what, mt_last_error());
+}
+
+int db_time_usable(sqlite3_stmt *s, int col) {
+    int type = sqlite3_column_type(s, col);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) return 0;  /* NULL, text, blob */
+    double t = sqlite3_column_double(s, col);
+    return isfinite(t) && t > 0;
+}
+
+int db_spread_usable(sqlite3_stmt *s, int col) {
+    int type = sqlite3_column_type(s, col);
+    if (type == SQLITE_NULL) return 1;  /* not measured (schema 1) */
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) return 0;
+    double t = sqlite3_column_double(s, col);
+    return isfinite(t) && t >= 0;
+}
