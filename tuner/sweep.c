@@ -18,7 +18,15 @@
  *   - isolation: a worker that dies mid-job (a fault) is recorded as
  *     launch-failed with its signal, one that does not answer within
  *     --job-timeout seconds is killed and recorded as timeout; the next job
- *     gets a fresh worker;
+ *     gets a fresh worker.  A worker killed from outside (SIGKILL or
+ *     SIGTERM: the OOM killer, a person) says nothing about the variant, so
+ *     its job is run again on a fresh worker, up to KILLED_RETRIES times;
+ *   - workers never outlive the coordinator: each asks the kernel for
+ *     SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG), so a
+ *     hung worker dies with a coordinator killed by SIGKILL; and the pipes
+ *     are close-on-exec, so a worker started by one device thread never
+ *     holds another worker's pipe ends (four workers once deadlocked, each
+ *     waiting for an end of file that another one kept open);
  *   - search, per key: exhaustive (every point of the space that passes the
  *     constraints), random (a seeded sample of `budget` points) or halving
  *     (successive halving: time a seeded sample of `budget` points with few
@@ -34,10 +42,13 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,6 +154,8 @@ typedef struct sweep_key {
     int jobs;
 } sweep_key;
 
+enum { KILLED_RETRIES = 2 };
+
 typedef struct sweep {
     mt_plan plan;
     const char *db_path, *cache_dir, *fake, *inject_fault;
@@ -189,9 +202,11 @@ static void worker_stop(worker_proc *w, int kill_it, int *status) {
     w->used = 0;
 }
 
-/* 1: a line; 0: timeout; -1: the worker closed its end */
-static int worker_read_line(worker_proc *w, char *line, size_t size, int timeout_ms) {
-    double deadline = now_s() + timeout_ms / 1000.0;
+/* 1: a line; 0: timeout; -1: the worker closed its end.  The timeout is
+ * in seconds as a double: --job-timeout 3000000 in milliseconds overflows
+ * an int (every job was recorded as timeout). */
+static int worker_read_line(worker_proc *w, char *line, size_t size, double timeout_s) {
+    double deadline = now_s() + timeout_s;
     for (;;) {
         char *nl = memchr(w->buf, '\n', w->used);
         if (nl) {
@@ -204,8 +219,9 @@ static int worker_read_line(worker_proc *w, char *line, size_t size, int timeout
             return 1;
         }
         if (w->used == sizeof w->buf) w->used = 0;  /* an absurd line: drop it */
-        int left = (int)((deadline - now_s()) * 1000);
-        if (left <= 0) return 0;
+        double left_ms = (deadline - now_s()) * 1000;
+        if (left_ms <= 0) return 0;
+        int left = left_ms > INT_MAX ? INT_MAX : (int)left_ms + 1;
         struct pollfd p = {.fd = w->from_fd, .events = POLLIN};
         int r = poll(&p, 1, left);
         if (r < 0 && errno == EINTR) continue;
@@ -218,12 +234,23 @@ static int worker_read_line(worker_proc *w, char *line, size_t size, int timeout
 }
 
 static mt_status worker_start(sweep *sw, int device, worker_proc *w, char *device_line, size_t size) {
-    int to[2], from[2];
-    if (pipe(to) != 0 || pipe(from) != 0) return mt_fail(MT_ERR_IO, "pipe: %s", strerror(errno));
+    int to[2] = {-1, -1}, from[2] = {-1, -1};
+    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
+        mt_status st = mt_fail(MT_ERR_IO, "pipe: %s", strerror(errno));
+        close(to[0]), close(to[1]);
+        return st;
+    }
+    pid_t coordinator = getpid();
     pid_t pid = fork();
-    if (pid < 0) return mt_fail(MT_ERR_IO, "fork: %s", strerror(errno));
+    if (pid < 0) {
+        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+        return mt_fail(MT_ERR_IO, "fork: %s", strerror(errno));
+    }
     if (pid == 0) {
-        dup2(to[0], 0);
+        /* die with the coordinator (see the top of this file); it may have
+         * died already, before the request */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != coordinator) _exit(126);
+        dup2(to[0], 0);  /* the copies on 0 and 1 are not close-on-exec */
         dup2(from[1], 1);
         close(to[0]), close(to[1]), close(from[0]), close(from[1]);
         char dev[16];
@@ -249,7 +276,7 @@ static mt_status worker_start(sweep *sw, int device, worker_proc *w, char *devic
     w->to_fd = to[1];
     w->from_fd = from[0];
     char line[1024];
-    int r = worker_read_line(w, line, sizeof line, 180000);
+    int r = worker_read_line(w, line, sizeof line, 180);
     if (r == 1 && strncmp(line, "DEVICE\t", 7) == 0) {
         snprintf(device_line, size, "%s", line);
         return MT_OK;
@@ -273,13 +300,21 @@ static void describe_exit(int status, char *buf, size_t size) {
         snprintf(buf, size, "worker ended");
 }
 
-static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
+/* A worker ended by SIGKILL or SIGTERM that it did not get from us: the
+ * OOM killer or a person, not the variant (a faulting variant ends its
+ * worker by SIGSEGV, SIGABRT or an exit status). */
+static int killed_from_outside(int status) {
+    return WIFSIGNALED(status) && (WTERMSIG(status) == SIGKILL || WTERMSIG(status) == SIGTERM);
+}
+
+/* Runs one job; returns 1 when the worker was killed from outside. */
+static int run_job_once(device_ctx *d, const mt_job *job, mt_job_result *r) {
     sweep *sw = d->sw;
     memset(r, 0, sizeof *r);
     if (d->worker.pid <= 0 && worker_start(sw, d->device, &d->worker, d->device_line, sizeof d->device_line) != MT_OK) {
         r->status = MT_MEASURE_LAUNCH_FAILED;
         snprintf(r->error, sizeof r->error, "cannot restart the worker: %s", mt_last_error());
-        return;
+        return 0;
     }
     char params[256], line[4096];
     mt_variant_format(&job->variant, params, sizeof params);
@@ -288,26 +323,26 @@ static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
                      job->key.s.dl, job->key.s.page_size, job->key.n_heads, job->key.sq, job->key.batch,
                      job->key.seq_len, job->variant.family->name, params, job->warmup, job->reps,
                      job->verify_cpu_macs, job->seed);
-    if (write(d->worker.to_fd, line, (size_t)n) != n) {
+    if (write(d->worker.to_fd, line, (size_t)n) != n) {  /* it died between jobs */
         int status = 0;
         worker_stop(&d->worker, 1, &status);
         r->status = MT_MEASURE_LAUNCH_FAILED;
         describe_exit(status, r->error, sizeof r->error);
-        return;
+        return killed_from_outside(status);
     }
-    int got = worker_read_line(&d->worker, line, sizeof line, sw->job_timeout_s * 1000);
+    int got = worker_read_line(&d->worker, line, sizeof line, sw->job_timeout_s);
     if (got == 0) {
         worker_stop(&d->worker, 1, NULL);
         r->status = MT_MEASURE_TIMEOUT;
         snprintf(r->error, sizeof r->error, "no result within %d s: worker killed", sw->job_timeout_s);
-        return;
+        return 0;
     }
     if (got < 0) {
         int status = 0;
         worker_stop(&d->worker, 0, &status);
         r->status = MT_MEASURE_LAUNCH_FAILED;
         describe_exit(status, r->error, sizeof r->error);
-        return;
+        return killed_from_outside(status);
     }
     char *f[10];
     int nf = 0;
@@ -318,7 +353,7 @@ static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
         worker_stop(&d->worker, 1, NULL);
         r->status = MT_MEASURE_LAUNCH_FAILED;
         snprintf(r->error, sizeof r->error, "worker sent a malformed reply");
-        return;
+        return 0;
     }
     r->status = MT_MEASURE_LAUNCH_FAILED;
     for (int i = 0; i < 5; i++)
@@ -327,6 +362,19 @@ static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
     r->reps = atoi(f[6]);
     snprintf(r->error, sizeof r->error, "%s", strcmp(f[7], "-") == 0 ? "" : f[7]);
     if (r->status == MT_MEASURE_LAUNCH_FAILED) worker_stop(&d->worker, 0, NULL);  /* it exits by itself */
+    return 0;
+}
+
+static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
+    for (int attempt = 0; run_job_once(d, job, r); attempt++) {
+        if (attempt == KILLED_RETRIES) {
+            size_t used = strlen(r->error);
+            snprintf(r->error + used, sizeof r->error - used, " (from outside, %d times in a row)", attempt + 1);
+            return;
+        }
+        fprintf(stderr, "mla-tune: device %d: %s, not by the variant: running the job again on a fresh worker\n",
+                d->device, r->error);
+    }
 }
 
 /* --- progress ------------------------------------------------------------------------ */
@@ -651,11 +699,14 @@ int cmd_sweep(int argc, char **argv) {
         else if (strcmp(a, "--fake-device") == 0) sw.fake = val;
         else if (strcmp(a, "--inject-fault") == 0) sw.inject_fault = val;
         else if (strcmp(a, "--job-timeout") == 0) {
-            sw.job_timeout_s = atoi(val);
-            if (sw.job_timeout_s < 1) {
-                mt_cli_error("sweep: --job-timeout wants a positive number of seconds");
+            char *end = NULL;
+            errno = 0;
+            long t = strtol(val, &end, 10);
+            if (errno || !end || end == val || *end || t < 1 || t > 100000000) {
+                mt_cli_error("sweep: --job-timeout wants whole seconds from 1 to 100000000, got '%s'", val);
                 return 2;
             }
+            sw.job_timeout_s = (int)t;
         } else {
             mt_cli_error("sweep: unknown option '%s'", a);
             usage(stderr);
@@ -686,6 +737,7 @@ int cmd_sweep(int argc, char **argv) {
     if (dry_run) {
         if (mt_target_for_arch(dry_arch, &sw.target) != MT_OK || load_key_spaces(&sw, dry_arch) != MT_OK) {
             mt_cli_error("sweep: %s", mt_last_error());
+            mt_plan_free(&sw.plan);  /* (leaked on this path: LeakSanitizer, issue 25) */
             return 1;
         }
         plan_keys(&sw, shard, shards);
@@ -703,11 +755,17 @@ int cmd_sweep(int argc, char **argv) {
         for (char *p = strtok_r(copy, ",", &save); p && n_devices < 64; p = strtok_r(NULL, ",", &save)) {
             char *end = NULL;
             long v = strtol(p, &end, 10);
-            if (!end || *end || v < 0) {
+            if (!end || end == p || *end || v < 0 || v > 4096) {
                 mt_cli_error("sweep: --devices wants 'all' or a list like 0,1; got '%s'", devices);
                 free(copy);
                 return 2;
             }
+            for (int i = 0; i < n_devices; i++)
+                if (device_list[i] == v) {
+                    mt_cli_error("sweep: --devices lists device %ld twice ('%s'): one worker per GPU", v, devices);
+                    free(copy);
+                    return 2;
+                }
             device_list[n_devices++] = (int)v;
         }
         free(copy);
