@@ -121,6 +121,35 @@ int main(void) {
     expect_space_error("s_empty.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: []\n", ":4:13:",
                        "empty list");
 
+    /* issue 25: one short entry must not expand to a million keys (the
+     * attack's 400-byte entry); duplicate keys, dtypes and families */
+    expect_plan_error("explode.yaml",
+                      "name: t\nproblems:\n  - heads: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
+                      "    sq: [1, 2, 3, 4, 5, 6, 7, 8]\n    page_size: [1, 16, 64, 256]\n    q_dtype: [bf16, fp16]\n"
+                      "    kv_dtype: [bf16, fp16, fp8e4m3]\n"
+                      "    batch: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
+                      "    seq_len: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n",
+                      ":3:5:", "this entry makes 786432 problem keys");
+    expect_plan_error("dup_dtype.yaml",
+                      "name: t\nproblems:\n  - {heads: 16, batch: 1, seq_len: 1, q_dtype: [bf16, fp16, bf16]}\n",
+                      ":3:61:", "q_dtype: bf16 listed twice");
+    expect_plan_error("dup_key.yaml",
+                      "name: t\nproblems:\n  - {heads: 16, batch: [1, 8], seq_len: 4096}\n"
+                      "  - {heads: [8, 16], batch: 8, seq_len: 4096}\n",
+                      ":3:3:", "heads=16 sq=1 page_size=64 bf16/bf16 batch=8 seq_len=4096 is listed by more than one");
+    expect_space_error("s_twice.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt: {tile_q: [16]}\n"
+                       "  mla_decode_simt: {tile_q: [8]}\n", ":4:3:", "family 'mla_decode_simt' listed twice");
+    /* a FIFO named as a config is refused, not waited on */
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/fifo.yaml", dir);
+    CHECK(mkfifo(fifo, 0644) == 0);
+    alarm(60);  /* a hang fails the test */
+    CHECK_STATUS(mt_load_plan(fifo, &p), MT_ERR_CONFIG);
+    CHECK(strstr(mt_last_error(), "FIFO") && strstr(mt_last_error(), fifo));
+    mt_space_config fifo_space;
+    CHECK_STATUS(mt_load_space(fifo, &fifo_space), MT_ERR_CONFIG);
+    alarm(0);
+
     /* the command line: bad plan, non-zero exit, no database written */
     const char *bin = getenv("MLA_TUNE_BIN");
     if (bin) {

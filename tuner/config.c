@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "yaml_tree.h"
 
@@ -58,6 +59,11 @@ static mt_status space_from_tree(const char *path, yt_node *root, mt_space_confi
             st = yt_error(path, name, "unknown kernel family '%s'", name->kind == YT_SCALAR ? name->scalar : "?");
             goto out;
         }
+        for (int k = 0; k < out->n_spaces; k++)  /* the second was silently ignored */
+            if (out->spaces[k].family == f) {
+                st = yt_error(path, name, "family '%s' listed twice", f->name);
+                goto out;
+            }
         if (out->n_spaces == MT_MAX_FAMILIES) {
             st = yt_error(path, name, "too many families");
             goto out;
@@ -119,6 +125,8 @@ static mt_status dtype_list(const char *path, const yt_node *n, const char *what
         mt_dtype t;
         if (mt_dtype_parse(items[i]->scalar, &t) != MT_OK) return yt_error(path, items[i], "%s: %s", what, mt_last_error());
         if (t == MT_FP8_E4M3 && !allow_fp8) return yt_error(path, items[i], "%s: fp8 is supported for KV only", what);
+        for (int j = 0; j < *count; j++)
+            if (out[j] == t) return yt_error(path, items[i], "%s: %s listed twice", what, items[i]->scalar);
         out[(*count)++] = t;
     }
     return MT_OK;
@@ -163,7 +171,11 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
             return st;
         if ((st = yt_int_list(path, yt_get(m, "batch"), "batch", 1, 65535, batches, 16, &n_batch)) != MT_OK) return st;
         if ((st = yt_int_list(path, yt_get(m, "seq_len"), "seq_len", 1, 1000000, lens, 16, &n_len)) != MT_OK) return st;
-        int add = n_heads * n_sq * n_pages * n_qt * n_kvt * n_batch * n_len;
+        long long add = (long long)n_heads * n_sq * n_pages * n_qt * n_kvt * n_batch * n_len;
+        if (p->n_keys + add > MT_PLAN_MAX_KEYS)  /* one 400-byte entry once made 1.18 million keys */
+            return yt_error(path, m, "this entry makes %lld problem keys (heads x sq x page_size x q_dtype x "
+                            "kv_dtype x batch x seq_len) after %d from the entries before it; a plan may have at "
+                            "most %d: split it", add, p->n_keys, MT_PLAN_MAX_KEYS);
         mt_problem_key *grown = realloc(p->keys, sizeof *grown * (size_t)(p->n_keys + add));
         if (!grown) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
         p->keys = grown;
@@ -185,6 +197,19 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
                                     k->seq_len = lens[y];
                                 }
     }
+    return MT_OK;
+}
+
+/* Two entries that make the same key would measure it twice. */
+static mt_status reject_duplicate_keys(const char *path, const yt_node *list, const mt_plan *p) {
+    for (int i = 1; i < p->n_keys; i++)
+        for (int j = 0; j < i; j++) {
+            const mt_problem_key *a = &p->keys[i], *b = &p->keys[j];
+            if (memcmp(a, b, sizeof *a) != 0) continue;
+            return yt_error(path, list, "problem key heads=%d sq=%d page_size=%d %s/%s batch=%d seq_len=%d is listed "
+                            "by more than one entry", a->n_heads, a->sq, a->s.page_size, mt_dtype_name(a->s.q_dtype),
+                            mt_dtype_name(a->s.kv_dtype), a->batch, a->seq_len);
+        }
     return MT_OK;
 }
 
@@ -248,6 +273,7 @@ static mt_status plan_from_tree(const char *path, yt_node *root, mt_plan *p) {
         }
     }
     if ((st = load_problems(path, yt_get(root, "problems"), p)) != MT_OK) goto out;
+    if ((st = reject_duplicate_keys(path, yt_get(root, "problems"), p)) != MT_OK) goto out;
     const yt_node *timing = yt_get(root, "timing");
     if (timing) {
         static const char *const tkeys[] = {"warmup", "reps", "verify_cpu_macs", NULL};
@@ -307,11 +333,7 @@ mt_status mt_config_file(const char *rel, char *buf, size_t size) {
     for (int i = 0; i < 3; i++) {
         if (!dirs[i] || !dirs[i][0]) continue;
         snprintf(buf, size, "%s/%s", dirs[i], rel);
-        FILE *f = fopen(buf, "r");
-        if (f) {
-            fclose(f);
-            return MT_OK;
-        }
+        if (access(buf, R_OK) == 0) return MT_OK;  /* (fopen would block on a FIFO) */
         snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", tried[0] ? ", " : "", buf);
     }
     return mt_fail(MT_ERR_NOT_FOUND, "no config %s (looked at %s; set MLA_TUNE_CONFIG_DIR)", rel, tried);

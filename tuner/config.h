@@ -23,6 +23,10 @@ mt_status mt_load_space(const char *path, mt_space_config *out);
 /* The same from text in memory (`name` stands for the file in messages). */
 mt_status mt_parse_space(const char *name, const char *text, size_t size, mt_space_config *out);
 
+/* A plan's keys at most: a sweep spends minutes per key, and one short
+ * entry of long lists once asked for 1.18 million. */
+enum { MT_PLAN_MAX_KEYS = 4096 };
+
 typedef enum mt_search_strategy { MT_SEARCH_EXHAUSTIVE, MT_SEARCH_RANDOM, MT_SEARCH_HALVING } mt_search_strategy;
 
 typedef struct mt_plan {

@@ -5,10 +5,13 @@
 #include "yaml_tree.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 enum { MAX_DEPTH = 32, MAX_FILE = 1 << 20 };
@@ -138,8 +141,21 @@ mt_status yt_parse(const char *file, const char *text, size_t size, yt_node **ou
 }
 
 mt_status yt_parse_file(const char *path, yt_node **out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt_fail(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* non-blocking, then only a regular file: a FIFO named as a config
+     * hung the command forever in fopen */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return mt_fail(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat info;
+    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        close(fd);
+        return mt_fail(MT_ERR_CONFIG, "%s is %s, not a config file", path,
+                       S_ISFIFO(info.st_mode) ? "a FIFO" : S_ISDIR(info.st_mode) ? "a folder" : "not a regular file");
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return mt_fail(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
     char *buf = malloc(MAX_FILE + 1);
     size_t n = buf ? fread(buf, 1, MAX_FILE + 1, f) : 0;
     int err = ferror(f);
