@@ -113,14 +113,25 @@ mt_status mt_cache_read(const char *dir, const uint8_t key[32], void **code, siz
     *code = NULL;
     *log = NULL;
     *code_size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* non-blocking, and only a regular file counts: a FIFO in the cache
+     * hung the runtime in fopen; as damage, it is removed and rebuilt */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         if (errno == ENOENT) return mt_fail(MT_ERR_NOT_FOUND, "no cache entry %s", path);
         return mt_fail(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     }
     struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return corrupt(path, "not a regular file");
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return mt_fail(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
     uint8_t header[HEADER_SIZE];
-    if (fstat(fileno(f), &st) != 0 || fread(header, 1, HEADER_SIZE, f) != HEADER_SIZE) {
+    if (fread(header, 1, HEADER_SIZE, f) != HEADER_SIZE) {
         fclose(f);
         return corrupt(path, "shorter than its header");
     }

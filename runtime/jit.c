@@ -48,18 +48,18 @@ mt_status mt_jit_create(mt_backend *b, const char *cache_dir, mt_jit **out) {
         free(j);
         return mt_fail(st, "JIT needs a compiler: %s", mt_last_error());
     }
-    if (!cache_dir) {
-        st = mt_cache_default_dir(j->cache_dir, sizeof j->cache_dir);
-        if (st != MT_OK) {
-            free(j);
-            return st;
-        }
-    } else {
-        snprintf(j->cache_dir, sizeof j->cache_dir, "%s", cache_dir);
-    }
-    if (j->cache_dir[0] && (st = mt_cache_prepare_dir(j->cache_dir)) != MT_OK) {
-        free(j);
-        return st;
+    if (!cache_dir) st = mt_cache_default_dir(j->cache_dir, sizeof j->cache_dir);
+    else snprintf(j->cache_dir, sizeof j->cache_dir, "%s", cache_dir);
+    if (st == MT_OK && j->cache_dir[0]) st = mt_cache_prepare_dir(j->cache_dir);
+    if (st != MT_OK) {
+        /* a cache folder that cannot be made or written (a read-only HOME,
+         * a full disk) costs compile time, never correctness: run without
+         * the disk cache and say so here, once, instead of at every compile
+         * or by failing the runtime */
+        fprintf(stderr, "mla-tune: warning: %s; running without a disk cache (kernels are compiled every run)\n",
+                mt_last_error());
+        mt_clear_error();
+        j->cache_dir[0] = '\0';
     }
     pthread_mutex_init(&j->lock, NULL);
     *out = j;

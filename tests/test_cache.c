@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -225,9 +226,66 @@ static void test_jit_order(const char *dir) {
     CHECK_STATUS(mt_cache_read(dir, key, &code, &size, &log), MT_ERR_NOT_FOUND);
     mt_jit_destroy(jit);
 
-    /* an unwritable cache folder is refused with its name */
-    CHECK_STATUS(mt_jit_create(&fake_backend, "/proc/mla-tune-cannot-exist", &jit), MT_ERR_IO);
-    CHECK(strstr(mt_last_error(), "/proc/mla-tune-cannot-exist") != NULL);
+    /* a FIFO where an entry should be (issue 25): not waited on; removed
+     * and rebuilt like any damaged entry */
+    char entry[1024];
+    CHECK_OK(mt_jit_create(&fake_backend, dir, &jit));
+    CHECK_OK(mt_jit_key(jit, &req, key));
+    mt_jit_destroy(jit);
+    mt_cache_entry_path(dir, key, entry, sizeof entry);
+    unlink(entry);
+    CHECK(mkfifo(entry, 0644) == 0);
+    alarm(60);  /* a hang fails the test */
+    CHECK_STATUS(mt_cache_read(dir, key, &code, &size, &log), MT_ERR_CORRUPT);
+    alarm(0);
+    CHECK(access(entry, F_OK) != 0);
+
+    /* an unwritable cache folder (issue 25): the JIT runs without a disk
+     * cache and says so once, naming the folder */
+    char err_path[600];
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    close(fd);
+    mt_status st = mt_jit_create(&fake_backend, "/proc/mla-tune-cannot-exist", &jit);
+    int before = compiles;
+    mt_status c1 = st == MT_OK ? mt_jit_compile(jit, &req, &obj, &origin) : st;
+    mt_status c2 = st == MT_OK ? mt_jit_compile(jit, &bad, &obj, &origin) : st;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CHECK_OK(st);
+    CHECK(c1 == MT_OK && c2 == MT_ERR_COMPILE && compiles == before + 2);
+    CHECK(st != MT_OK || mt_jit_cache_dir(jit)[0] == '\0');
+    if (st == MT_OK) mt_jit_destroy(jit);
+    /* the default folder under a HOME nobody can write */
+    const char *env[] = {"MLA_TUNE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
+    char *old[3];
+    for (int i = 0; i < 3; i++) old[i] = getenv(env[i]) ? strdup(getenv(env[i])) : NULL;
+    unsetenv("MLA_TUNE_CACHE_DIR"), unsetenv("XDG_CACHE_HOME"), setenv("HOME", "/proc/mla-tune-home", 1);
+    fd = open(err_path, O_WRONLY | O_APPEND);
+    saved = dup(2);
+    dup2(fd, 2);
+    close(fd);
+    st = mt_jit_create(&fake_backend, NULL, &jit);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    for (int i = 0; i < 3; i++) {
+        if (old[i]) setenv(env[i], old[i], 1);
+        else unsetenv(env[i]);
+        free(old[i]);
+    }
+    CHECK_OK(st);
+    if (st == MT_OK) mt_jit_destroy(jit);
+    FILE *err = fopen(err_path, "r");
+    char text[4096] = "";
+    if (err) text[fread(text, 1, sizeof text - 1, err)] = '\0', fclose(err);
+    int lines = 0;
+    for (const char *p = text; (p = strstr(p, "running without a disk cache")); p++) lines++;
+    CHECK_MSG(lines == 2 && strstr(text, "/proc/mla-tune-cannot-exist") && strstr(text, "/proc/mla-tune-home"),
+              "warnings: %s", text);
 }
 
 /* Two writer processes store the same key over and over (a 1 MiB entry, so
