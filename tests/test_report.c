@@ -91,6 +91,24 @@ int main(void) {
     CHECK(strstr(html, "src=") == NULL && strstr(html, "<link") == NULL && strstr(html, "url(") == NULL);
     CHECK(count_of(html, "http") == count_of(html, "http://www.w3.org/2000/svg"));
     CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0 && strstr(html, "</html>"));
+    /* hostile text (issue 25): a device name that is a remote image, an
+     * escape sequence in a stored reason: shown as text, never fetched or
+     * sent raw to the terminal */
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s/fixture.db' \"UPDATE devices SET name = '![x](https://evil.example/i.png)'; "
+             "UPDATE choices SET reason = 'fastest' || char(27) || '[2J'\" && '%s' report --db '%s/fixture.db' -o '%s/hostile' "
+             ">/dev/null && '%s' show --db '%s/fixture.db' --system-db '%s/fixture.db' > '%s/show.txt'", dir, bin, dir, dir,
+             bin, dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/hostile/report.html", dir);
+    char *hostile = slurp(path);
+    CHECK_MSG(hostile && !strstr(hostile, "<img") && !strstr(hostile, "src=") && strstr(hostile, "evil.example"),
+              "a remote image in the page");
+    CHECK(hostile && count_of(hostile, "\x1b") == 0);
+    snprintf(path, sizeof path, "%s/show.txt", dir);
+    char *shown = slurp(path);
+    CHECK_MSG(shown && !strchr(shown, '\x1b') && strstr(shown, "fastest\\x1b[2J"), "show: %s", shown ? shown : "?");
+    free(hostile);
+    free(shown);
     /* bad input: a database with nothing chosen, a missing one */
     snprintf(cmd, sizeof cmd, "'%s' report --db '%s/none.db' -o '%s/x' 2>&1 | grep -q 'cannot read database'", bin, dir, dir);
     CHECK(system(cmd) == 0);

@@ -29,6 +29,19 @@ static void json_string(const char *s) {
     putchar('"');
 }
 
+/* Stored text for the terminal: control bytes (an escape sequence in a
+ * hostile file would drive the terminal) shown as \xNN.  The arch, family
+ * and parameters are validated on load; the reason is free text. */
+static const char *printable(const char *s, char *buf, size_t size) {
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && n + 5 < size; p++) {
+        if (*p < 0x20 || *p == 0x7f) n += (size_t)snprintf(buf + n, size - n, "\\x%02x", *p);
+        else buf[n++] = (char)*p;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 int cmd_show(int argc, char **argv) {
     const char *user = NULL, *sys = NULL, *arch = NULL;
     int json = 0;
@@ -85,13 +98,13 @@ int cmd_show(int argc, char **argv) {
         printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-13s %10s %7s  %s\n", "source", "arch", "heads", "Sq", "page",
                "batch", "len", "q/kv", "ms", "gain", "variant (reason)");
         for (int i = 0; i < n; i++) {
-            char dt[32], gain[16] = "-";
+            char dt[32], gain[16] = "-", reason[300];
             snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype));
             if (c[i].default_ms > 0) snprintf(gain, sizeof gain, "%.2fx", c[i].default_ms / c[i].median_ms);
             printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-13s %10.4f %7s  %s:%s (%s)\n",
                    src[i] == MT_FROM_USER_DB ? "user" : "system", c[i].arch, c[i].key.n_heads, c[i].key.sq,
                    c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len, dt, c[i].median_ms, gain, c[i].family,
-                   c[i].params, c[i].reason);
+                   c[i].params, printable(c[i].reason, reason, sizeof reason));
         }
         printf("%d choices (user DB %s, system DB %s)\n", n, u, s);
     }

@@ -10,12 +10,20 @@
 #include "sweep.h"
 
 void mt_cli_error(const char *fmt, ...) {
+    /* messages quote files (a database row, a config value): control bytes
+     * other than line breaks and tabs are shown as \xNN, so that hostile
+     * text cannot send escape sequences to the terminal (issue 25) */
+    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
-    fputs("mla-tune: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fputs("mla-tune: ", stderr);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
 }
 
 static const struct {

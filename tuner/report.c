@@ -66,6 +66,26 @@ static int same_group(const mt_choice *a, const mt_choice *b) {
            a->key.s.kv_dtype == b->key.s.kv_dtype && a->key.s.d == b->key.s.d;
 }
 
+/* Text from the database as one Markdown table cell, nothing more: every
+ * ASCII punctuation character backslash-escaped (CommonMark allows it for
+ * all of them) and control characters dropped, so a device named
+ * "![x](https://host/img.png)" is shown as those characters instead of
+ * becoming an image the page fetches (issue 25), and a '|' cannot open a
+ * column.  Rotates over four buffers: up to four per printf. */
+static const char *md_cell(const void *text) {
+    static char bufs[4][1024];
+    static int next;
+    char *out = bufs[next++ % 4];
+    size_t n = 0;
+    for (const unsigned char *p = text ? text : (const unsigned char *)""; *p && n + 3 < sizeof bufs[0]; p++) {
+        if (*p < 0x20 || *p == 0x7f) continue;
+        if (*p < 0x80 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", *p)) out[n++] = '\\';
+        out[n++] = (char)*p;
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static int param_of(const mt_choice *c, const char *name) {
     const mt_family *f = mt_family_find(c->family);
     mt_variant v;
@@ -238,12 +258,12 @@ int cmd_report(int argc, char **argv) {
         while (sqlite3_step(s) == SQLITE_ROW) {
             const unsigned char *t[12];
             for (int c = 0; c < 12; c++) t[c] = sqlite3_column_text(s, c);
-            mt_text_printf(&md, "| %s | %s | %d | %.1f | %s | %s | %d | %d | %s | %s | %s | %s |\n", t[0] ? (const char *)t[0] : "",
-                           t[1] ? (const char *)t[1] : "", sqlite3_column_int(s, 2),
-                           sqlite3_column_double(s, 3) / 1073741824.0, t[4] ? (const char *)t[4] : "",
-                           t[5] ? (const char *)t[5] : "", sqlite3_column_int(s, 6), sqlite3_column_int(s, 7),
-                           t[8] ? (const char *)t[8] : "-", t[9] ? (const char *)t[9] : "-",
-                           t[10] ? (const char *)t[10] : "-", t[11] ? (const char *)t[11] : "not measured");
+            /* every text field came from the file: cells, never Markdown */
+            mt_text_printf(&md, "| %s | %s | %d | %.1f | %s | %s | %d | %d | ", md_cell(t[0]), md_cell(t[1]),
+                           sqlite3_column_int(s, 2), sqlite3_column_double(s, 3) / 1073741824.0, md_cell(t[4]),
+                           md_cell(t[5]), sqlite3_column_int(s, 6), sqlite3_column_int(s, 7));
+            mt_text_printf(&md, "%s | %s | %s | %s |\n", t[8] ? md_cell(t[8]) : "-", t[9] ? md_cell(t[9]) : "-",
+                           t[10] ? md_cell(t[10]) : "-", t[11] ? md_cell(t[11]) : "not measured");
         }
     }
     sqlite3_finalize(s);
@@ -251,13 +271,12 @@ int cmd_report(int argc, char **argv) {
     if (sqlite3_prepare_v2(h, "SELECT origin, count(*) FROM measurements GROUP BY origin ORDER BY 2 DESC", -1, &s,
                            NULL) == SQLITE_OK)
         while (sqlite3_step(s) == SQLITE_ROW)
-            mt_text_printf(&md, "| %s | %d |\n", sqlite3_column_text(s, 0) ? (const char *)sqlite3_column_text(s, 0) : "",
-                           sqlite3_column_int(s, 1));
+            mt_text_printf(&md, "| %s | %d |\n", md_cell(sqlite3_column_text(s, 0)), sqlite3_column_int(s, 1));
     sqlite3_finalize(s);
     mt_text_printf(&md, "\nStatus of every measurement:\n\n| status | count |\n|---|---|\n");
     if (sqlite3_prepare_v2(h, "SELECT status, count(*) FROM measurements GROUP BY status ORDER BY 1", -1, &s, NULL) == SQLITE_OK)
         while (sqlite3_step(s) == SQLITE_ROW)
-            mt_text_printf(&md, "| %s | %d |\n", sqlite3_column_text(s, 0), sqlite3_column_int(s, 1));
+            mt_text_printf(&md, "| %s | %d |\n", md_cell(sqlite3_column_text(s, 0)), sqlite3_column_int(s, 1));
     sqlite3_finalize(s);
 
     /* per key */
@@ -287,7 +306,7 @@ int cmd_report(int argc, char **argv) {
         mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | `%s` | %s |\n",
                        i, c->arch, c->key.n_heads, c->key.sq, c->key.s.page_size, mt_dtype_name(c->key.s.q_dtype),
                        mt_dtype_name(c->key.s.kv_dtype), c->key.batch, c->key.seq_len, c->median_ms, gbs, pct_copy, tf,
-                       pct_mat, dflt, gain, c->params, c->reason);
+                       pct_mat, dflt, gain, c->params, md_cell(c->reason));
         if (key_bytes(&c->key) > key_bytes(&choices[heaviest].key)) heaviest = i;
     }
     if (key_index < 0 || key_index >= n) key_index = heaviest;
