@@ -126,8 +126,11 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
         rt->target.shared_max = rt->info.shared_per_group_max;
         char user[1024], sys[1024];
         mt_db_default_paths(user, sizeof user, sys, sizeof sys);
-        st = mt_db_load_overlay(o.user_db ? o.user_db : user, o.user_db != NULL, o.system_db ? o.system_db : sys,
-                                o.system_db != NULL, rt->info.arch, &rt->choices, &rt->sources, &rt->n_choices);
+        int env_user = 0, env_sys = 0;  /* MLA_TUNE_DB set to a missing file is an error, not the heuristic */
+        mt_db_env_required(&env_user, &env_sys);
+        st = mt_db_load_overlay(o.user_db ? o.user_db : user, o.user_db != NULL || env_user,
+                                o.system_db ? o.system_db : sys, o.system_db != NULL || env_sys, rt->info.arch,
+                                &rt->choices, &rt->sources, &rt->n_choices);
         if (st == MT_OK)
             log_at(rt, MLT_LOG_INFO, "%s (%s): %d tuning entries from %s and %s", rt->info.name, rt->info.arch,
                    rt->n_choices, o.user_db ? o.user_db : user, o.system_db ? o.system_db : sys);

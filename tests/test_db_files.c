@@ -15,7 +15,8 @@
  *      through import;
  *   6. a FIFO as a DB path or as MLA_TUNE_DB is refused at once;
  *   7. a file cut ~100 bytes short is refused;
- *  13. a mistyped MLA_TUNE_DB is an error, not a silent heuristic.
+ *  13. a mistyped MLA_TUNE_DB is an error, not a silent heuristic; 65
+ *      distinct winners for one shape do not make lookup fail.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -357,6 +358,43 @@ static void test_mistyped_env(void) {
     CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "tunning.db"), "%s", out);
 }
 
+static int collect(const mt_variant *v, void *user) {
+    mt_variant *list = user;
+    int *n = (int *)(list + 80);
+    list[(*n)++] = *v;
+    return *n == 65;
+}
+
+/* 13: 65 keys of one shape, each won by another variant: what show and
+ * export accept, lookup (and plan creation, the same table) must too. */
+static void test_many_winners(void) {
+    mt_variant list[81];  /* 65 used; the count lives past the end of them */
+    int *n = (int *)(list + 80);
+    *n = 0;
+    mt_space sp;
+    mt_target t;
+    mt_problem_key k = key_of(1);
+    mt_space_full(&mt_family_mla_decode_simt, &sp);
+    CHECK_OK(mt_target_for_arch("sm_90", &t));
+    mt_space_enumerate(&sp, &k.s, &t, collect, list, NULL);
+    CHECK(*n == 65);
+    char p[600], cmd[2000], out[65536];
+    path_of(p, sizeof p, "many.db");
+    mt_db *db = NULL;
+    CHECK_OK(mt_db_open(p, MT_DB_WRITE, &db));
+    for (int i = 0; i < *n; i++) put(db, i + 1, list[i], 1.0);
+    CHECK_OK(mt_db_recompute_choices(db));
+    mt_db_close(db);
+    CHECK(db_query_int(p, "SELECT count(DISTINCT variant_id) FROM choices") == 65);
+    snprintf(cmd, sizeof cmd, "'%s' show --db many.db --system-db many.db", bin);
+    CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "65 choices"), "%s", out);
+    for (int b = 1; b <= 65; b += 64) {
+        snprintf(cmd, sizeof cmd, "'%s' lookup --arch sm_90 --db many.db --system-db many.db --heads 16 --batch %d "
+                 "--seq-len 1024", bin, b);
+        CHECK_MSG(run(cmd, out, sizeof out) == 0 && strstr(out, "key (batch="), "batch %d: %s", b, out);
+    }
+}
+
 int main(void) {
     bin = getenv("MLA_TUNE_BIN");
     if (!bin) {
@@ -374,6 +412,7 @@ int main(void) {
     test_fifo();
     test_small_truncation();
     test_mistyped_env();
+    test_many_winners();
     char cmd[700];
     snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'; rm -rf '%s'", dir, dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
