@@ -80,9 +80,11 @@ mt_status mt_backend_open(const char *name, mt_backend **out) {
         st = mt_backend_hip_open(b);
     else if (strcmp(name, "hip-clang") == 0)
         st = mt_backend_clang_open(b);
+    else if (strcmp(name, "hip-cpu") == 0)
+        st = mt_backend_emu_open(b);
     else
         st = mt_fail(MT_ERR_INVALID_ARGUMENT,
-                     "unknown backend '%s' (known: cuda, hip, hip-clang)", name);
+                     "unknown backend '%s' (known: cuda, hip, hip-clang, hip-cpu)", name);
     if (st != MT_OK) {
         free(b);
         return st;

@@ -163,7 +163,7 @@ struct mt_backend {
 
 /* --- opening backends ---------------------------------------------------- */
 
-/* Opens the named backend ("cuda", "hip", "hip-clang").  Succeeds when at
+/* Opens the named backend ("cuda", "hip", "hip-clang", "hip-cpu").  Succeeds when at
  * least its compiler or its driver loaded; fails with MT_ERR_NO_BACKEND and a
  * message naming every library tried when neither did. */
 mt_status mt_backend_open(const char *name, mt_backend **out);
@@ -251,5 +251,6 @@ void mt_append(char *buf, size_t size, const char *fmt, ...) __attribute__((form
 mt_status mt_backend_cuda_open(mt_backend *b);
 mt_status mt_backend_hip_open(mt_backend *b);
 mt_status mt_backend_clang_open(mt_backend *b);
+mt_status mt_backend_emu_open(mt_backend *b);   /* "hip-cpu": AMD kernels emulated on the CPU (backend_emu.c) */
 
 #endif

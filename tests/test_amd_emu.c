@@ -1,0 +1,428 @@
+/*
+ * The AMD code paths executed on the CPU (label "emu"): the kernel sources'
+ * AMD branches, compiled for the host against the HIP emulation
+ * (runtime/emu/hip/hip_runtime.h) by the "hip-cpu" backend, launched through
+ * the same code as on a GPU (mt_mla_decode_launch builds the arguments, the
+ * JIT compiles and loads), and compared with the double-precision CPU
+ * reference.  No GPU, no ROCm.
+ *
+ * What it proves: the kernels' logic on 64-lane wavefronts with barriers,
+ * LDS, shuffles and the MFMA instructions as AMD documents their lane
+ * layouts (gfx942: 16x16x16; gfx950 where the kernels use its forms).  What
+ * it does not: the GPU compiler's code, timing, occupancy, races between
+ * work-groups (they run one after another).
+ *
+ * Coverage: both targets (gfx942, gfx950), the SIMT (mma=0) and the
+ * matrix-core (mma=1) paths, variants drawn from each target's full valid
+ * space (so every split count, reduce form, tile and thread count the
+ * family allows there, and whatever new variants it gains), every q/KV
+ * dtype pair, pages 1/16/64, Sq 1..8, heads 1..16, ragged lengths with 0
+ * and fewer keys than Sq.  A variant ("unit") is compiled once and run on
+ * CASES_PER_UNIT shapes.  Pass: as test_gpu_mla (out relative error < 1e-2
+ * bf16 / 5e-3 fp16, lse < 1e-3, NaN never).
+ *
+ * The negative control: one matrix-core variant compiled with the MFMA model's
+ * A-operand lane mapping permuted (MT_EMU_WRONG_MFMA_LANES) must FAIL the
+ * same comparison; if it passed, the comparison could not see a wrong
+ * layout and the test fails.
+ *
+ * MLA_TUNE_TEST_SEED (default 24), MLA_TUNE_EMU_UNITS (variants per target
+ * and path, default 12).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+#include "kernels/mla_decode.h"
+#include "kernels/mla_reference.h"
+#include "runtime/jit.h"
+
+enum { CASES_PER_UNIT = 5, MAX_UNITS = 256, MAX_CASES = MAX_UNITS * CASES_PER_UNIT };
+
+static uint64_t rng_state;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
+
+typedef struct unit {
+    int arch;                /* index into the targets */
+    mt_decode_static s;
+    mt_variant v;
+    int wrong_lanes;         /* the negative control */
+    const mt_code_object *obj;
+    mt_status status;
+    char error[600];
+} unit;
+
+typedef struct test_case {
+    int unit;
+    int n_heads, sq, batch, lens[4];
+    double scale, kv_scale;
+    uint64_t seed;
+    /* results */
+    int ran, ok, has_nan;
+    double e_out, e_lse, seconds;
+    char error[400];
+} test_case;
+
+typedef struct target_ctx {
+    const char *arch;
+    mt_backend *b;
+    mt_jit *jit;
+    mt_device_info info;
+    mt_target target;
+} target_ctx;
+
+static target_ctx targets[2] = {{.arch = "gfx942"}, {.arch = "gfx950"}};
+static unit units[MAX_UNITS];
+static int n_units;
+static test_case cases[MAX_CASES];
+static int n_cases;
+static char *source;
+static int next_job;
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct variant_list {
+    mt_variant *items;
+    int n, cap;
+} variant_list;
+
+static int collect(const mt_variant *v, void *user) {
+    variant_list *l = user;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        l->items = realloc(l->items, sizeof *l->items * (size_t)l->cap);
+    }
+    l->items[l->n++] = *v;
+    return 0;
+}
+
+static int take_job(int n) {
+    pthread_mutex_lock(&job_lock);
+    int i = next_job < n ? next_job++ : -1;
+    pthread_mutex_unlock(&job_lock);
+    return i;
+}
+
+static void *compile_worker(void *arg) {
+    (void)arg;
+    for (int i; (i = take_job(n_units)) >= 0;) {
+        unit *u = &units[i];
+        char storage[16][48];
+        const char *defines[16];
+        int n = mt_variant_defines(&u->v, &u->s, storage, defines, 16);
+        const char *wrong[] = {"-DMT_EMU_WRONG_MFMA_LANES"};
+        mt_jit_request req = {.source = source, .source_name = "mla_decode.cu", .arch = targets[u->arch].arch,
+                              .defines = defines, .n_defines = n, .options = wrong,
+                              .n_options = u->wrong_lanes ? 1 : 0};
+        u->status = mt_jit_compile(targets[u->arch].jit, &req, &u->obj, NULL);
+        if (u->status != MT_OK) snprintf(u->error, sizeof u->error, "%.599s", mt_last_error());
+    }
+    return NULL;
+}
+
+static void fill_storage(uint64_t *state, void *dst, mt_dtype t, size_t n, double kv_scale) {
+    uint64_t saved = rng_state;
+    rng_state = *state;
+    for (size_t i = 0; i < n; i++) {
+        float x = (float)rnd_unit();
+        if (t == MT_BF16) ((uint16_t *)dst)[i] = mt_host_f32_to_bf16(x);
+        else if (t == MT_FP16) ((uint16_t *)dst)[i] = mt_host_f32_to_f16(x);
+        else ((uint8_t *)dst)[i] = mt_host_f32_to_fp8e4m3((float)(x / kv_scale));
+    }
+    *state = rng_state;
+    rng_state = saved;
+}
+
+static double to_double(const void *src, mt_dtype t, size_t i) {
+    return t == MT_BF16 ? mt_host_bf16_to_f32(((const uint16_t *)src)[i]) : mt_host_f16_to_f32(((const uint16_t *)src)[i]);
+}
+
+/* Runs one case; fills its results.  Thread-safe: its own buffers, its
+ * own random state; modules serialise their own launches. */
+static void run_case(test_case *tc) {
+    const unit *u = &units[tc->unit];
+    target_ctx *t = &targets[u->arch];
+    mt_backend *b = t->b;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tc->ran = 1;
+    if (u->status != MT_OK) {
+        snprintf(tc->error, sizeof tc->error, "compile failed: %.380s", u->error);
+        return;
+    }
+    /* the variant's kernels, by the names the family gives them */
+#if defined(MT_MLA_SCHEDULE_KERNEL) /* the launch API with the GPU-side schedule (kernels/mla_decode.h) */
+    const char *names[3];
+    mt_mla_decode_entry_names(&u->v, names);
+    mt_mla_decode_kernels fns = {0};
+    mt_function *slots[3] = {&fns.decode, &fns.reduce, &fns.schedule};
+#else
+    const char *names[2] = {MT_MLA_DECODE_KERNEL, MT_MLA_REDUCE_KERNEL};
+    mt_function fdec = NULL, fred = NULL, *slots[2] = {&fdec, &fred};
+#endif
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (names[k] && mt_jit_function(t->jit, u->obj, names[k], slots[k]) != MT_OK) {
+            snprintf(tc->error, sizeof tc->error, "%.390s", mt_last_error());
+            return;
+        }
+    uint64_t state = tc->seed;
+    const mt_decode_static *s = &u->s;
+    const int page = s->page_size, rows = tc->sq * tc->n_heads;
+    int max_blocks = 1, total_pages = 0;
+    for (int r = 0; r < tc->batch; r++) {
+        int nb = (tc->lens[r] + page - 1) / page;
+        if (nb > max_blocks) max_blocks = nb;
+        total_pages += nb;
+    }
+    if (total_pages == 0) total_pages = 1;
+    /* pages handed out in reverse order, so the block table matters */
+    int32_t *table = calloc((size_t)tc->batch * max_blocks, sizeof(int32_t));
+    int next_page = total_pages;
+    for (int r = 0; r < tc->batch; r++)
+        for (int k = 0; k < (tc->lens[r] + page - 1) / page; k++) table[(size_t)r * max_blocks + k] = --next_page;
+    size_t q_elems = (size_t)tc->batch * rows * s->d, kv_elems = (size_t)total_pages * page * s->d;
+    size_t out_elems = (size_t)tc->batch * rows * s->dl, lse_elems = (size_t)tc->batch * rows;
+    size_t kv_bytes = kv_elems * mt_dtype_size(s->kv_dtype);
+    void *q = malloc(q_elems * 2), *kv = malloc(kv_bytes);
+    fill_storage(&state, q, s->q_dtype, q_elems, 1.0);
+    fill_storage(&state, kv, s->kv_dtype, kv_elems, tc->kv_scale);
+    mt_devptr dq, dkv, dtable, dlens, dout, dlse, dws = 0;
+    size_t ws = mt_mla_decode_workspace_bytes(&u->v, s, tc->batch, tc->n_heads, tc->sq, t->info.compute_units);
+    mt_backend_mem_alloc(b, q_elems * 2, &dq);
+    mt_backend_mem_alloc(b, kv_bytes, &dkv);
+    mt_backend_mem_alloc(b, sizeof(int32_t) * (size_t)tc->batch * max_blocks, &dtable);
+    mt_backend_mem_alloc(b, sizeof(int32_t) * (size_t)tc->batch, &dlens);
+    mt_backend_mem_alloc(b, out_elems * 2, &dout);
+    mt_backend_mem_alloc(b, lse_elems * 4, &dlse);
+    if (ws) mt_backend_mem_alloc(b, ws, &dws);
+    mt_backend_copy_to_device(b, dq, q, q_elems * 2, NULL);
+    mt_backend_copy_to_device(b, dkv, kv, kv_bytes, NULL);
+    mt_backend_copy_to_device(b, dtable, table, sizeof(int32_t) * (size_t)tc->batch * max_blocks, NULL);
+    mt_backend_copy_to_device(b, dlens, tc->lens, sizeof(int32_t) * (size_t)tc->batch, NULL);
+    /* poison: 0xffff is NaN in bf16 and fp16, 0xffffffff in fp32 */
+    mt_backend_mem_set(b, dout, 0xff, out_elems * 2, NULL);
+    mt_backend_mem_set(b, dlse, 0xff, lse_elems * 4, NULL);
+    if (ws) mt_backend_mem_set(b, dws, 0xff, ws, NULL);
+    mt_mla_decode_args a = {.batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq, .max_blocks = max_blocks,
+                            .page_size = page, .warp_size = t->info.warp_size, .scale = (float)tc->scale,
+                            .kv_scale = (float)tc->kv_scale, .q = dq, .kv = dkv, .block_table = dtable,
+                            .seq_lens = dlens, .out = dout, .lse = dlse, .workspace = dws, .workspace_bytes = ws,
+                            .compute_units = t->info.compute_units};
+#if defined(MT_MLA_SCHEDULE_KERNEL)
+    mt_status st = mt_mla_decode_launch(b, &fns, &u->v, s, &a, NULL);
+#else
+    a.seq_lens_host = tc->lens;
+    mt_status st = mt_mla_decode_launch(b, fdec, fred, &u->v, s, &a, NULL);
+#endif
+    if (st != MT_OK) {
+        snprintf(tc->error, sizeof tc->error, "launch: %.390s", mt_last_error());
+    } else {
+        uint16_t *out16 = malloc(out_elems * 2);
+        float *lse32 = malloc(lse_elems * 4);
+        mt_backend_copy_to_host(b, out16, dout, out_elems * 2, NULL);
+        mt_backend_copy_to_host(b, lse32, dlse, lse_elems * 4, NULL);
+        double *got = malloc(sizeof(double) * out_elems), *ref = malloc(sizeof(double) * out_elems);
+        double *got_lse = malloc(sizeof(double) * lse_elems), *ref_lse = malloc(sizeof(double) * lse_elems);
+        for (size_t k = 0; k < out_elems; k++) tc->has_nan |= isnan(got[k] = to_double(out16, s->q_dtype, k));
+        for (size_t k = 0; k < lse_elems; k++) tc->has_nan |= isnan(got_lse[k] = lse32[k]);
+        mt_mla_host_problem hp = {.s = *s, .batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq,
+                                  .max_blocks = max_blocks, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
+                                  .q = q, .kv = kv, .block_table = table, .seq_lens = tc->lens};
+        /* matrix units multiply in one type: fp16 q with bf16 KV is rounded
+         * to bf16 (README "Numerics"), so the reference takes it rounded */
+        uint16_t *q_rounded = NULL;
+        if (u->v.values[MT_P_MMA] > 0 && s->q_dtype == MT_FP16 && s->kv_dtype == MT_BF16) {
+            q_rounded = malloc(q_elems * 2);
+            for (size_t k = 0; k < q_elems; k++)
+                q_rounded[k] = mt_host_f32_to_bf16(mt_host_f16_to_f32(((const uint16_t *)q)[k]));
+            hp.q = q_rounded;
+            hp.s.q_dtype = MT_BF16;
+        }
+        mt_mla_reference(&hp, ref, ref_lse, 1);
+        free(q_rounded);
+        tc->e_out = mt_relative_error(got, ref, (long)out_elems);
+        tc->e_lse = mt_relative_error(got_lse, ref_lse, (long)lse_elems);
+        double tol = s->q_dtype == MT_BF16 ? 1e-2 : 5e-3;
+        tc->ok = !tc->has_nan && tc->e_out < tol && tc->e_lse < 1e-3;
+        free(got), free(ref), free(got_lse), free(ref_lse), free(out16), free(lse32);
+    }
+    free(q), free(kv), free(table);
+    mt_backend_mem_free(b, dq), mt_backend_mem_free(b, dkv), mt_backend_mem_free(b, dtable);
+    mt_backend_mem_free(b, dlens), mt_backend_mem_free(b, dout), mt_backend_mem_free(b, dlse);
+    if (ws) mt_backend_mem_free(b, dws);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    tc->seconds = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+static void *run_worker(void *arg) {
+    (void)arg;
+    for (int i; (i = take_job(n_cases)) >= 0;) run_case(&cases[i]);
+    return NULL;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* threads = CPUs, both for compiling and running */
+static void run_parallel(void *(*fn)(void *)) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > 16) n = 16;
+    pthread_t th[16];
+    next_job = 0;
+    for (long i = 0; i < n; i++) pthread_create(&th[i], NULL, fn, NULL);
+    for (long i = 0; i < n; i++) pthread_join(th[i], NULL);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *seed_env = getenv("MLA_TUNE_TEST_SEED"), *units_env = getenv("MLA_TUNE_EMU_UNITS");
+    uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : 24;
+    int per_path = units_env ? atoi(units_env) : 12;
+    if (per_path < 1 || 4 * per_path + 1 > MAX_UNITS) per_path = 12;
+    rng_state = seed * 2654435761u + 1;
+
+    for (int ti = 0; ti < 2; ti++) {
+        target_ctx *t = &targets[ti];
+        setenv("MLA_TUNE_EMU_ARCH", t->arch, 1);
+        mt_status st = mt_backend_open("hip-cpu", &t->b);
+        /* no skip: CI installs clang (tests/setup-deps.sh); a missing one fails */
+        CHECK_MSG(st == MT_OK, "hip-cpu backend: %s", mt_last_error());
+        if (st != MT_OK) return check_summary("test_amd_emu");
+        CHECK_OK(mt_backend_device_info(t->b, 0, &t->info));
+        t->target = (mt_target){.warp_size = t->info.warp_size, .shared_max = t->info.shared_per_group_max};
+        snprintf(t->target.arch, sizeof t->target.arch, "%s", t->info.arch);
+        CHECK_OK(mt_jit_create(t->b, NULL, &t->jit));
+    }
+    char version[128];
+    mt_backend_compiler_version(targets[0].b, version, sizeof version);
+    printf("seed %llu; AMD kernels on the CPU: %s, %s, compiled by %s\n", (unsigned long long)seed,
+           targets[0].info.name, targets[1].info.name, version);
+
+    /* units: per target and path, per_path variants drawn from the full
+     * valid space of a (page, dtypes) key that cycles over all of them */
+    static const int pages[] = {1, 16, 64}, heads[] = {1, 3, 8, 16};
+    static const mt_dtype q_types[] = {MT_BF16, MT_FP16}, kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
+    for (int ti = 0; ti < 2; ti++)
+        for (int path = 0; path < 2; path++)
+            for (int k = 0; k < per_path; k++) {
+                int dt = (k + k / 6) % 6;
+                mt_decode_static s = {.d = 576, .dl = 512, .page_size = pages[(k + path) % 3],
+                                      .q_dtype = q_types[dt / 3], .kv_dtype = kv_types[dt % 3]};
+                variant_list vl = {0};
+                mt_space sp;
+                mt_space_full(&mt_family_mla_decode_simt, &sp);
+                mt_space_enumerate(&sp, &s, &targets[ti].target, collect, &vl, NULL);
+                int n_path = 0;
+                for (int i = 0; i < vl.n; i++) n_path += vl.items[i].values[MT_P_MMA] == path;
+                CHECK_MSG(n_path > 0, "%s has no mma=%d variant for page %d", targets[ti].arch, path, s.page_size);
+                if (n_path > 0) {
+                    int pick = (int)(rnd() % (uint64_t)n_path);
+                    unit *u = &units[n_units++];
+                    for (int i = 0; i < vl.n; i++)
+                        if (vl.items[i].values[MT_P_MMA] == path && pick-- == 0) u->v = vl.items[i];
+                    u->arch = ti, u->s = s;
+                }
+                free(vl.items);
+            }
+    /* the negative control: the last matrix-core unit of gfx942 again, with the wrong lanes */
+    int control = -1;
+    for (int i = 0; i < n_units; i++)
+        if (units[i].arch == 0 && units[i].v.values[MT_P_MMA] == 1) control = i;
+    CHECK(control >= 0);
+    if (control >= 0) {
+        units[n_units] = units[control];
+        units[n_units].wrong_lanes = 1;
+        control = n_units++;
+    }
+    for (int i = 0; i < n_units; i++)
+        for (int c = 0; c < (units[i].wrong_lanes ? 1 : CASES_PER_UNIT); c++) {
+            test_case *tc = &cases[n_cases++];
+            tc->unit = i;
+            tc->n_heads = heads[(i + c) % 4];
+            tc->sq = 1 + (i * CASES_PER_UNIT + c) % 8;
+            tc->batch = rnd_int(1, 3);
+            static const int lmax_by_case[CASES_PER_UNIT] = {40, 160, 400, 12, 700};
+            int lmax = lmax_by_case[c];
+            for (int r = 0; r < tc->batch; r++) {
+                int kind = rnd_int(0, 7);
+                tc->lens[r] = kind == 0 ? 0 : kind == 1 && tc->sq > 1 ? rnd_int(1, tc->sq - 1) : rnd_int(1, lmax);
+            }
+            if (units[i].wrong_lanes) tc->lens[0] = 200, tc->n_heads = 16;
+            tc->scale = (rnd() & 1 ? 3.0 : 1.0) / sqrt(576.0);
+            tc->kv_scale = units[i].s.kv_dtype == MT_FP8_E4M3 ? 1.0 / 224.0 : 1.0;
+            tc->seed = rnd() | 1;
+        }
+
+    CHECK_OK(mt_kernel_source("mla_decode.cu", &source));
+    double t0 = now();
+    run_parallel(compile_worker);
+    double t1 = now();
+    mt_jit_stats js0 = mt_jit_get_stats(targets[0].jit), js1 = mt_jit_get_stats(targets[1].jit);
+    printf("%d variants compiled for the host in %.1f s (%ld compiled, %ld from the disk cache)\n", n_units, t1 - t0,
+           js0.compiles + js1.compiles, js0.disk_hits + js1.disk_hits);
+    run_parallel(run_worker);
+    double t2 = now();
+
+    int passed = 0, counted = 0, by[2][2] = {{0}}, by_splits = 0, by_pages[3] = {0}, by_kv[3] = {0}, by_sq[9] = {0};
+    double worst_out = 0, worst_lse = 0;
+    for (int i = 0; i < n_cases; i++) {
+        test_case *tc = &cases[i];
+        const unit *u = &units[tc->unit];
+        char vname[256];
+        mt_variant_format(&u->v, vname, sizeof vname);
+        char lens_text[48];
+        snprintf(lens_text, sizeof lens_text, "%d", tc->lens[0]);
+        for (int r = 1; r < tc->batch; r++)
+            snprintf(lens_text + strlen(lens_text), sizeof lens_text - strlen(lens_text), ",%d", tc->lens[r]);
+        printf("case %3d %s %s N=%2d Sq=%d page=%2d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e %.2fs%s%s%s\n", i,
+               u->wrong_lanes ? "CONTROL" : tc->ok ? "ok  " : "FAIL", targets[u->arch].arch, tc->n_heads, tc->sq,
+               u->s.page_size, lens_text, mt_dtype_name(u->s.q_dtype), mt_dtype_name(u->s.kv_dtype), vname, tc->e_out,
+               tc->e_lse, tc->seconds, tc->has_nan ? " NaN" : "", tc->error[0] ? " " : "", tc->error);
+        if (u->wrong_lanes) continue;
+        counted++;
+        CHECK_MSG(tc->ok, "case %d failed (seed %llu)", i, (unsigned long long)seed);
+        if (!tc->ok) continue;
+        passed++;
+        by[u->arch][u->v.values[MT_P_MMA]]++;
+        by_splits += u->v.values[MT_P_NUM_SPLITS] > 1;
+        by_pages[u->s.page_size == 1 ? 0 : u->s.page_size == 16 ? 1 : 2]++;
+        by_kv[u->s.kv_dtype]++;
+        by_sq[tc->sq]++;
+        if (tc->e_out > worst_out) worst_out = tc->e_out;
+        if (tc->e_lse > worst_lse) worst_lse = tc->e_lse;
+    }
+    printf("\n%d/%d emulated AMD cases passed in %.1f s (gfx942: %d SIMT, %d MFMA; gfx950: %d SIMT, %d MFMA; %d with "
+           "splits and the reduce; pages 1/16/64: %d/%d/%d; KV bf16/fp16/fp8: %d/%d/%d; Sq 1..8: %d %d %d %d %d %d %d "
+           "%d); worst error out %.2e, lse %.2e\n",
+           passed, counted, t2 - t1, by[0][0], by[0][1], by[1][0], by[1][1], by_splits, by_pages[0], by_pages[1],
+           by_pages[2], by_kv[0], by_kv[1], by_kv[2], by_sq[1], by_sq[2], by_sq[3], by_sq[4], by_sq[5], by_sq[6],
+           by_sq[7], by_sq[8], worst_out, worst_lse);
+    for (int i = 0; i < n_cases; i++)
+        if (units[cases[i].unit].wrong_lanes) {
+            const test_case *tc = &cases[i];
+            printf("negative control (MFMA A-operand lanes permuted in the model): out error %.2e, lse error %.2e -> "
+                   "%s\n", tc->e_out, tc->e_lse, tc->ok ? "PASSED: the comparison cannot see a wrong layout" :
+                   "fails, as it must");
+            CHECK_MSG(tc->ran && !tc->ok && !tc->error[0], "the negative control must run and fail the comparison");
+        }
+    (void)control;
+    for (int ti = 0; ti < 2; ti++) {
+        mt_jit_destroy(targets[ti].jit);
+        mt_backend_close(targets[ti].b);
+    }
+    free(source);
+    return check_summary("test_amd_emu");
+}
