@@ -758,12 +758,14 @@ int cmd_sweep(int argc, char **argv) {
             if (!end || end == p || *end || v < 0 || v > 4096) {
                 mt_cli_error("sweep: --devices wants 'all' or a list like 0,1; got '%s'", devices);
                 free(copy);
+                mt_plan_free(&sw.plan);
                 return 2;
             }
             for (int i = 0; i < n_devices; i++)
                 if (device_list[i] == v) {
                     mt_cli_error("sweep: --devices lists device %ld twice ('%s'): one worker per GPU", v, devices);
                     free(copy);
+                    mt_plan_free(&sw.plan);
                     return 2;
                 }
             device_list[n_devices++] = (int)v;
