@@ -1784,9 +1784,11 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #endif
 
 /* ---- the matrix-unit path (AMD, MFMA) -------------------------------------
- * Compiled for gfx942 in CI; no AMD GPU has run it yet (see README).
+ * Compiled for gfx942 and gfx950 in CI and run there in the HIP CPU
+ * emulation (test_amd_emu); no AMD GPU has run it yet (see README).
  * The same computation as the NVIDIA path, shaped for 64-wide wavefronts,
- * 16x16x16 MFMA and 64 KiB of LDS, without asynchronous copies:
+ * 16x16x16 MFMA (the score step on gfx950: 16x16x32) and 64 KiB of LDS,
+ * without asynchronous copies:
  *
  * NWV = BLOCK_THREADS / 64 waves (2 or 4); KV chunks of 16 keys.
  * Scores: wave w takes the d-slice w (D / NWV dims) and all keys of the
@@ -1966,8 +1968,31 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             for (int m = 0; m < MT_TILES; m++)
 #pragma unroll
                 for (int j = 0; j < SNA; j++) s_acc[m][j] = (mt_f32x4){0.0f, 0.0f, 0.0f, 0.0f};
+#if defined(MT_HAVE_MFMA_K32)
+            /* gfx950: two k-steps per 16x16x32 instruction.  A lane's eight
+             * A values are its four of step ks then its four of step ks + 1,
+             * its eight B values the same d's of its key: the instruction
+             * sums over all 32 k whatever d each one stands for, so A and B
+             * only have to pair them alike.  An odd last step takes 16x16x16. */
+            constexpr int KS_PAIRED = KSA / 2 * 2;
 #pragma unroll
-            for (int ks = 0; ks < KSA; ks++)
+            for (int ks = 0; ks < KS_PAIRED; ks += 2)
+#pragma unroll
+                for (int j = 0; j < SNA; j++) {
+                    const mt_u16 *kr = kc + (j * 16 + l16) * KS_STRIDE + (wave * KSA + ks) * 16 + l4 * 4;
+                    const mt_u32x2 b0 = *(const mt_u32x2 *)kr, b1 = *(const mt_u32x2 *)(kr + 16);
+                    const mt_u32x4 bk = {b0[0], b0[1], b1[0], b1[1]};
+#pragma unroll
+                    for (int m = 0; m < MT_TILES; m++)
+                        s_acc[m][j] = mt_mfma_16x16x32(
+                            s_acc[m][j], (mt_u32x4){qf[m][ks][0], qf[m][ks][1], qf[m][ks + 1][0], qf[m][ks + 1][1]}, bk,
+                            MMA_FP16);
+                }
+#else
+            constexpr int KS_PAIRED = 0;
+#endif
+#pragma unroll
+            for (int ks = KS_PAIRED; ks < KSA; ks++)
 #pragma unroll
                 for (int j = 0; j < SNA; j++) {
                     const mt_u32x2 bk = *(const mt_u32x2 *)(kc + (j * 16 + l16) * KS_STRIDE + (wave * KSA + ks) * 16 + l4 * 4);

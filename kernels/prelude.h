@@ -574,6 +574,26 @@ __device__ __forceinline__ mt_f32x4 mt_mfma_16x16x16(mt_f32x4 d, mt_u32x2 a, mt_
                                                      d, 0, 0, 0);
 }
 
+#if defined(__gfx950__)
+/* CDNA4 (gfx950): D = A * B + D, 16x16x32 (v_mfma_f32_16x16x32_bf16 /
+ * _f16), twice the k of the form above per instruction.  Lane l holds
+ *   A[l % 16][8 * (l / 16) + i]       i = 0..7 (four registers, low half first)
+ *   B[8 * (l / 16) + i][l % 16]
+ *   D as above
+ * (AMD Instinct CDNA4 ISA, matrix operand layout; composable_kernel's
+ * xdlops tables). */
+#define MT_HAVE_MFMA_K32 1
+typedef __bf16 mt_bf16x8 __attribute__((ext_vector_type(8)));
+typedef _Float16 mt_h16x8 __attribute__((ext_vector_type(8)));
+__device__ __forceinline__ mt_f32x4 mt_mfma_16x16x32(mt_f32x4 d, mt_u32x4 a, mt_u32x4 b, int fp16) {
+    if (fp16)
+        return __builtin_amdgcn_mfma_f32_16x16x32_f16(__builtin_bit_cast(mt_h16x8, a), __builtin_bit_cast(mt_h16x8, b),
+                                                      d, 0, 0, 0);
+    return __builtin_amdgcn_mfma_f32_16x16x32_bf16(__builtin_bit_cast(mt_bf16x8, a), __builtin_bit_cast(mt_bf16x8, b),
+                                                   d, 0, 0, 0);
+}
+#endif
+
 /* Two floats -> packed bf16x2 / f16x2 (lo in the low half), round to
  * nearest even: the same results as the NVIDIA instructions above. */
 __device__ __forceinline__ mt_u32 mt_pack_bf16x2(float lo, float hi) {

@@ -21,9 +21,9 @@
  * CASES_PER_UNIT shapes.  Pass: as test_gpu_mla (out relative error < 1e-2
  * bf16 / 5e-3 fp16, lse < 1e-3, NaN never).
  *
- * The negative control: one matrix-core variant compiled with the MFMA model's
- * A-operand lane mapping permuted (MT_EMU_WRONG_MFMA_LANES) must FAIL the
- * same comparison; if it passed, the comparison could not see a wrong
+ * The negative controls: a matrix-core variant per target compiled with the
+ * MFMA model's A-operand lane mapping permuted (MT_EMU_WRONG_MFMA_LANES) must
+ * FAIL the same comparison; if it passed, the comparison could not see a wrong
  * layout and the test fails.
  *
  * MLA_TUNE_TEST_SEED (default 24), MLA_TUNE_EMU_UNITS (variants per target
@@ -291,7 +291,7 @@ int main(void) {
     const char *seed_env = getenv("MLA_TUNE_TEST_SEED"), *units_env = getenv("MLA_TUNE_EMU_UNITS");
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : 24;
     int per_path = units_env ? atoi(units_env) : 12;
-    if (per_path < 1 || 4 * per_path + 1 > MAX_UNITS) per_path = 12;
+    if (per_path < 1 || 4 * per_path + 2 > MAX_UNITS) per_path = 12;
     rng_state = seed * 2654435761u + 1;
 
     for (int ti = 0; ti < 2; ti++) {
@@ -337,15 +337,17 @@ int main(void) {
                 }
                 free(vl.items);
             }
-    /* the negative control: the last matrix-core unit of gfx942 again, with the wrong lanes */
-    int control = -1;
-    for (int i = 0; i < n_units; i++)
-        if (units[i].arch == 0 && units[i].v.values[MT_P_MMA] == 1) control = i;
-    CHECK(control >= 0);
-    if (control >= 0) {
+    /* the negative controls: the last matrix-core unit of each target again
+     * (gfx942: 16x16x16 only; gfx950: its scores through 16x16x32), with
+     * the wrong lanes */
+    for (int ti = 0; ti < 2; ti++) {
+        int control = -1;
+        for (int i = 0; i < n_units; i++)
+            if (units[i].arch == ti && units[i].v.values[MT_P_MMA] == 1 && !units[i].wrong_lanes) control = i;
+        CHECK(control >= 0);
+        if (control < 0) continue;
         units[n_units] = units[control];
-        units[n_units].wrong_lanes = 1;
-        control = n_units++;
+        units[n_units++].wrong_lanes = 1;
     }
     for (int i = 0; i < n_units; i++)
         for (int c = 0; c < (units[i].wrong_lanes ? 1 : CASES_PER_UNIT); c++) {
@@ -413,12 +415,11 @@ int main(void) {
     for (int i = 0; i < n_cases; i++)
         if (units[cases[i].unit].wrong_lanes) {
             const test_case *tc = &cases[i];
-            printf("negative control (MFMA A-operand lanes permuted in the model): out error %.2e, lse error %.2e -> "
-                   "%s\n", tc->e_out, tc->e_lse, tc->ok ? "PASSED: the comparison cannot see a wrong layout" :
-                   "fails, as it must");
+            printf("negative control on %s (MFMA A-operand lanes permuted in the model): out error %.2e, lse error "
+                   "%.2e -> %s\n", targets[units[tc->unit].arch].arch, tc->e_out, tc->e_lse,
+                   tc->ok ? "PASSED: the comparison cannot see a wrong layout" : "fails, as it must");
             CHECK_MSG(tc->ran && !tc->ok && !tc->error[0], "the negative control must run and fail the comparison");
         }
-    (void)control;
     for (int ti = 0; ti < 2; ti++) {
         mt_jit_destroy(targets[ti].jit);
         mt_backend_close(targets[ti].b);
