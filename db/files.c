@@ -15,8 +15,9 @@
  *   - a WAL-mode file needs a -shm file beside it even to be read.  In a
  *     folder the reader cannot write (a root-owned PREFIX/share/mla-tune)
  *     SQLite cannot create it and every read fails with "attempt to write
- *     a readonly database".  Such a file is opened immutable: nobody can be
- *     writing it through SQLite without that -shm, so no change is missed;
+ *     a readonly database".  Such a file is opened immutable: no writer is
+ *     active (a writer makes the -shm), and an installed DB is replaced by
+ *     installing a new file, not written in place while it is read;
  *   - a reader that opens a WAL-mode file read-only leaves an empty -wal and
  *     -shm beside it when it closes (a read-only connection may not remove
  *     them).  Where the reader may write the file and its folder, it opens
