@@ -542,14 +542,19 @@ mt_status mt_db_find_measurement(mt_db *db, int64_t problem_id, int64_t variant_
     if (rc == SQLITE_ROW) {
         memset(out, 0, sizeof *out);
         const char *status = col_text(s, 0);
+        int known = 0;
         for (int i = 0; i < 5; i++)
-            if (strcmp(status, mt_measure_status_name((mt_measure_status)i)) == 0) out->status = (mt_measure_status)i;
+            if (strcmp(status, mt_measure_status_name((mt_measure_status)i)) == 0)
+                out->status = (mt_measure_status)i, known = 1;
         out->median_ms = sqlite3_column_double(s, 1);
         out->min_ms = sqlite3_column_double(s, 2);
         out->max_ms = sqlite3_column_double(s, 3);
         out->spread_ms = sqlite3_column_double(s, 4);
         out->reps = sqlite3_column_int(s, 5);
-        *found = 1;
+        /* an unknown status, or an "ok" row whose median is not a time
+         * (text, NULL, <= 0), settles nothing: the job runs again instead of
+         * a garbage median ranking first in a halving round (issue 25) */
+        *found = known && (out->status != MT_MEASURE_OK || db_time_usable(s, 1));
     } else if (rc != SQLITE_DONE) {
         st = db_error(db, "find measurement");
     }

@@ -9,7 +9,8 @@
  *      refuse (tile_q=999, num_splits=-4, page_size=3, an unknown arch) and
  *      leave the destination readable; 13: and say nothing of copies that
  *      failed;
- *   3. a garbage median (text, negative, NULL) on an ok row never wins;
+ *   3. a garbage median (text, negative, NULL) on an ok row never wins, and
+ *      the sweep's resume does not take it as a result;
  *   4. the committed H100 DBs, written before kv_stages, split_reduce and
  *      groups_per_cu existed, keep their default (default_ms and choices)
  *      through import;
@@ -245,6 +246,17 @@ static void test_garbage_medians(void) {
         CHECK_MSG(run(cmd, out, sizeof out) == 1 && strstr(out, "median_ms"), "import of median %s: %s", garbage[i],
                   out);
     }
+    /* the sweep's resume does not take a garbage median as a result */
+    make_db("garbage-resume.db");
+    CHECK(sql("garbage-resume.db", "UPDATE measurements SET median_ms = 'fast'") == SQLITE_OK);
+    path_of(p, sizeof p, "garbage-resume.db");
+    mt_db *resume = NULL;
+    CHECK_OK(mt_db_open(p, MT_DB_WRITE, &resume));
+    mt_measurement found_m;
+    int found = -1;
+    CHECK_OK(mt_db_find_measurement(resume, 1, 1, 1, 20, &found_m, &found));
+    CHECK(found == 0);
+    mt_db_close(resume);
     /* a stored choice with a garbage median is refused on load */
     make_db("garbage-choice.db");
     CHECK(sql("garbage-choice.db", "UPDATE choices SET median_ms = 'x'") == SQLITE_OK);
