@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,7 @@ typedef struct emu_function {
 } emu_function;
 typedef struct emu_module {
     void *handle;
+    pthread_mutex_t lock;   /* over functions[]: threads look kernels up at once (jit.h) */
     emu_function functions[MAX_FUNCTIONS];
     int n_functions;
 } emu_module;
@@ -450,6 +452,7 @@ static mt_status emu_module_load(mt_backend *b, const void *code, size_t size, m
         return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     m->handle = h;
+    pthread_mutex_init(&m->lock, NULL);
     *out = (mt_module)m;
     return MT_OK;
 }
@@ -458,6 +461,7 @@ static mt_status emu_module_unload(mt_backend *b, mt_module mod) {
     (void)b;
     emu_module *m = (emu_module *)mod;
     if (m->handle) dlclose(m->handle);
+    pthread_mutex_destroy(&m->lock);
     free(m);
     return MT_OK;
 }
@@ -465,22 +469,29 @@ static mt_status emu_module_unload(mt_backend *b, mt_module mod) {
 static mt_status emu_module_function(mt_backend *b, mt_module mod, const char *name, mt_function *out) {
     (void)b;
     emu_module *m = (emu_module *)mod;
-    for (int i = 0; i < m->n_functions; i++)
-        if (strcmp(m->functions[i].name, name) == 0) {
-            *out = (mt_function)&m->functions[i];
-            return MT_OK;
+    mt_status st = MT_OK;
+    pthread_mutex_lock(&m->lock);
+    emu_function *f = NULL;
+    for (int i = 0; i < m->n_functions && !f; i++)
+        if (strcmp(m->functions[i].name, name) == 0) f = &m->functions[i];
+    if (!f) {
+        char symbol[128];
+        snprintf(symbol, sizeof symbol, "mt_emu_entry_%s", name);
+        void *entry = dlsym(m->handle, symbol), *launch = dlsym(m->handle, "mt_emu_launch");
+        if (!entry || !launch) {
+            st = mt_fail(MT_ERR_NOT_FOUND, "kernel '%s' not found in module", name);
+        } else if (m->n_functions == MAX_FUNCTIONS) {
+            st = mt_fail(MT_ERR_UNSUPPORTED, "hip-cpu: too many kernels in a module");
+        } else {
+            f = &m->functions[m->n_functions++];
+            *(void **)&f->entry = entry;
+            *(void **)&f->launch = launch;
+            snprintf(f->name, sizeof f->name, "%s", name);
         }
-    char symbol[128];
-    snprintf(symbol, sizeof symbol, "mt_emu_entry_%s", name);
-    void *entry = dlsym(m->handle, symbol), *launch = dlsym(m->handle, "mt_emu_launch");
-    if (!entry || !launch) return mt_fail(MT_ERR_NOT_FOUND, "kernel '%s' not found in module", name);
-    if (m->n_functions == MAX_FUNCTIONS) return mt_fail(MT_ERR_UNSUPPORTED, "hip-cpu: too many kernels in a module");
-    emu_function *f = &m->functions[m->n_functions++];
-    *(void **)&f->entry = entry;
-    *(void **)&f->launch = launch;
-    snprintf(f->name, sizeof f->name, "%s", name);
-    *out = (mt_function)f;
-    return MT_OK;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (f) *out = (mt_function)f;
+    return st;
 }
 
 static mt_status emu_function_resources(mt_backend *b, mt_function f, mt_kernel_resources *out) {

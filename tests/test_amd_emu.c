@@ -269,6 +269,72 @@ static void *run_worker(void *arg) {
     return NULL;
 }
 
+/* The harness's own semantics, on small kernels: shuffles and ballots
+ * across 64 lanes, a barrier between waves, and the failures it must
+ * report (lanes of a wave at different collectives; a write past the
+ * launch's LDS). */
+static const char *const self_check_source =
+    "#include <hip/hip_runtime.h>\n"
+    "extern \"C\" __global__ void shuffles(int *out) {\n"
+    "    extern __shared__ int lds[];\n"
+    "    const int t = threadIdx.x, lane = t % 64;\n"
+    "    int v = __shfl_xor(t, 5);\n"                        /* lane ^ 5 within the wave */
+    "    int s = t;\n"
+    "    for (int m = 32; m > 0; m >>= 1) s += __shfl_xor(s, m);\n" /* the wave's sum */
+    "    int h = __shfl_xor(t, 16, 32);\n"                   /* within halves */
+    "    unsigned long long b = __ballot(lane % 3 == 0);\n"
+    "    lds[t] = t;\n"
+    "    __syncthreads();\n"
+    "    int other = lds[blockDim.x - 1 - t];\n"             /* written by another wave */
+    "    out[5 * t] = v, out[5 * t + 1] = s, out[5 * t + 2] = h, out[5 * t + 3] = (int)__popcll(b), out[5 * t + 4] = other;\n"
+    "}\n"
+    "extern \"C\" __global__ void diverged(int *out) {\n"
+    "    int v = threadIdx.x;\n"
+    "    if (threadIdx.x % 2) v = __shfl_xor(v, 1);\n"
+    "    out[threadIdx.x] = v;\n"
+    "}\n"
+    "extern \"C\" __global__ void lds_overflow(int *out) {\n"
+    "    extern __shared__ int lds[];\n"
+    "    lds[threadIdx.x + 1] = 1;\n"                         /* one int past blockDim.x ints */
+    "    out[threadIdx.x] = 0;\n"
+    "}\n";
+
+static void self_check(target_ctx *t) {
+    mt_jit_request req = {.source = self_check_source, .source_name = "self_check.cu", .arch = t->arch};
+    const mt_code_object *obj = NULL;
+    CHECK_OK(mt_jit_compile(t->jit, &req, &obj, NULL));
+    if (!obj) return;
+    mt_function shuffles = NULL, diverged = NULL, overflow = NULL;
+    CHECK_OK(mt_jit_function(t->jit, obj, "shuffles", &shuffles));
+    CHECK_OK(mt_jit_function(t->jit, obj, "diverged", &diverged));
+    CHECK_OK(mt_jit_function(t->jit, obj, "lds_overflow", &overflow));
+    enum { N = 128 };
+    mt_devptr d = 0;
+    CHECK_OK(mt_backend_mem_alloc(t->b, 5 * N * sizeof(int), &d));
+    void *args[] = {&d};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {N, 1, 1};
+    CHECK_OK(mt_backend_launch(t->b, shuffles, grid, block, N * sizeof(int), NULL, args));
+    int out[5 * N];
+    CHECK_OK(mt_backend_copy_to_host(t->b, out, d, sizeof out, NULL));
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        int wave_sum = 0;
+        for (int l = 0; l < 64; l++) wave_sum += i / 64 * 64 + l;
+        bad += out[5 * i] != (i ^ 5) || out[5 * i + 1] != wave_sum || out[5 * i + 2] != (i ^ 16) ||
+               out[5 * i + 3] != 22 || out[5 * i + 4] != N - 1 - i;
+    }
+    CHECK_MSG(bad == 0, "%s: %d threads got wrong shuffle / ballot / LDS results", t->arch, bad);
+    mt_status st = mt_backend_launch(t->b, diverged, grid, block, 0, NULL, args);
+    CHECK_MSG(st != MT_OK && strstr(mt_last_error(), "diverged"), "%s: divergent shuffle not reported: %s", t->arch,
+              st == MT_OK ? "launch succeeded" : mt_last_error());
+    st = mt_backend_launch(t->b, overflow, grid, block, N * sizeof(int), NULL, args);
+    CHECK_MSG(st != MT_OK && strstr(mt_last_error(), "past the"), "%s: LDS overflow not reported: %s", t->arch,
+              st == MT_OK ? "launch succeeded" : mt_last_error());
+    printf("harness self-check on %s: shuffles, ballot, barrier and LDS right; divergence and LDS overflow reported\n",
+           t->arch);
+    mt_backend_mem_free(t->b, d);
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -367,6 +433,8 @@ int main(void) {
             tc->kv_scale = units[i].s.kv_dtype == MT_FP8_E4M3 ? 1.0 / 224.0 : 1.0;
             tc->seed = rnd() | 1;
         }
+
+    for (int ti = 0; ti < 2; ti++) self_check(&targets[ti]);
 
     CHECK_OK(mt_kernel_source("mla_decode.cu", &source));
     double t0 = now();

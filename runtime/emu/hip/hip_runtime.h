@@ -245,6 +245,10 @@ static inline int __float2int_rn(float f) { return (int)nearbyintf(f); }
 static inline float mt_emu_expf(float x) { return expf(x); }
 static inline float mt_emu_logf(float x) { return logf(x); }
 static inline float __fdividef(float a, float b) { return a / b; }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+static inline int __ffsll(unsigned long long x) { return __builtin_ffsll((long long)x); }
 static inline float __frcp_rn(float a) { return 1.0f / a; }
 
 #define MT_EMU_MINMAX(T)                                         \
@@ -486,6 +490,8 @@ static int run_block(int n_threads) {
     for (int t = 0; t < n_threads; t++) {
         fiber *f = &S.fibers[t];
         if (!f->stack) {
+            /* the lowest page stays inaccessible: a fiber that overflows its
+             * stack faults instead of writing over its neighbour's */
             f->stack = mmap(nullptr, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                             -1, 0);
             if (f->stack == MAP_FAILED) {
@@ -493,6 +499,7 @@ static int run_block(int n_threads) {
                 fail("cannot map a fiber stack");
                 return 1;
             }
+            mprotect(f->stack, 4096, PROT_NONE);
             f->stack_size = STACK_BYTES;
         }
         f->state = RUNNABLE;
@@ -571,11 +578,15 @@ extern "C" int mt_emu_launch(mt_emu_launch_desc *d) {
     S.error[0] = '\0';
     const unsigned n_threads = d->block[0] * d->block[1] * d->block[2];
     int rc = 0;
-    void *lds = nullptr;
+    /* the dynamic LDS, then a canary: a kernel that writes past the bytes
+     * the host asked for (its LDS layout and mt_mla_decode_shared_bytes
+     * disagree) is caught after its work-group */
+    enum { CANARY = 4096 };
+    unsigned char *lds = nullptr;
     if (n_threads == 0 || n_threads > MAX_THREADS) {
         fail("block of %u threads (1..%d)", n_threads, (int)MAX_THREADS);
         rc = 1;
-    } else if (d->shared_bytes > 0 && posix_memalign(&lds, 256, d->shared_bytes) != 0) {
+    } else if (posix_memalign((void **)&lds, 256, d->shared_bytes + CANARY) != 0) {
         fail("cannot allocate %zu bytes of LDS", d->shared_bytes);
         rc = 1;
     }
@@ -589,8 +600,15 @@ extern "C" int mt_emu_launch(mt_emu_launch_desc *d) {
             for (unsigned x = 0; !rc && x < d->grid[0]; x++) {
                 S.block.block_idx = {x, y, z};
                 /* LDS starts as garbage on the hardware: poison it */
-                if (lds) memset(lds, 0xff, d->shared_bytes);
+                memset(lds, 0xff, d->shared_bytes);
+                memset(lds + d->shared_bytes, 0xa5, CANARY);
                 rc = run_block((int)n_threads);
+                for (int i = 0; !rc && i < CANARY; i++)
+                    if (lds[d->shared_bytes + i] != 0xa5) {
+                        fail("work-group (%u,%u,%u) wrote LDS byte %zu, past the %zu bytes of the launch", x, y, z,
+                             d->shared_bytes + (size_t)i, d->shared_bytes);
+                        rc = 1;
+                    }
             }
     free(lds);
     snprintf(d->error, sizeof d->error, "%s", S.error);
