@@ -1,0 +1,135 @@
+/*
+ * How mlt_runtime_create reads its databases and cache (issue 25), on a host
+ * with no GPU: a stub CUDA driver (stub_libcuda.c, MLA_TUNE_CUDA_DRIVER)
+ * stands in for one, as the attack's did.
+ *   1. a WAL-mode system DB installed in a folder the user cannot write
+ *      (a root-owned PREFIX/share/mla-tune) is read by an unprivileged
+ *      user, and nothing is left beside it;
+ *  11. an unwritable cache folder does not stop the runtime;
+ *  13. MLA_TUNE_DB naming a file that does not exist is an error.
+ * Skipped (77) when the runtime cannot start even from a good file (no
+ * NVRTC for the JIT's compiler version).
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "db/db.h"
+#include "kernels/mla_decode.h"
+#include "runtime/include/mlatune.h"
+
+static char dir[256];
+
+static void make_db(const char *path) {
+    mt_db *db = NULL;
+    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    mt_device_info dev = {.compute_units = 132, .total_memory = 80ull << 30};
+    snprintf(dev.arch, sizeof dev.arch, "sm_90");
+    snprintf(dev.name, sizeof dev.name, "Test GPU");
+    mt_problem_key k = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = 16, .sq = 1,
+                        .batch = 8, .seq_len = 1024};
+    mt_variant v;
+    mt_variant_default(&mt_family_mla_decode_simt, &v);
+    int64_t d = 0, p = 0, var = 0;
+    CHECK_OK(mt_db_put_device(db, &dev, "nvrtc", &d));
+    CHECK_OK(mt_db_put_problem(db, &k, &p));
+    CHECK_OK(mt_db_put_variant(db, &v, &var));
+    mt_measurement m = {.problem_id = p, .variant_id = var, .device_id = d, .status = MT_MEASURE_OK,
+                        .median_ms = 1.0, .min_ms = 1.0, .max_ms = 1.0, .reps = 20};
+    CHECK_OK(mt_db_record(db, &m));
+    CHECK_OK(mt_db_recompute_choices(db));
+    mt_db_close(db);
+}
+
+/* mlt_runtime_create with these databases and cache folder; its status. */
+static mlt_status create(const char *user_db, const char *system_db, const char *cache_dir) {
+    mlt_runtime_options o;
+    mlt_runtime_options_default(&o);
+    o.user_db = user_db;
+    o.system_db = system_db;
+    o.cache_dir = cache_dir;
+    mlt_runtime *rt = NULL;
+    mlt_status st = mlt_runtime_create(&o, &rt);
+    if (st == MLT_OK) mlt_runtime_destroy(rt);
+    return st;
+}
+
+static int exists(const char *path, const char *suffix) {
+    char p[700];
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return access(p, F_OK) == 0;
+}
+
+int main(void) {
+    const char *stub = getenv("MLA_TUNE_STUB_CUDA");
+    if (!stub) {
+        printf("SKIP: MLA_TUNE_STUB_CUDA not set\n");
+        return CHECK_SKIP_CODE;
+    }
+    setenv("MLA_TUNE_CUDA_DRIVER", stub, 1);
+    setenv("MLA_TUNE_HIP_RUNTIME", "/nonexistent/libamdhip64.so", 1);
+    unsetenv("MLA_TUNE_DB");
+    unsetenv("MLA_TUNE_SYSTEM_DB");
+    snprintf(dir, sizeof dir, "/tmp/mla-tune-test-runtime-db-XXXXXX");
+    if (!mkdtemp(dir) || chmod(dir, 0755) != 0) return 1;
+    char share[300], shipped[400], user[400], cache[400];
+    snprintf(share, sizeof share, "%s/share", dir);
+    snprintf(shipped, sizeof shipped, "%s/tuning.db", share);
+    snprintf(user, sizeof user, "%s/user.db", dir);
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    CHECK(mkdir(share, 0755) == 0);
+    make_db(shipped);
+    make_db(user);
+
+    /* the baseline: a good file in a folder anyone may write */
+    mlt_status st = create(user, shipped, cache);
+    if (st != MLT_OK) {
+        printf("SKIP: the runtime does not start with the stub driver: %s\n", mlt_last_error());
+        return CHECK_SKIP_CODE;
+    }
+
+    /* reading left nothing beside the file */
+    CHECK(!exists(shipped, "-wal") && !exists(shipped, "-shm"));
+
+    /* 1: the installed system DB, read by a user who cannot write its folder
+     * (as installed: no -wal or -shm beside it) */
+    char side[500];
+    snprintf(side, sizeof side, "%s-wal", shipped);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", shipped);
+    unlink(side);
+    CHECK(chmod(share, 0555) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(90);
+        if (access(share, W_OK) == 0) _exit(91);
+        setenv("XDG_DATA_HOME", "/nonexistent", 1);  /* no user DB */
+        mlt_status s = create(NULL, shipped, "");
+        if (s != MLT_OK) fprintf(stderr, "runtime as an unprivileged user: %s\n", mlt_last_error());
+        _exit(s == MLT_OK ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "read-only system DB: exit %d", WEXITSTATUS(status));
+    CHECK(!exists(shipped, "-wal") && !exists(shipped, "-shm"));
+    chmod(share, 0755);
+
+    /* 11: a cache folder that cannot be made: no disk cache, no failure */
+    CHECK_MSG(create(user, shipped, "/proc/mla-tune-no-cache") == MLT_OK, "%s", mlt_last_error());
+
+    /* 13: a mistyped MLA_TUNE_DB fails, naming the file */
+    char typo[400];
+    snprintf(typo, sizeof typo, "%s/tunning.db", dir);
+    setenv("MLA_TUNE_DB", typo, 1);
+    CHECK(create(NULL, shipped, cache) != MLT_OK);
+    CHECK_MSG(strstr(mlt_last_error(), "tunning.db") != NULL, "%s", mlt_last_error());
+    unsetenv("MLA_TUNE_DB");
+
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'; rm -rf '%s'", dir, dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_runtime_db");
+}
