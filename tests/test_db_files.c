@@ -134,8 +134,8 @@ static void test_read_only_folder(void) {
     pid_t pid = fork();
     if (pid == 0) {
         /* root writes anywhere: become nobody to be the user who cannot */
-        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(90);
-        if (access(ro, W_OK) == 0) _exit(91);
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(77);
+        if (access(ro, W_OK) == 0) _exit(77);  /* (still allowed to write: nothing to show) */
         setenv("XDG_DATA_HOME", "/nonexistent", 1);  /* no user DB */
         mt_db *h = NULL;
         mt_choice *c = NULL;
@@ -154,7 +154,10 @@ static void test_read_only_folder(void) {
     }
     int status = 0;
     waitpid(pid, &status, 0);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "read-only folder: exit %d", WEXITSTATUS(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        printf("read-only folder: skipped (this process cannot become a user without write access)\n");
+    else
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "read-only folder: exit %d", WEXITSTATUS(status));
     CHECK(!exists("share/tuning.db-wal") && !exists("share/tuning.db-shm"));
     chmod(ro, 0755);
 
