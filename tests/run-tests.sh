@@ -31,6 +31,11 @@ for arch in gfx942 gfx950; do
 done
 echo "-- AMD variants compiled (0 failed is required by the compile tests)"
 for f in build/tests/compile-reports/gfx9*.txt; do echo "$(basename "$f" .txt): $(tail -2 "$f" | head -1)"; done
+# the AMD kernels run on the CPU (test_amd_emu) and hiprtc (compile_gfx90a_hiprtc):
+# their summaries, from ctest's log of this run
+echo "-- AMD kernels emulated on the CPU, and hiprtc"
+grep -hE "harness self-check|emulated AMD cases passed|negative control on|through hiprtc:|SKIP: no hiprtc" \
+  build/Testing/Temporary/LastTest.log | sed 's/^[0-9]*: //' || true
 
 echo "== 2/2: clang-19 ASan+UBSan build, sanitized tests and fuzzers"
 CC=clang-19 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON -DMLA_TUNE_FUZZ=ON \
