@@ -40,7 +40,9 @@ typedef enum mt_db_mode { MT_DB_READ, MT_DB_WRITE } mt_db_mode;
 typedef struct mt_problem_key {
     char kind[16];          /* "mla_decode" */
     mt_decode_static s;     /* D, Dl, page size, dtypes */
-    int n_heads, sq, batch, seq_len;
+    int n_heads, sq, batch, seq_len; /* seq_len: the mean keys per request */
+    int max_len;            /* the longest request (uniform: seq_len; 0 read as seq_len) */
+    char lengths[48];       /* how the lengths were made: "uniform" or a mix (tuner/lengths.h) */
 } mt_problem_key;
 
 typedef enum mt_measure_status {
@@ -139,8 +141,6 @@ void mt_db_default_paths(char *user, size_t user_size, char *system_db, size_t s
  * measurement's origin) is kept.  Used by export, import and merge. */
 mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied);
 
-/* The underlying handle (tests, tools). */
-struct sqlite3 *mt_db_handle(mt_db *db);
 /* Turns a file just written by export or merge into one that readers can
  * open where they cannot write (rollback-journal mode, WAL folded in): the
  * installed system DB.  Opening it for writing later turns WAL on again. */
@@ -151,5 +151,7 @@ mt_status mt_db_make_shippable(mt_db *db);
  * built-in heuristic). */
 void mt_db_env_required(int *user, int *system_db);
 
+/* The underlying handle (tests, tools). */
+struct sqlite3 *mt_db_handle(mt_db *db);
 
 #endif

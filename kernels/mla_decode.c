@@ -25,10 +25,11 @@
  *                   each other's shared memory (no workspace, one kernel;
  *                   the 64-row mma=2 path, 2..16 splits)
  *   groups_per_cu   0: a work-group per (row tile, split, request); 1, 2:
- *                   persistent: compute units x this many work-groups run
- *                   the work list the host builds from the real lengths
- *                   (schedule.h; cuts on kv_granularity 16 or 64), the
- *                   transposed mma=2 path with num_splits 1
+ *                   length-aware: compute units x this many work-groups,
+ *                   each running a stretch of the work that mla_schedule
+ *                   cuts on the GPU from the lengths in device memory
+ *                   (schedule.h; cuts on kv_granularity), every path, with
+ *                   num_splits 1 and split_reduce 0
  *
  * Constraints (checked before compiling, and on every value read from a DB):
  *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
@@ -64,8 +65,8 @@ static const mt_param_desc mla_decode_params[] = {
     {"split_reduce", "SPLIT_REDUCE", {0, 1}, 2, 0,
      "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1},
     {"groups_per_cu", "GROUPS_PER_CU", {0, 1, 2}, 3, 0,
-     "0: a work-group per (row tile, split, request); 1, 2: persistent: compute units x this many work-groups take "
-     "the work list the host balances from the real lengths (mma=2, tile_q 16)", 1},
+     "0: a work-group per (row tile, split, request); 1, 2: length-aware: compute units x this many work-groups, "
+     "each a stretch of the work cut on the GPU from the lengths", 1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
@@ -79,7 +80,7 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, 
          * 16-bit), the maxima/sums exchange, row limits, q maxima, an
          * mbarrier per stage */
         size_t blocks = (size_t)s->d / 64, stages = (size_t)values[MT_P_KV_STAGES];
-        /* persistent: warpgroup 1's O^T (16 x 512 floats) meets warpgroup
+        /* length-aware: warpgroup 1's O^T (16 x 512 floats) meets warpgroup
          * 0's in a buffer of its own, since the stages already hold the
          * next item's chunks */
         size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 : 0;
@@ -224,21 +225,19 @@ static mt_status check_split_reduce(const int *values, const mt_decode_static *s
     return MT_OK;
 }
 
-/* groups_per_cu > 0: the persistent form of the transposed warpgroup path
- * (mma=2, tile_q 16); the host's schedule decides the splits, so
- * num_splits is 1 and split_reduce 0; the schedule cuts on kv_granularity
- * (16 or 64: a 64-key chunk starts on a multiple of 64, so finer cuts
- * read a chunk twice). */
-static mt_status check_persistent(const int *values) {
-    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 16 || values[MT_P_NUM_SPLITS] != 1 ||
-        values[MT_P_SPLIT_REDUCE] != 0)
+/* groups_per_cu > 0: the length-aware form; the schedule decides the
+ * pieces, so num_splits is 1 and split_reduce 0.  On the warpgroup paths
+ * (64-key chunks starting on multiples of 64) the schedule cuts on 16 or
+ * 64 keys: finer cuts would read a chunk twice. */
+static mt_status check_length_aware(const int *values) {
+    if (values[MT_P_NUM_SPLITS] != 1 || values[MT_P_SPLIT_REDUCE] != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: groups_per_cu=%d (persistent) exists on the transposed mma=2 path: tile_q 16, "
-                       "num_splits 1 (the schedule splits), split_reduce 0 (got mma %d, tile_q %d, num_splits %d, "
-                       "split_reduce %d)", values[MT_P_GROUPS_PER_CU], values[MT_P_MMA], values[MT_P_TILE_Q],
+                       "mla_decode: groups_per_cu=%d (length-aware) takes num_splits 1 and split_reduce 0: the "
+                       "schedule splits (got num_splits %d, split_reduce %d)", values[MT_P_GROUPS_PER_CU],
                        values[MT_P_NUM_SPLITS], values[MT_P_SPLIT_REDUCE]);
-    if (values[MT_P_KV_GRANULARITY] != 16 && values[MT_P_KV_GRANULARITY] != 64)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: persistent variants cut on 16 or 64 keys (got %d)",
+    if (values[MT_P_MMA] == 2 && values[MT_P_KV_GRANULARITY] != 16 && values[MT_P_KV_GRANULARITY] != 64)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: length-aware mma=2 variants cut on 16 or 64 keys (got kv_granularity %d)",
                        values[MT_P_KV_GRANULARITY]);
     return MT_OK;
 }
@@ -251,7 +250,7 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
     if (values[MT_P_GROUPS_PER_CU]) {
-        st = check_persistent(values);
+        st = check_length_aware(values);
         if (st != MT_OK) return st;
     } else if (values[MT_P_NUM_SPLITS] == 1 && values[MT_P_KV_GRANULARITY] != 16)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
@@ -325,22 +324,49 @@ const mt_family mt_family_mla_decode_simt = {
     .check = mla_decode_check,
 };
 
+int mt_mla_decode_groups(const mt_variant *v, int compute_units) {
+    return v->values[MT_P_GROUPS_PER_CU] * (compute_units > 0 ? compute_units : 1);
+}
+
+size_t mt_mla_decode_schedule_bytes(const mt_variant *v, int compute_units) {
+    int groups = mt_mla_decode_groups(v, compute_units); /* stretches are at most this many */
+    return groups ? mt_schedule_bytes(groups < MT_SCHEDULE_MAX_STRETCHES ? groups : MT_SCHEDULE_MAX_STRETCHES) : 0;
+}
+
+/* The schedule's view of a call of a length-aware variant. */
+static mt_schedule_shape schedule_shape(const mt_variant *v, int batch, int n_heads, int sq, int compute_units) {
+    return (mt_schedule_shape){.batch = batch, .sq = sq, .n_heads = n_heads, .tile_q = v->values[MT_P_TILE_Q],
+                               .granularity = v->values[MT_P_KV_GRANULARITY],
+                               .n_groups = mt_mla_decode_groups(v, compute_units)};
+}
+
+void mt_mla_decode_entry_names(const mt_variant *v, const char *names[3]) {
+    names[0] = MT_MLA_DECODE_KERNEL, names[1] = MT_MLA_REDUCE_KERNEL;
+    names[2] = v->values[MT_P_GROUPS_PER_CU] ? MT_MLA_SCHEDULE_KERNEL : NULL;
+}
+
 /* The rows of fp32 partial results a call leaves in the workspace for the
  * reduce (0: none), which holds o_part [rows][Dl] then lse_part [rows]:
- * [B, splits, Sq x N] with splits; persistent, [slots, tile_q] (2 slots per
- * work-group, schedule.h).  A cluster merge (split_reduce) needs none. */
+ * [B, splits, Sq x N] with splits; length-aware, [slots, tile_q] (two
+ * pieces at most per stretch, a slot per piece and tile: schedule.h).  A
+ * cluster merge (split_reduce) needs none. */
 static size_t partial_rows(const mt_variant *v, int batch, int n_heads, int sq, int compute_units) {
-    if (v->values[MT_P_GROUPS_PER_CU])
-        return (size_t)mt_schedule_slots(compute_units * v->values[MT_P_GROUPS_PER_CU]) *
-               (size_t)v->values[MT_P_TILE_Q];
+    if (v->values[MT_P_GROUPS_PER_CU]) {
+        if (n_heads <= 0 || sq <= 0) return 0;
+        mt_schedule_shape sh = schedule_shape(v, batch, n_heads, sq, compute_units);
+        return 2 * (size_t)mt_schedule_work_groups(&sh) * (size_t)v->values[MT_P_TILE_Q];
+    }
     size_t splits = (size_t)v->values[MT_P_NUM_SPLITS];
     if (splits <= 1 || v->values[MT_P_SPLIT_REDUCE] || batch <= 0 || n_heads <= 0 || sq <= 0) return 0;
     return splits * (size_t)batch * (size_t)sq * (size_t)n_heads;
 }
 
+/* Length-aware variants keep the schedule at the workspace's start (a
+ * multiple of 256 bytes, so the partials stay aligned). */
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch, int n_heads,
                                      int sq, int compute_units) {
-    return partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
+    return mt_mla_decode_schedule_bytes(v, compute_units) +
+           partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
 }
 
 mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s, const mt_mla_decode_args *a) {
@@ -381,11 +407,14 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: %s pointer 0x%llx is not %u-byte aligned",
                            ptrs[i].name, (unsigned long long)ptrs[i].p, ptrs[i].align);
     }
-    if (v->values[MT_P_GROUPS_PER_CU] && (!a->seq_lens_host || a->compute_units < 1))
-        return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: a persistent variant (groups_per_cu=%d) schedules its work on the host from the "
-                       "sequence lengths: pass them in host memory too (%s)", v->values[MT_P_GROUPS_PER_CU],
-                       a->seq_lens_host ? "compute unit count missing" : "seq_lens_host is null");
+    if (v->values[MT_P_GROUPS_PER_CU]) {
+        mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+        mt_status st2 = mt_schedule_check(&sh);
+        if (st2 != MT_OK) return st2;
+        if (a->schedule % 16 != 0)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: schedule pointer 0x%llx is not 16-byte aligned",
+                           (unsigned long long)a->schedule);
+    }
     size_t need = mt_mla_decode_workspace_bytes(v, s, a->batch, a->n_heads, a->sq, a->compute_units);
     if (need > 0 && (!a->workspace || a->workspace_bytes < need))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: workspace of %zu bytes needed, %zu given%s", need,
@@ -396,56 +425,65 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *
     return MT_OK;
 }
 
-/* groups_per_cu > 0: the host schedules the call from the real lengths
- * (schedule.h) and hands the work list to the kernel as an argument; the
- * reduce runs only when some tile was cut, over those tiles only.
- * `args` are decode's, with args[14] free for the list.  Workspace: o_part
- * [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
-static mt_status launch_persistent(mt_backend *b, mt_function decode, mt_function reduce, const mt_variant *v,
-                                   const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream,
-                                   void **args, const unsigned block[3], size_t shared, mt_devptr o_part,
-                                   mt_devptr lse_part) {
-    static _Thread_local mt_work_list work;   /* 17 KB: kept off the caller's stack */
-    static _Thread_local mt_split_list cut;
-    int tile_q = v->values[MT_P_TILE_Q], groups = a->compute_units * v->values[MT_P_GROUPS_PER_CU];
-    mt_schedule_shape sh = {.batch = a->batch, .sq = a->sq, .n_heads = a->n_heads, .tile_q = tile_q,
-                            .granularity = v->values[MT_P_KV_GRANULARITY], .n_groups = groups,
-                            .overhead_keys = MT_SCHEDULE_TILE_OVERHEAD};
-    mt_status st = mt_schedule_build(&sh, a->seq_lens_host, &work, &cut);
-    if (st != MT_OK) return st;
-    if (cut.n_tiles > 0 && !reduce) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
-    args[14] = &work; /* the kernel's last argument (mla_decode.cu) */
-    unsigned grid[3] = {(unsigned)work.n_groups, 1, 1};
-    st = mt_backend_launch(b, decode, grid, block, shared, stream, args);
-    if (st != MT_OK || cut.n_tiles == 0) return st;
-    int rows = a->sq * a->n_heads;
-    mt_devptr out = a->out, lse = a->lse;
-    /* the persistent mla_reduce in mla_decode.cu: 8 warps per work-group
-     * and 64 columns, slot_groups warps per row (as many as 8 slots a
-     * round need for the most slots a tile has, a power of two) */
-    int most = 0, slot_groups = 1;
-    for (int i = 0; i < cut.n_tiles; i++) most = cut.tile[i][2] > most ? cut.tile[i][2] : most;
-    while (slot_groups < 8 && 8 * slot_groups < most) slot_groups *= 2;
-    void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows, &slot_groups, &cut};
-    unsigned rgrid[3] = {(unsigned)(cut.n_tiles * tile_q * slot_groups / 8), (unsigned)((s->dl + 63) / 64), 1};
-    unsigned rblock[3] = {256, 1, 1};
-    return mt_backend_launch_dependent(b, reduce, rgrid, rblock, 0, stream, rargs);
+mt_status mt_mla_decode_schedule(mt_backend *b, const mt_mla_decode_kernels *k, const mt_variant *v,
+                                 const mt_mla_decode_args *a, mt_devptr dst, mt_stream stream) {
+    if (!v->values[MT_P_GROUPS_PER_CU])
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: variant has fixed splits; it takes no schedule");
+    if (!k || !k->schedule) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: scheduling kernel missing");
+    if (!dst || dst % 16 != 0 || !a->seq_lens)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: schedule needs 16-byte aligned memory and the lengths "
+                       "(schedule 0x%llx, lengths 0x%llx)", (unsigned long long)dst, (unsigned long long)a->seq_lens);
+    mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+    int batch = a->batch, tiles = mt_schedule_tiles(&sh), stretches = mt_schedule_stretches(&sh);
+    mt_devptr lens = a->seq_lens;
+    void *args[] = {&lens, &batch, &tiles, &stretches, &dst};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {1024, 1, 1}; /* SCHED_THREADS in mla_decode.cu */
+    return mt_backend_launch(b, k->schedule, grid, block, 0, stream, args);
 }
 
-mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function reduce, const mt_variant *v,
+/* groups_per_cu > 0: the schedule (given, or built now at the workspace's
+ * start), decode over stretches x row tiles work-groups (about compute
+ * units x groups_per_cu), and the reduce over the cut requests (a fixed
+ * grid: how many were cut is known on the GPU only).  Workspace after the
+ * schedule: o_part [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
+static mt_status launch_length_aware(mt_backend *b, const mt_mla_decode_kernels *k, const mt_variant *v,
+                                     const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream,
+                                     void **args, const unsigned block[3], size_t shared, mt_devptr *sched,
+                                     mt_devptr o_part, mt_devptr lse_part) {
+    if (!k->reduce || !k->schedule) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
+    mt_status st = MT_OK;
+    if (!*sched) {
+        *sched = a->workspace;
+        st = mt_mla_decode_schedule(b, k, v, a, *sched, stream);
+        if (st != MT_OK) return st;
+    }
+    mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+    int stretches = mt_schedule_stretches(&sh);
+    unsigned grid[3] = {(unsigned)mt_schedule_work_groups(&sh), 1, 1};
+    st = mt_backend_launch(b, k->decode, grid, block, shared, stream, args);
+    if (st != MT_OK) return st;
+    int rows = a->sq * a->n_heads;
+    mt_devptr out = a->out, lse = a->lse;
+    void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows, &stretches, sched};
+    unsigned rgrid[3] = {(unsigned)(a->compute_units > 0 ? a->compute_units : 1), (unsigned)((s->dl + 63) / 64), 1};
+    unsigned rblock[3] = {256, 1, 1};
+    return mt_backend_launch_dependent(b, k->reduce, rgrid, rblock, 0, stream, rargs);
+}
+
+mt_status mt_mla_decode_launch(mt_backend *b, const mt_mla_decode_kernels *k, const mt_variant *v,
                                const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream) {
     mt_status st = mt_mla_decode_check_args(v, s, a);
     if (st != MT_OK) return st;
     int splits = v->values[MT_P_NUM_SPLITS], in_cluster = v->values[MT_P_SPLIT_REDUCE];
-    if (!decode || (splits > 1 && !in_cluster && !reduce))
+    if (!k || !k->decode || (splits > 1 && !in_cluster && !k->reduce))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: kernel function missing");
     int rows = a->sq * a->n_heads;
     int tile_q = v->values[MT_P_TILE_Q];
-    int persistent = v->values[MT_P_GROUPS_PER_CU] != 0;
-    /* the workspace: o_part, then lse_part (partial_rows) */
+    int length_aware = v->values[MT_P_GROUPS_PER_CU] != 0;
+    /* the workspace: the schedule (length-aware), o_part, then lse_part (partial_rows) */
     size_t part_rows = partial_rows(v, a->batch, a->n_heads, a->sq, a->compute_units);
-    mt_devptr o_part = part_rows ? a->workspace : 0;
-    mt_devptr lse_part = part_rows ? a->workspace + part_rows * (size_t)s->dl * sizeof(float) : 0;
+    mt_devptr o_part = part_rows ? a->workspace + mt_mla_decode_schedule_bytes(v, a->compute_units) : 0;
+    mt_devptr lse_part = part_rows ? o_part + part_rows * (size_t)s->dl * sizeof(float) : 0;
     int n_heads = a->n_heads, sq = a->sq, max_blocks = a->max_blocks;
     float scale = a->scale, kv_scale = a->kv_scale;
     mt_devptr q = a->q, kv = a->kv, bt = a->block_table, lens = a->seq_lens, out = a->out, lse = a->lse;
@@ -454,9 +492,12 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
      * is not an argument, so the map spans 2^31 rows: only rows the block
      * table names are ever asked for */
     _Alignas(64) unsigned char kv_map[MT_TENSOR_MAP_BYTES];
-    /* the last slot: a persistent launch's work list (launch_persistent) */
+    /* sched: the length-aware variants' schedule (0 otherwise); kv_map is
+     * read by the mma=2 paths only (a launch passes a kernel only the
+     * arguments it declares) */
+    mt_devptr sched = a->schedule;
     void *args[] = {&q, &kv, &bt, &lens, &out, &lse, &o_part, &lse_part, &n_heads, &sq, &max_blocks, &scale, &kv_scale,
-                    kv_map, NULL};
+                    &sched, kv_map};
     if (v->values[MT_P_MMA] == 2) {
         unsigned box_rows = s->page_size < 64 ? (unsigned)s->page_size : 64u;
         unsigned elem = s->kv_dtype == MT_FP8_E4M3 ? 1u : 2u; /* 64 columns: 64- or 128-byte box rows */
@@ -466,18 +507,19 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     }
     unsigned block[3] = {(unsigned)v->values[MT_P_BLOCK_THREADS], 1, 1};
     size_t shared = mt_mla_decode_shared_bytes(v->values, s, a->warp_size);
-    if (persistent) return launch_persistent(b, decode, reduce, v, s, a, stream, args, block, shared, o_part, lse_part);
+    if (length_aware)
+        return launch_length_aware(b, k, v, s, a, stream, args, block, shared, &sched, o_part, lse_part);
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
     if (in_cluster) {
         /* the splits of a row tile are one cluster; they merge among
          * themselves (split_reduce in mla_decode.cu) */
         unsigned cluster[3] = {1, (unsigned)splits, 1};
-        return mt_backend_launch_cluster(b, decode, grid, block, cluster, shared, stream, args);
+        return mt_backend_launch_cluster(b, k->decode, grid, block, cluster, shared, stream, args);
     }
-    st = mt_backend_launch(b, decode, grid, block, shared, stream, args);
+    st = mt_backend_launch(b, k->decode, grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
     /* NULL after the five: a backend that records launches (test_variant)
-     * tells this reduce from the persistent one, which takes seven */
+     * tells this reduce from the length-aware one, which takes seven */
     void *rargs[] = {&o_part, &lse_part, &out, &lse, &rows, NULL};
     /* the reduce's shape in mla_decode.cu: with 2 or 4 splits, REDUCE_ROWS
      * (4) rows of 32 threads each; with 8 or more, REDUCE_GROUPS (8) x 32
@@ -487,5 +529,5 @@ mt_status mt_mla_decode_launch(mt_backend *b, mt_function decode, mt_function re
     if (splits < 8) rgrid[0] = (unsigned)((rows + 3) / 4), rgrid[2] = 1, rblock[0] = 128;
     /* the reduce may be scheduled while decode's last work-groups run; it
      * waits for their results in the kernel (mt_grid_dependency_wait) */
-    return mt_backend_launch_dependent(b, reduce, rgrid, rblock, 0, stream, rargs);
+    return mt_backend_launch_dependent(b, k->reduce, rgrid, rblock, 0, stream, rargs);
 }

@@ -83,8 +83,8 @@
 #if SPLIT_REDUCE && !(MMA == 2 && TILE_Q == 64)
 #error "split_reduce=1 (merge in a cluster) exists on the 64-row warpgroup path only"
 #endif
-#if GROUPS_PER_CU && !(MMA == 2 && TILE_Q == 16)
-#error "groups_per_cu > 0 (persistent) exists on the transposed warpgroup path (mma=2, tile_q 16) only"
+#if GROUPS_PER_CU && (NUM_SPLITS != 1 || SPLIT_REDUCE)
+#error "length-aware variants (groups_per_cu > 0) take num_splits 1 and split_reduce 0: the schedule splits"
 #endif
 
 #define KV_STRIDE (D + 1)
@@ -175,25 +175,94 @@ __device__ __forceinline__ float merged_lse(float m, float total) {
     return total > 0.0f ? m + __logf(total) : MT_NEG_INF;
 }
 
-/* Where the results of query row `row` of request b go: out and lse
- * without splits, the split's fp32 partials (o_part, lse_part) otherwise. */
-__device__ __forceinline__ void store_lse(float *lse, float *lse_part, int b, int split, int rows, int row, float v) {
-#if NUM_SPLITS == 1
-    (void)lse_part, (void)split;
-    lse[(size_t)b * rows + row] = v;
+/* Where the results of query row `row` of request b go.  `dest` is the
+ * item's destination (mt_item): with fixed splits (groups_per_cu = 0) the
+ * split, and the partials are [B, NUM_SPLITS, Sq*N]; in the length-aware
+ * form (groups_per_cu > 0) a slot of the workspace, [slots, TILE_Q], or -1
+ * for a request that was not cut, which goes straight to out and lse. */
+#if GROUPS_PER_CU
+#define DEST_DIRECT(dest) ((dest) < 0)
+#define PART_ROW(b, dest, rows, row) ((size_t)(dest) * TILE_Q + (row) % TILE_Q)
 #else
-    (void)lse;
-    lse_part[((size_t)b * NUM_SPLITS + split) * rows + row] = v;
+#define DEST_DIRECT(dest) (NUM_SPLITS == 1)
+#define PART_ROW(b, dest, rows, row) (((size_t)(b) * NUM_SPLITS + (dest)) * (rows) + (row))
 #endif
+__device__ __forceinline__ void store_lse(float *lse, float *lse_part, int b, int dest, int rows, int row, float v) {
+    if (DEST_DIRECT(dest)) lse[(size_t)b * rows + row] = v;
+    else lse_part[PART_ROW(b, dest, rows, row)] = v;
 }
-__device__ __forceinline__ void store_o(mt_u16 *out, float *o_part, int b, int split, int rows, int row, int col, float v) {
-#if NUM_SPLITS == 1
-    (void)o_part, (void)split;
-    out[((size_t)b * rows + row) * DL + col] = store_out(v);
-#else
-    (void)out;
-    o_part[(((size_t)b * NUM_SPLITS + split) * rows + row) * DL + col] = v;
+__device__ __forceinline__ void store_o(mt_u16 *out, float *o_part, int b, int dest, int rows, int row, int col, float v) {
+    if (DEST_DIRECT(dest)) out[((size_t)b * rows + row) * DL + col] = store_out(v);
+    else o_part[PART_ROW(b, dest, rows, row) * DL + col] = v;
+}
+
+/* ---- work items ------------------------------------------------------------
+ * A work-group runs a list of items, each one query-row tile of one request
+ * and a range of its keys.  With fixed splits (groups_per_cu = 0) the list
+ * is one item, from the grid position: tile blockIdx.x, split blockIdx.y of
+ * request blockIdx.z.  In the length-aware form (groups_per_cu > 0)
+ * mla_schedule cut the requests, laid end to end, into stretches of nearly
+ * equal work; a stretch is run by `tiles` work-groups side by side, one per
+ * row tile (work-group g: stretch g / tiles, tile g % tiles), so the groups
+ * that read a chunk of keys read it at the same time and all but the first
+ * find it in L2, as the fixed-split grid's tiles of one split do. */
+struct mt_item {
+    int b, row0, len, k_begin, k_end; /* keys [k_begin, k_end) of request b, rows row0 .. row0 + TILE_Q */
+    int dest;                         /* store_o / store_lse: the split, or the slot (-1: out) */
+};
+
+/* The schedule, in int4 words (kernels/schedule.h has its description):
+ *   [0]                    stretches, cut requests, reduce units, pieces
+ *   [1 + s]                stretch s's start: request, key, its first piece;
+ *                          [1 + n_stretches] is the end of the last one
+ *   [2 + n_stretches + i]  cut request i: b, first piece, pieces, first unit
+ * Piece p of a cut request keeps tile t's partial in slot p * tiles + t. */
+#define SCHED_START(sched, s) ((sched)[1 + (s)])
+#define SCHED_CUT(sched, n_stretches, i) ((sched)[2 + (n_stretches) + (i)])
+
+struct mt_items {
+    int count;      /* items of this work-group */
+#if GROUPS_PER_CU
+    int4 s0, s1;    /* its stretch's start and the next one's */
+    int tiles, tile;  /* row tiles per request; the one this group runs */
+    int first_cut;  /* its first item is a piece of a cut request */
 #endif
+};
+
+__device__ __forceinline__ mt_items group_items(const int4 *sched, int rows) {
+    mt_items g;
+#if GROUPS_PER_CU
+    g.tiles = (rows + TILE_Q - 1) / TILE_Q;
+    const int s = blockIdx.x / g.tiles;
+    g.tile = blockIdx.x - s * g.tiles;
+    g.s0 = SCHED_START(sched, s), g.s1 = SCHED_START(sched, s + 1);
+    const int last = g.s1.y > 0 ? g.s1.x : g.s1.x - 1; /* the last request with keys in this stretch */
+    g.count = (g.s0.x == g.s1.x && g.s0.y == g.s1.y) ? 0 : last - g.s0.x + 1;
+    g.first_cut = g.s0.y > 0 || (g.count == 1 && g.s1.y > 0);
+#else
+    (void)sched, (void)rows;
+    g.count = 1;
+#endif
+    return g;
+}
+
+__device__ __forceinline__ mt_item item_at(const mt_items &g, int i, const int *seq_lens) {
+    mt_item it;
+#if GROUPS_PER_CU
+    it.b = g.s0.x + i, it.row0 = g.tile * TILE_Q;
+    it.len = seq_lens[it.b];
+    it.k_begin = i == 0 ? g.s0.y : 0;
+    it.k_end = it.b == g.s1.x ? g.s1.y : max(it.len, 0);
+    /* a piece: the first item cut at its start or end, a later one at its end */
+    const int piece = i == 0 ? (g.first_cut ? g.s0.z : -1) : (it.b == g.s1.x ? g.s0.z + g.first_cut : -1);
+    it.dest = piece < 0 ? -1 : piece * g.tiles + g.tile;
+#else
+    (void)g, (void)i;
+    it.b = blockIdx.z, it.dest = blockIdx.y, it.row0 = blockIdx.x * TILE_Q;
+    it.len = seq_lens[it.b];
+    split_keys(it.len, it.dest, &it.k_begin, &it.k_end);
+#endif
+    return it;
 }
 
 #if MMA
@@ -227,19 +296,17 @@ __device__ __forceinline__ float q_fp16_factor(float amax) {
 #if MT_CUDA
 /* Output columns col and col + 1 of one row (the NVIDIA matrix paths'
  * accumulator pairs), as store_o does for one. */
-__device__ __forceinline__ void store_o_pair(mt_u16 *out, float *o_part, int b, int split, int rows, int row, int col,
+__device__ __forceinline__ void store_o_pair(mt_u16 *out, float *o_part, int b, int dest, int rows, int row, int col,
                                              float v0, float v1) {
-#if NUM_SPLITS == 1
-    (void)o_part, (void)split;
+    if (DEST_DIRECT(dest)) {
 #if Q_DTYPE == 0
-    *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_bf16x2(v0, v1);
+        *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_bf16x2(v0, v1);
 #else
-    *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_f16x2(v0, v1);
+        *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_f16x2(v0, v1);
 #endif
-#else
-    (void)out;
-    *(float2 *)(o_part + (((size_t)b * NUM_SPLITS + split) * rows + row) * DL + col) = make_float2(v0, v1);
-#endif
+    } else {
+        *(float2 *)(o_part + PART_ROW(b, dest, rows, row) * DL + col) = make_float2(v0, v1);
+    }
 }
 #endif
 
@@ -369,9 +436,10 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
            const int *__restrict__ seq_lens,      /* [B] */
            mt_u16 *__restrict__ out,              /* [B, Sq, N, DL] */
            float *__restrict__ lse,               /* [B, Sq, N] */
-           float *__restrict__ o_part,            /* [B, NUM_SPLITS, Sq*N, DL] */
-           float *__restrict__ lse_part,          /* [B, NUM_SPLITS, Sq*N] */
-           int n_heads, int sq, int max_blocks, float scale, float kv_scale) {
+           float *__restrict__ o_part,            /* partials (store_o) */
+           float *__restrict__ lse_part,          /* partials (store_lse) */
+           int n_heads, int sq, int max_blocks, float scale, float kv_scale,
+           const int4 *__restrict__ sched) {      /* groups_per_cu > 0: mla_schedule's output */
     extern __shared__ float smem[];
     float *q_tile = smem;
     float *kv_tile = q_tile + TILE_Q * D;
@@ -383,13 +451,12 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     const int tid = threadIdx.x;
-    const int b = blockIdx.z, split = blockIdx.y;
     const int rows = sq * n_heads;
-    const int row0 = blockIdx.x * TILE_Q;
-    const int len = seq_lens[b];
-
-    int k_begin, k_end;
-    split_keys(len, split, &k_begin, &k_end);
+    const mt_items items = group_items(sched, rows);
+    for (int ii = 0; ii < items.count; ii++) {
+    const mt_item it = item_at(items, ii, seq_lens);
+    const int b = it.b, split = it.dest, row0 = it.row0, len = it.len, k_begin = it.k_begin, k_end = it.k_end;
+    if (ii > 0) __syncthreads(); /* the previous item's readers of shared memory are done */
 
     for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) {
         row_limit[r] = row_key_limit(row0 + r, rows, len, sq, n_heads);
@@ -490,6 +557,7 @@ mla_decode(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
         }
         if (tid == 0) store_lse(lse, lse_part, b, split, rows, row, row_lse(row_max[r], sum));
     }
+    } /* items */
 }
 
 
@@ -586,38 +654,17 @@ __device__ __forceinline__ mt_u32 t8_cvt_hi(mt_u32 w) {
     return r;
 }
 
-/* ---- work items ------------------------------------------------------------
- * A work-group of this path runs a list of items, each one row tile's key
- * range: one item from its grid position (groups_per_cu = 0: the tile
- * blockIdx.x, the split blockIdx.y of request blockIdx.z), or (persistent,
- * groups_per_cu > 0) the items the host scheduled for work-group blockIdx.x
- * (kernels/schedule.h: the list comes by value as the last argument).
- * Each warpgroup's chunks form one stream over all the items of the
- * work-group: a stage freed by the last chunk of one item is refilled with
- * the first chunk of the next, so the copies never wait for an item's end. */
+/* ---- work items on this path ------------------------------------------------
+ * The items (mt_item) of a work-group, one or a stretch of the length-aware
+ * schedule, each with its chunk loop's bound (tile_end).  Each warpgroup's
+ * chunks form one stream over all the items of the work-group: a stage
+ * freed by the last chunk of one item is refilled with the first chunk of
+ * the next, so the copies never wait for an item's end. */
 struct t8_item {
-    int b, row0, k_begin, tile_end, len;
-    int slot; /* persistent: the partial result's slot, -1 = straight to out */
+    mt_item i;
+    int tile_end;
 };
-
 #if GROUPS_PER_CU
-#if NUM_SPLITS != 1 || SPLIT_REDUCE
-#error "persistent variants (groups_per_cu > 0) take num_splits 1 and split_reduce 0: the schedule splits"
-#endif
-/* twins of mt_work_list / mt_split_list in kernels/schedule.h */
-#define WL_MAX_ITEMS 1024
-#define WL_MAX_GROUPS 511
-struct mt_work_list {
-    int4 item[WL_MAX_ITEMS]; /* b | tile << 16 | (slot + 1) << 22, first key, key end, request length */
-    unsigned short first[WL_MAX_GROUPS + 1];
-    int n_groups, n_items;
-};
-struct mt_split_list {
-    int4 tile[WL_MAX_GROUPS]; /* b | tile << 16, first slot, slots */
-    int n_tiles, pad[3];
-};
-static_assert(sizeof(mt_work_list) == 17424, "mt_work_list: kernels/schedule.h has its twin");
-static_assert(sizeof(mt_split_list) == 8192, "mt_split_list: kernels/schedule.h has its twin");
 #define T8_MERGE_BYTES (16 * 512 * 4) /* warpgroup 1's O^T at an item's end */
 #else
 #define T8_MERGE_BYTES 0
@@ -627,11 +674,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const __grid_constant__ mt_tensor_map kv_map
-#if GROUPS_PER_CU
-           , const __grid_constant__ mt_work_list work
-#endif
-) {
+           float kv_scale, const int4 *__restrict__ sched, const __grid_constant__ mt_tensor_map kv_map) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
     unsigned char *kv_s = q_s + (D / 64) * T8_Q_BLOCK_BYTES;
@@ -651,44 +694,31 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const int tid = threadIdx.x, wg = tid >> 7, wtid = tid & 127, wi = wtid >> 5, lane = tid & 31;
     const int g = lane >> 2, qd = lane & 3;
     const int rows = sq * n_heads;
-#if GROUPS_PER_CU
-    const int split = 0, first_item = work.first[blockIdx.x], end_item = work.first[blockIdx.x + 1];
-    auto item_at = [&](int i) {
-        const int4 w = work.item[i];
+    const mt_items items = group_items(sched, rows);
+    const int first_item = 0, end_item = items.count;
+    auto item_at_t8 = [&](int i) {
         t8_item it;
-        it.b = w.x & 0xffff, it.row0 = ((w.x >> 16) & 0x3f) * 16, it.slot = ((w.x >> 22) & 0x3ff) - 1;
-        it.k_begin = w.y, it.tile_end = w.z, it.len = w.w;
+        it.i = item_at(items, i, seq_lens);
+        it.tile_end = tile_key_end(it.i.row0, rows, it.i.len, sq, n_heads, it.i.k_end);
         return it;
     };
-#else
-    const int split = blockIdx.y, first_item = 0, end_item = 1;
-    t8_item grid_item;
-    {
-        grid_item.b = blockIdx.z, grid_item.row0 = blockIdx.x * 16, grid_item.slot = -1;
-        grid_item.len = seq_lens[grid_item.b];
-        int k_end;
-        split_keys(grid_item.len, split, &grid_item.k_begin, &k_end);
-        grid_item.tile_end = tile_key_end(grid_item.row0, rows, grid_item.len, sq, n_heads, k_end);
-    }
-    auto item_at = [&](int) { return grid_item; };
-#endif
     MT_TRACE_MARK(1); /* the first item is known */
     /* warpgroup w takes chunks w, w + 2, ... of an item (its local chunk
      * li is the item's chunk w + 2 li) */
     auto chunks_of = [&](const t8_item &it, int w) {
-        const int n = it.tile_end > it.k_begin ? (it.tile_end - (it.k_begin & ~63) + 63) / 64 : 0;
+        const int n = it.tile_end > it.i.k_begin ? (it.tile_end - (it.i.k_begin & ~63) + 63) / 64 : 0;
         return n > w ? (n - w + 1) / 2 : 0;
     };
     /* a warpgroup's copy cursor: (item, local chunk) of the next chunk of
      * its stream to issue; item == end_item when none is left */
     struct cursor { int item, li; };
     auto settle = [&](int w, cursor &c) {
-        while (c.item < end_item && c.li >= chunks_of(item_at(c.item), w)) c.item++, c.li = 0;
+        while (c.item < end_item && c.li >= chunks_of(item_at_t8(c.item), w)) c.item++, c.li = 0;
     };
     auto issue = [&](int w, cursor &c, int st) {
-        const t8_item it = item_at(c.item);
-        issue_chunk_copies<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map, block_table + (size_t)it.b * max_blocks,
-                                         (it.k_begin & ~63) + 64 * (w + 2 * c.li), it.tile_end, &stage_full[st]);
+        const t8_item it = item_at_t8(c.item);
+        issue_chunk_copies<T8_ROW_BYTES>(kv_s + st * T8_STAGE_BYTES, &kv_map, block_table + (size_t)it.i.b * max_blocks,
+                                         (it.i.k_begin & ~63) + 64 * (w + 2 * c.li), it.tile_end, &stage_full[st]);
         c.li++;
         settle(w, c);
     };
@@ -720,8 +750,9 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     int pos = 0; /* this warpgroup's position in its stream */
 
     for (int ii = first_item; ii < end_item; ii++) {
-    const t8_item it = item_at(ii);
-    const int b = it.b, row0 = it.row0, len = it.len, k_begin = it.k_begin, tile_end = it.tile_end;
+    const t8_item it = item_at_t8(ii);
+    const int b = it.i.b, split = it.i.dest, row0 = it.i.row0, len = it.i.len, k_begin = it.i.k_begin;
+    const int tile_end = it.tile_end;
     const int kb0 = k_begin & ~63;
     if (ii != first_item) __syncthreads(); /* the last item's merge is done with Q^T, red and o_x */
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
@@ -1011,11 +1042,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             f1[h] = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mx);
             const float l = l0 * f0[h] + l1 * f1[h];
             if (wi == 0 && g == 0 && row0 + hd < rows) {
-#if GROUPS_PER_CU
-                if (it.slot >= 0) lse_part[it.slot * 16 + hd] = row_lse(mx, l);
-                else
-#endif
-                    store_lse(lse, lse_part, b, split, rows, row0 + hd, row_lse(mx, l));
+                store_lse(lse, lse_part, b, split, rows, row0 + hd, row_lse(mx, l));
             }
             const float inv = l > 0.0f ? kv_scale / l : 0.0f;
             f0[h] *= inv, f1[h] *= inv;
@@ -1033,13 +1060,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
                  * read in order) */
                 const int col = 64 * t + 16 * wi + (KV_FP8 ? 2 * g : g), step = KV_FP8 ? 1 : 8;
                 (void)step;
-#if GROUPS_PER_CU
-                if (it.slot >= 0) {
-                    float *p = o_part + ((size_t)it.slot * 16 + hd) * DL + col;
-                    p[0] = v0, p[step] = v1;
-                    continue;
-                }
-#endif
 #if KV_FP8
                 store_o_pair(out, o_part, b, split, rows, row0 + hd, col, v0, v1);
 #else
@@ -1054,76 +1074,6 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     /* kinds 0 and 1: the warpgroups' first threads; the reduce prints them */
     if (wtid == 0) MT_TRACE_KEEP(wg, wg, 2);
 }
-
-#if GROUPS_PER_CU
-/* Merges the tiles the schedule cut.  A work-group of 8 warps takes 64
- * columns (two per lane) of 8 / slot_groups rows of one cut tile; the
- * slot_groups warps of a row take its slots in turn, 8 at a time, every
- * load of a round (the slots' lse and columns) issued before any is used,
- * so a round costs one trip to L2.  The host picks slot_groups from the
- * most slots any tile has (1 for a few: a warp per row; 8 for a hundred:
- * all warps on one row).  Each warp keeps a running max, sum and column
- * sums; the first warp of a row merges its row's.  Launched as a dependent
- * of decode. */
-extern "C" __global__ void __launch_bounds__(256)
-mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part, mt_u16 *__restrict__ out,
-           float *__restrict__ lse, int rows, int slot_groups, const __grid_constant__ mt_split_list cut) {
-    __shared__ float m_s[8], l_s[8];
-    __shared__ float2 acc_s[8][32];
-    const int rows_per_block = 8 / slot_groups, blocks_per_tile = 16 / rows_per_block;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, sg = warp % slot_groups;
-    const int ti = blockIdx.x / blocks_per_tile;
-    const int r = (blockIdx.x % blocks_per_tile) * rows_per_block + warp / slot_groups;
-    const int4 t = cut.tile[ti];
-    const int b = t.x & 0xffff, row = ((t.x >> 16) & 0x3f) * 16 + r, first = t.y, n = t.z;
-    const int col = blockIdx.y * 64 + 2 * lane;
-    mt_grid_dependency_wait();
-    float m = MT_NEG_INF, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
-    for (int base = sg; base < n && row < rows; base += 8 * slot_groups) {
-        float ls[8];
-        float2 x[8];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const int s = base + j * slot_groups;
-            const size_t slot = (size_t)first + s;
-            ls[j] = s < n ? lse_part[slot * 16 + r] : MT_NEG_INF;
-            x[j] = s < n ? *(const float2 *)(o_part + (slot * 16 + r) * DL + col) : make_float2(0.0f, 0.0f);
-        }
-        float mx = m;
-#pragma unroll
-        for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
-        if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
-        const float sc = split_weight(m, mx);
-        l *= sc, a0 *= sc, a1 *= sc;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            /* select: a slot without keys adds nothing, whatever it holds */
-            const float w = split_weight(ls[j], mx);
-            l += w, a0 += w != 0.0f ? w * x[j].x : 0.0f, a1 += w != 0.0f ? w * x[j].y : 0.0f;
-        }
-        m = mx;
-    }
-    if (slot_groups > 1) {
-        if (lane == 0) m_s[warp] = m, l_s[warp] = l;
-        acc_s[warp][lane] = make_float2(a0, a1);
-        __syncthreads();
-        if (sg != 0) return;
-        float mx = MT_NEG_INF;
-        for (int w = warp; w < warp + slot_groups; w++) mx = fmaxf(mx, m_s[w]);
-        l = 0.0f, a0 = 0.0f, a1 = 0.0f;
-        for (int w = warp; w < warp + slot_groups; w++) {
-            const float f = split_weight(m_s[w], mx);
-            l += l_s[w] * f, a0 += acc_s[w][lane].x * f, a1 += acc_s[w][lane].y * f;
-        }
-        m = mx;
-    }
-    if (row >= rows) return;
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    mt_u16 *dst = out + ((size_t)b * rows + row) * DL + col;
-    dst[0] = store_out(a0 * inv), dst[1] = store_out(a1 * inv);
-    if (blockIdx.y == 0 && lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, l);
-}
-#endif
 
 #elif MT_CUDA && MMA == 2 /* warpgroup path on Hopper */
 
@@ -1189,7 +1139,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const __grid_constant__ mt_tensor_map kv_map) {
+           float kv_scale, const int4 *__restrict__ sched, const __grid_constant__ mt_tensor_map kv_map) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes of the shared address */
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -1203,18 +1153,20 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
     const int quad = lane & 3;
     const int r0 = ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8; /* this thread's accumulator rows */
-    const int b = blockIdx.z, split = blockIdx.y;
-    const int rows = sq * n_heads, row0 = blockIdx.x * 64;
-    const int len = seq_lens[b];
-    int k_begin, k_end;
-    split_keys(len, split, &k_begin, &k_end);
-    const int *pages = block_table + (size_t)b * max_blocks;
-    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
+    const int rows = sq * n_heads;
     if (tid == 0) {
         mt_mbar_init(&stage_full[0], 1);
         mt_mbar_init(&stage_full[1], 1);
         mt_mbar_init_fence();
     }
+    const mt_items items = group_items(sched, rows);
+    int chunk_base = 0; /* chunks of the earlier items: the stages' phases run on across items */
+    for (int ii = 0; ii < items.count; ii++) {
+    const mt_item it = item_at(items, ii, seq_lens);
+    const int b = it.b, split = it.dest, row0 = it.row0, len = it.len, k_begin = it.k_begin, k_end = it.k_end;
+    if (ii > 0) __syncthreads(); /* the previous item is done with Q, P, row_alpha and row_limit */
+    const int *pages = block_table + (size_t)b * max_blocks;
+    fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
     /* Q by cp.async (its own group, the oldest); rows past the request's are zeros */
     const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
@@ -1236,7 +1188,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     };
 
     const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
-    if (tid == 128 && n_chunks > 0) issue_chunk(kb0, 0);
+    if (tid == 128 && n_chunks > 0) issue_chunk(kb0, chunk_base & 1);
     mt_cp_async_wait<0>(); /* Q */
     mt_fence_proxy_async();
 
@@ -1252,10 +1204,10 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     const mt_u64 p_desc = mt_wgmma_desc(p_s, 16, 1024);
 
     for (int ci = 0; ci < n_chunks; ci++) {
-        const int k0 = kb0 + ci * 64, buf = ci & 1;
+        const int k0 = kb0 + ci * 64, cc = chunk_base + ci, buf = cc & 1;
         __syncthreads(); /* chunk ci-1 is consumed (its stage is free); Q is in */
         if (tid == 128 && ci + 1 < n_chunks) issue_chunk(k0 + 64, buf ^ 1);
-        mt_mbar_wait(&stage_full[buf], (unsigned)(ci >> 1) & 1u);
+        mt_mbar_wait(&stage_full[buf], (unsigned)(cc >> 1) & 1u);
         if (k0 + 64 > tile_end) {
             zero_key_rows<128>(kv_s + buf * WG_TILE_BYTES, tile_end - k0, tid, 256);
             mt_fence_proxy_async(); /* the zeros, for the wgmma */
@@ -1387,6 +1339,8 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 #if SPLIT_REDUCE
     cluster_merge(o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
 #endif
+    chunk_base += n_chunks;
+    } /* items */
 }
 
 #elif MT_CUDA /* MMA on NVIDIA */
@@ -1459,7 +1413,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale) {
+           float kv_scale, const int4 *__restrict__ sched) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     mt_u16 *q_s = (mt_u16 *)smem_bytes;
     float *s_part = (float *)smem_bytes;
@@ -1478,12 +1432,12 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, quad = lane & 3;
-    const int b = blockIdx.z, split = blockIdx.y;
     const int rows = sq * n_heads;
-    const int row0 = blockIdx.x * TILE_Q;
-    const int len = seq_lens[b];
-    int k_begin, k_end;
-    split_keys(len, split, &k_begin, &k_end);
+    const mt_items items = group_items(sched, rows);
+    for (int ii = 0; ii < items.count; ii++) {
+    const mt_item it = item_at(items, ii, seq_lens);
+    const int b = it.b, split = it.dest, row0 = it.row0, len = it.len, k_begin = it.k_begin, k_end = it.k_end;
+    if (ii > 0) __syncthreads(); /* the previous item is done with shared memory */
     const int *pages = block_table + (size_t)b * max_blocks;
 
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
@@ -1777,6 +1731,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
             if (g1 < rows) store_o_pair(out, o_part, b, split, rows, g1, col, acc_o[m][t][2] * inv1, acc_o[m][t][3] * inv1);
         }
     }
+    } /* items */
 }
 #else /* MMA on AMD */
 #if MMA != 1
@@ -1837,7 +1792,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale) {
+           float kv_scale, const int4 *__restrict__ sched) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     float *s_part = (float *)smem_bytes;
     mt_u16 *kv_s = (mt_u16 *)(smem_bytes + NWV * TILE_Q * SP_STRIDE * 4);
@@ -1849,12 +1804,12 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     const int tid = threadIdx.x, wave = tid / 64, lane = tid % 64;
     const int l16 = lane & 15, l4 = lane >> 4; /* fragment roles: row / column in 16, k group of 4 */
-    const int b = blockIdx.z, split = blockIdx.y;
     const int rows = sq * n_heads;
-    const int row0 = blockIdx.x * TILE_Q;
-    const int len = seq_lens[b];
-    int k_begin, k_end;
-    split_keys(len, split, &k_begin, &k_end);
+    const mt_items items = group_items(sched, rows);
+    for (int ii = 0; ii < items.count; ii++) {
+    const mt_item it = item_at(items, ii, seq_lens);
+    const int b = it.b, split = it.dest, row0 = it.row0, len = it.len, k_begin = it.k_begin, k_end = it.k_end;
+    if (ii > 0) __syncthreads(); /* the previous item is done with shared memory */
     const int *pages = block_table + (size_t)b * max_blocks;
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
@@ -2088,6 +2043,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
                 store_o(out, o_part, b, split, rows, grow, wave * CPW + t * 16 + l16, acc[m][t][e] * inv);
             }
         }
+    } /* items */
 }
 #endif /* MMA */
 
@@ -2266,4 +2222,265 @@ mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part,
     }
 }
 #endif /* NUM_SPLITS */
+#else /* GROUPS_PER_CU: the length-aware form */
+
+/* ---- the schedule (mla_schedule) ---------------------------------------------
+ * Run once per decode step on the GPU, from the lengths in device memory, so
+ * a captured graph stays right when the lengths change.  One work-group of
+ * SCHED_THREADS threads.  The work: the requests laid end to end, each
+ * costing SCHED_OVERHEAD keys (its query loads, merges and stores) plus its
+ * keys, cut into n_stretches stretches of nearly equal cost (each run by a
+ * work-group per row tile, mt_items).  Each end is placed on its own (so
+ * rounding never accumulates): inside a request's overhead it moves to the
+ * request's start, inside its keys to the nearest multiple of
+ * KV_GRANULARITY; but an end closer than the snap distance (a sixteenth of
+ * a share plus SCHED_SNAP_KEYS, at most a quarter share) to an edge of its
+ * request moves to that edge: a cut costs a query load and a merge.
+ * kernels/schedule.c is the same algorithm on the host; test_gpu_mla checks
+ * that both agree word for word.
+ *
+ * Only a stretch's first and last items can be pieces of a request; pieces
+ * are numbered in order along the axis, so a cut request's pieces are
+ * consecutive; mla_reduce merges the cut requests only.  Writes the layout
+ * described above mt_items. */
+#define SCHED_THREADS 1024
+#define SCHED_OVERHEAD 64
+#define SCHED_SNAP_KEYS 64
+
+/* The reduce's shape for a cut request of n pieces: slot_groups warps share
+ * a row (as many as 8-piece rounds need, a power of two up to 8), so 8 /
+ * slot_groups rows per work-group of 8 warps; the request's work is one
+ * unit per (tile, group of rows).  The host model computes the same
+ * (schedule.c). */
+__device__ __forceinline__ int red_slot_groups(int n) {
+    int g = 1;
+    while (g < 8 && 8 * g < n) g *= 2;
+    return g;
+}
+__device__ __forceinline__ int red_units_per_tile(int n) {
+    const int rows_per_block = 8 / red_slot_groups(n);
+    return (TILE_Q + rows_per_block - 1) / rows_per_block;
+}
+
+/* Inclusive prefix sum over the work-group of SCHED_THREADS threads, in
+ * shared memory with three barriers: 32 threads scan 32 values each, one
+ * scans their 32 totals, every thread adds its part's offset.  (A barrier
+ * per doubling step, ten of them over 1024 threads, cost more.)  buf holds
+ * SCHED_THREADS + 32 values: value i sits at i + i / 32, so the 32 scanning
+ * threads read distinct banks. */
+#define SCAN_AT(i) ((i) + (i) / 32)
+template <typename T>
+__device__ __forceinline__ T block_scan(T v, T *buf, T *part, T *total) {
+    const int tid = threadIdx.x, per = SCHED_THREADS / 32;
+    buf[SCAN_AT(tid)] = v;
+    __syncthreads();
+    if (tid < 32) {
+        T run = 0;
+        for (int i = tid * per; i < tid * per + per; i++) run += buf[SCAN_AT(i)], buf[SCAN_AT(i)] = run;
+        part[tid] = run;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        T run = 0;
+        for (int i = 0; i < 32; i++) {
+            const T x = part[i];
+            part[i] = run, run += x;
+        }
+        part[32] = run;
+    }
+    __syncthreads();
+    const T r = buf[SCAN_AT(tid)] + part[tid / per];
+    *total = part[32];
+    __syncthreads(); /* buf and part are free again */
+    return r;
+}
+
+/* The lengths are read in runs: thread i takes requests [i * per, (i + 1) *
+ * per), per = ceil(batch / SCHED_THREADS), so the prefix is kept per run in
+ * shared memory (runs[i] = cost before run i) and a request is found by a
+ * binary search over the runs, then a walk inside one. */
+extern "C" __global__ void __launch_bounds__(SCHED_THREADS)
+mla_schedule(const int *__restrict__ seq_lens, int batch, int tiles, int n_stretches, int4 *__restrict__ sched) {
+    __shared__ unsigned long long runs[SCHED_THREADS + 1], scan_u64[SCHED_THREADS + 32], part_u64[33];
+    __shared__ int scan_i[SCHED_THREADS + 32], part_i[33], cut_first[SCHED_THREADS + 1];
+    __shared__ int2 pos_s[SCHED_THREADS + 1];
+    const int tid = threadIdx.x, S = n_stretches, per = (batch + SCHED_THREADS - 1) / SCHED_THREADS;
+    auto cost = [&](int b) { return SCHED_OVERHEAD + (unsigned long long)max(0, seq_lens[b]); };
+
+    /* 1. the cost of each run, and the prefix over runs */
+    unsigned long long mine = 0;
+    for (int b = tid * per; b < min(batch, tid * per + per); b++) mine += cost(b);
+    unsigned long long total;
+    runs[tid + 1] = block_scan(mine, scan_u64, part_u64, &total);
+    if (tid == 0) runs[0] = 0;
+    __syncthreads();
+    const unsigned long long share = (total + S - 1) / S;
+    const unsigned long long snap = min(share / 16 + SCHED_SNAP_KEYS, share / 4);
+
+    /* 2. the end of stretch s, as (request, key) */
+    if (tid == 0) pos_s[0] = make_int2(0, 0);
+    if (tid < S) {
+        const unsigned long long end = tid + 1 == S ? total : (total * (unsigned long long)(tid + 1) + S / 2) / S;
+        int2 to = make_int2(batch, 0);
+        if (end < total) {
+            /* the run holding `end` (runs[q] <= end < runs[q + 1]), then the request in it */
+            int lo = 0, hi = SCHED_THREADS - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) >> 1;
+                if (runs[mid] <= end) lo = mid;
+                else hi = mid - 1;
+            }
+            int r = lo * per;
+            unsigned long long start = runs[lo], c = cost(r);
+            while (r + 1 < batch && end >= start + c) start += c, c = cost(++r);
+            const int keys = (int)(c - SCHED_OVERHEAD);
+            const unsigned long long to_start = end - start, to_end = start + c - end;
+            const long long k = (long long)to_start - SCHED_OVERHEAD;
+            if (to_start <= snap && to_start <= to_end) to = make_int2(r, 0);
+            else if (to_end <= snap) to = make_int2(r + 1, 0);
+            else if (k <= 0) to = make_int2(r, 0);
+            else {
+                const long long rk = (k + KV_GRANULARITY / 2) / KV_GRANULARITY * KV_GRANULARITY;
+                to = rk >= keys ? make_int2(r + 1, 0) : make_int2(r, (int)rk);
+            }
+        }
+        pos_s[tid + 1] = to;
+    }
+    __syncthreads();
+
+    /* 3. the pieces each stretch has (0, 1 or 2) and its first one; whether
+     * it opens a cut request (holds its first piece): both counted in one
+     * scan, pieces in the low 16 bits */
+    int pieces = 0, first_cut = 0, opens = 0, offset = 0, last = 0;
+    if (tid < S) {
+        const int2 s0 = pos_s[tid], s1 = pos_s[tid + 1];
+        last = s1.y > 0 ? s1.x : s1.x - 1;
+        const int count = (s0.x == s1.x && s0.y == s1.y) ? 0 : last - s0.x + 1;
+        first_cut = count > 0 && (s0.y > 0 || (count == 1 && s1.y > 0));
+        const int last_cut = count > 1 && s1.y > 0;
+        pieces = first_cut + last_cut;
+        if (first_cut && s0.y == 0) opens = 1;
+        else if (last_cut) opens = 1, offset = first_cut;
+    }
+    int both;
+    const int incl = block_scan(pieces | opens << 16, scan_i, part_i, &both);
+    const int first_piece = (incl & 0xffff) - pieces, cut_index = (incl >> 16) - opens;
+    const int n_pieces = both & 0xffff, n_cut = both >> 16;
+    if (tid <= S) {
+        const int2 p = pos_s[tid];
+        sched[1 + tid] = make_int4(p.x, p.y, tid < S ? first_piece : n_pieces, 0);
+    }
+    /* 4. the cut requests: every piece belongs to one, and a request's
+     * pieces are consecutive, so its count runs to the next one's first;
+     * then the reduce's units before each (a prefix) */
+    if (opens) cut_first[cut_index] = first_piece + offset;
+    if (tid == 0) cut_first[n_cut] = n_pieces;
+    __syncthreads();
+    const int n = opens ? cut_first[cut_index + 1] - cut_first[cut_index] : 0;
+    const int units = opens ? tiles * red_units_per_tile(n) : 0;
+    int n_units;
+    const int first_unit = block_scan(units, scan_i, part_i, &n_units) - units;
+    if (opens) {
+        const int r = first_cut && pos_s[tid].y == 0 ? pos_s[tid].x : last;
+        SCHED_CUT(sched, S, cut_index) = make_int4(r, cut_first[cut_index], n, first_unit);
+    }
+    if (tid == 0) sched[0] = make_int4(S, n_cut, n_units, n_pieces);
+}
+
+/* Merges the requests the schedule cut, tile by tile.  A unit is 8 / g
+ * rows of one tile of a cut request (g = red_slot_groups of its piece
+ * count): a work-group of 8 warps takes 64 columns (two per lane) of them,
+ * the g warps of a row its pieces in turn, 8 at a time, every load of a
+ * round issued before any is used, so a round costs one trip to L2.  The
+ * grid is fixed (a captured graph replays it whatever the lengths): its
+ * work-groups take the units in turn, finding a unit's request by a
+ * binary search over the requests' first units (in shared memory).
+ * Launched as a dependent of decode. */
+#define RED_COLS_PAIR (DL % 2 == 0)
+extern "C" __global__ void __launch_bounds__(256)
+mla_reduce(const float *__restrict__ o_part, const float *__restrict__ lse_part, mt_u16 *__restrict__ out,
+           float *__restrict__ lse, int rows, int n_stretches, const int4 *__restrict__ sched) {
+    __shared__ float m_s[8], l_s[8];
+    __shared__ float2 acc_s[8][32];
+    __shared__ int unit_first[SCHED_THREADS];
+    mt_grid_dependency_wait();
+    const int4 head = sched[0];
+    const int n_cut = head.y, n_units = head.z, tiles = (rows + TILE_Q - 1) / TILE_Q;
+    if ((int)blockIdx.x >= n_units) return;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    for (int i = tid; i < n_cut; i += 256) unit_first[i] = SCHED_CUT(sched, n_stretches, i).w;
+    __syncthreads();
+    const int col = blockIdx.y * 64 + 2 * lane;
+    for (int unit = blockIdx.x; unit < n_units; unit += gridDim.x) {
+        int lo = 0, hi = n_cut - 1; /* the cut request: unit_first[lo] <= unit < unit_first[lo + 1] */
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (unit_first[mid] <= unit) lo = mid;
+            else hi = mid - 1;
+        }
+        const int4 c = SCHED_CUT(sched, n_stretches, lo);
+        const int b = c.x, first = c.y, n = c.z, slot_groups = red_slot_groups(n);
+        const int rows_per_block = 8 / slot_groups, per_tile = red_units_per_tile(n);
+        const int local = unit - c.w, t = local / per_tile;
+        const int r = (local - t * per_tile) * rows_per_block + warp / slot_groups, sg = warp % slot_groups;
+        const int row = t * TILE_Q + r;
+        const bool mine = r < TILE_Q && row < rows;
+        float m = MT_NEG_INF, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
+        for (int base = sg; base < n && mine; base += 8 * slot_groups) {
+            float ls[8];
+            float2 x[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int s = base + j * slot_groups;
+                const size_t slot_row = (((size_t)first + s) * tiles + t) * TILE_Q + r;
+                ls[j] = s < n ? lse_part[slot_row] : MT_NEG_INF;
+                const float *src = o_part + slot_row * DL + col;
+                x[j] = make_float2(0.0f, 0.0f);
+                if (s < n) {
+#if RED_COLS_PAIR
+                    if (col < DL) x[j] = *(const float2 *)src;
+#else
+                    if (col < DL) x[j].x = src[0];
+                    if (col + 1 < DL) x[j].y = src[1];
+#endif
+                }
+            }
+            float mx = m;
+#pragma unroll
+            for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
+            if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
+            const float sc = split_weight(m, mx);
+            l *= sc, a0 *= sc, a1 *= sc;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                /* select: a slot without keys adds nothing, whatever it holds */
+                const float w = split_weight(ls[j], mx);
+                l += w, a0 += w != 0.0f ? w * x[j].x : 0.0f, a1 += w != 0.0f ? w * x[j].y : 0.0f;
+            }
+            m = mx;
+        }
+        if (slot_groups > 1) { /* the same for the whole work-group: the barriers are safe */
+            if (lane == 0) m_s[warp] = m, l_s[warp] = l;
+            acc_s[warp][lane] = make_float2(a0, a1);
+            __syncthreads();
+            if (sg == 0) {
+                float mx = MT_NEG_INF;
+                for (int w = warp; w < warp + slot_groups; w++) mx = fmaxf(mx, m_s[w]);
+                l = 0.0f, a0 = 0.0f, a1 = 0.0f;
+                for (int w = warp; w < warp + slot_groups; w++) {
+                    const float f = split_weight(m_s[w], mx);
+                    l += l_s[w] * f, a0 += acc_s[w][lane].x * f, a1 += acc_s[w][lane].y * f;
+                }
+                m = mx;
+            }
+            __syncthreads(); /* m_s, l_s, acc_s are free for the next unit */
+        }
+        if (!mine || sg != 0) continue;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        mt_u16 *dst = out + ((size_t)b * rows + row) * DL + col;
+        if (col < DL) dst[0] = store_out(a0 * inv);
+        if (col + 1 < DL) dst[1] = store_out(a1 * inv);
+        if (blockIdx.y == 0 && lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, l);
+    }
+}
 #endif /* !GROUPS_PER_CU */

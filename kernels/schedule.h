@@ -1,23 +1,36 @@
 /*
- * schedule.h - the host-side scheduler of the persistent variants
- * (groups_per_cu > 0): from the real sequence lengths of a batch, a work
- * list balanced over the GPU's compute units x groups per unit.
+ * schedule.h - the length-aware schedule (groups_per_cu > 0): how a batch
+ * of requests of any lengths is cut into nearly equal stretches of work,
+ * one per work-group, compute units x groups_per_cu of them.
  *
- * The work: every query-row tile of every request (tile_q rows; a row is a
- * (token, head) pair, row = t * n_heads + n) with the keys its rows see.
- * Laid end to end, tile after tile, each tile costing a fixed overhead (its
- * query load, its merge and store) plus one unit per key, the whole is cut
- * into n_groups nearly equal pieces; a cut inside a tile's keys falls on a
- * multiple of the granularity.  A group (one work-group of the kernel)
- * takes its piece as a list of items, each one tile's key range.  A tile
- * covered by one item is written straight to out; the items of a tile cut
- * in several each write a partial result to their own slot of the
- * workspace, and the reduce step merges those tiles only.
+ * The GPU builds it (mla_schedule in mla_decode.cu) from the lengths in
+ * device memory, once per decode step, so a captured CUDA graph stays right
+ * when the lengths change; this file is the same algorithm on the host: the
+ * reference the GPU's result is compared with (test_gpu_mla) and the model
+ * whose balance test_schedule checks.
  *
- * The list travels to the kernel by value, as a launch argument (no copy to
- * the device, no extra launch): mt_work_list and mt_split_list below are
- * laid out exactly as mla_decode.cu declares them (the sizes are checked at
- * compile time on both sides).
+ * The work: the requests laid end to end, each costing a fixed overhead
+ * (MT_SCHEDULE_OVERHEAD keys: its query loads, merges and stores) plus one
+ * unit per key, cut into stretches of nearly equal cost; a cut inside a
+ * request's keys falls on a multiple of the granularity.  A stretch is run
+ * by one work-group per query-row tile (tile_q rows of the request's Sq x N;
+ * work-group g runs tile g % tiles of stretch g / tiles), so the work-groups
+ * that read a chunk of keys read it together and all but one find it in
+ * L2.  The budget of n_groups work-groups (compute units x groups_per_cu)
+ * gives n_groups / tiles stretches (at least one).  A stretch's items are
+ * the requests it touches; only its first and last can be pieces of a
+ * request.  Pieces are numbered along the axis (so a cut request's pieces
+ * are consecutive); piece p keeps tile t's partial result in slot
+ * p * tiles + t of the workspace, and the reduce merges the cut requests
+ * only; whole requests go straight to out.
+ *
+ * Layout (int32 words, 4 per entry, as the kernels read them as int4):
+ *   entry 0                  stretches, cut requests, reduce units, pieces
+ *   entry 1 + s              stretch s's start: request, key, its first piece, 0
+ *                            (s = 0 .. stretches; the last is the end)
+ *   entry 2 + stretches + i  cut request i: b, first piece, pieces, first unit
+ * The reduce's units: a cut request of n pieces takes tiles x
+ * mt_schedule_units_per_tile(tile_q, n) of them, numbered in order.
  */
 #ifndef MT_SCHEDULE_H
 #define MT_SCHEDULE_H
@@ -28,70 +41,65 @@
 #include "../runtime/error.h"
 
 enum {
-    MT_WORK_MAX_ITEMS = 1024,  /* items of one call (tiles + cuts) */
-    MT_WORK_MAX_GROUPS = 511,  /* work-groups of one call */
-    MT_WORK_MAX_SLOTS = 1022,  /* partial results (<= 2 per group) */
-    MT_WORK_MAX_TILES_PER_REQUEST = 64,
-    MT_WORK_LIST_BYTES = 17424,
-    MT_SPLIT_LIST_BYTES = 8192,
+    MT_SCHEDULE_MAX_STRETCHES = 1023, /* the scheduling kernel's work-group, one thread each (+1) */
 };
 
-/* One item, as the kernel reads it:
- *   [0] request b | tile << 16 | (slot + 1) << 22   (slot 0 .. 1021; 0 = direct)
- *   [1] first key, [2] one past the last key (the tile's rows see no key
- *       past it: causal limit applied), [3] the request's length */
-typedef struct mt_work_list {
-    _Alignas(16) int32_t item[MT_WORK_MAX_ITEMS][4];
-    uint16_t first[MT_WORK_MAX_GROUPS + 1]; /* group g's items: [first[g], first[g + 1]) */
-    int32_t n_groups;
-    int32_t n_items;
-} mt_work_list;
+/* The fixed cost of a request, in keys: its query loads, merges and stores
+ * come to roughly one 64-key chunk (SCHED_OVERHEAD in mla_decode.cu). */
+#define MT_SCHEDULE_OVERHEAD 64
 
-/* The tiles the reduce merges: [0] b | tile << 16, [1] first slot, [2]
- * slots (>= 2), [3] unused. */
-typedef struct mt_split_list {
-    _Alignas(16) int32_t tile[MT_WORK_MAX_GROUPS][4];
-    int32_t n_tiles;
-    int32_t pad[3];
-} mt_split_list;
-
-_Static_assert(sizeof(mt_work_list) == MT_WORK_LIST_BYTES, "mt_work_list layout (mla_decode.cu has its twin)");
-_Static_assert(sizeof(mt_split_list) == MT_SPLIT_LIST_BYTES, "mt_split_list layout (mla_decode.cu has its twin)");
+/* An end of a stretch closer than this to an edge of its request moves to the
+ * edge (no cut): a sixteenth of a share plus this many keys, at most a
+ * quarter share.  A cut costs a query load and the merge of a partial
+ * (16 rows x 512 fp32 written and read back: the bytes of ~60 keys), so a
+ * piece must be worth more; and a batch of equal requests about a share long
+ * (batch 128 x 16384 over 132 groups) is left whole, as measured best on
+ * the H100 (reports/PERFLOG.md, session 8).  SCHED_SNAP_KEYS in
+ * mla_decode.cu. */
+#define MT_SCHEDULE_SNAP_KEYS 64
 
 /* What the scheduler needs to know about the call. */
 typedef struct mt_schedule_shape {
     int batch, sq, n_heads;
-    int tile_q;          /* query rows per tile */
-    int granularity;     /* cuts inside a tile fall on multiples of this many keys */
-    int n_groups;        /* compute units x groups per unit */
-    int overhead_keys;   /* a tile's fixed cost, in keys (MT_SCHEDULE_TILE_OVERHEAD) */
+    int tile_q;       /* query rows per tile */
+    int granularity;  /* cuts inside a request fall on multiples of this many keys */
+    int n_groups;     /* the budget of work-groups: compute units x groups per unit */
 } mt_schedule_shape;
 
-/* The fixed cost of a tile, in keys: its query load, the merge of the two
- * warpgroups and the store come to roughly one 64-key chunk. */
-#define MT_SCHEDULE_TILE_OVERHEAD 64
+/* Row tiles per request, stretches, and the work-groups that run them
+ * (stretches x tiles: the decode's grid). */
+int mt_schedule_tiles(const mt_schedule_shape *shape);
+int mt_schedule_stretches(const mt_schedule_shape *shape);
+int mt_schedule_work_groups(const mt_schedule_shape *shape);
 
-/* Cut tiles only when the longest is over a group's share by more than an
- * eighth of the share plus this many keys (four chunks): below that a cut
- * costs more than it balances (measured on the H100: batch 128 x 16384 over
- * 132 groups, 3% over, cutting every tile in two was no faster before the
- * reduce's cost; see reports/PERFLOG.md, session 8). */
-#define MT_SCHEDULE_CUT_KEYS 256
+/* Bytes of device memory a schedule of n_stretches (at most n_groups)
+ * takes: its entries, rounded up to a multiple of 256 (what follows it in a
+ * workspace stays aligned).  Any batch: the GPU needs no scratch. */
+size_t mt_schedule_bytes(int n_stretches);
 
-/* Builds the lists for `lens` (batch entries, host memory).  Groups that
- * would get no work are left out (work->n_groups may be below
- * shape->n_groups).  Fails, naming the limit, when the call needs more
- * items, groups or tiles per request than the lists hold. */
-mt_status mt_schedule_build(const mt_schedule_shape *shape, const int32_t *lens, mt_work_list *work,
-                            mt_split_list *splits);
+/* Bytes of the entries alone (what mt_schedule_build writes). */
+size_t mt_schedule_entry_bytes(int n_stretches);
 
-/* Partial-result slots a call over n_groups may use: 2 per group (only a
- * group's first and last items can be cut), at most MT_WORK_MAX_SLOTS. */
-int mt_schedule_slots(int n_groups);
+/* Checks a shape against the limits above, naming the one exceeded. */
+mt_status mt_schedule_check(const mt_schedule_shape *shape);
 
-/* Decoding an item (for tests and tools). */
-static inline int mt_work_item_request(const int32_t *it) { return it[0] & 0xffff; }
-static inline int mt_work_item_tile(const int32_t *it) { return (it[0] >> 16) & 0x3f; }
-static inline int mt_work_item_slot(const int32_t *it) { return ((it[0] >> 22) & 0x3ff) - 1; }
+/* Builds the entries for `lens` (batch entries, host memory) into `words`
+ * (mt_schedule_entry_bytes(mt_schedule_stretches(shape)) bytes). */
+mt_status mt_schedule_build(const mt_schedule_shape *shape, const int32_t *lens, int32_t *words);
+
+/* The snap distance for a batch of `total` cost over n_stretches. */
+uint64_t mt_schedule_snap(uint64_t total, int n_stretches);
+
+/* The reduce's work for a cut request of n pieces: g = slot groups warps
+ * share a row (as many as rounds of 8 pieces need, a power of two up to 8),
+ * 8 / g rows a unit; units per tile (red_units_per_tile in mla_decode.cu). */
+int mt_schedule_slot_groups(int n_pieces);
+int mt_schedule_units_per_tile(int tile_q, int n_pieces);
+
+/* Reading a schedule (for tests and tools). */
+static inline const int32_t *mt_schedule_start(const int32_t *words, int s) { return words + 4 * (1 + s); }
+static inline const int32_t *mt_schedule_cut(const int32_t *words, int n_stretches, int i) {
+    return words + 4 * (2 + n_stretches + i);
+}
 
 #endif

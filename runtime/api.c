@@ -40,18 +40,15 @@ struct mlt_runtime {
     char *source;            /* mla_decode.cu with the prelude */
 };
 
-typedef struct plan_kernels {
-    mt_function decode, reduce;
-} plan_kernels;
-
 struct mlt_plan {
     mlt_runtime *rt;
     mt_problem_key shape;
     float scale, kv_scale;
     int max_batch;
     mt_dispatch_table table;
-    plan_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
+    mt_mla_decode_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
     size_t workspace;
+    size_t schedule;         /* bytes of the largest length-aware variant's schedule at max_batch */
 };
 
 static mlt_status to_public(mt_status st) {
@@ -198,14 +195,20 @@ static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem,
                               .defines = defines, .n_defines = n};
         const mt_code_object *obj = NULL;
         st = mt_jit_compile(rt->jit, &req, &obj, NULL);
-        if (st == MT_OK) st = mt_jit_function(rt->jit, obj, MT_MLA_DECODE_KERNEL, &plan->kernels[i].decode);
-        if (st == MT_OK) st = mt_jit_function(rt->jit, obj, MT_MLA_REDUCE_KERNEL, &plan->kernels[i].reduce);
+        const char *names[3];
+        mt_function fn[3] = {0, 0, 0};
+        mt_mla_decode_entry_names(v, names);
+        for (int j = 0; j < 3 && st == MT_OK; j++)
+            if (names[j]) st = mt_jit_function(rt->jit, obj, names[j], &fn[j]);
+        plan->kernels[i] = (mt_mla_decode_kernels){fn[0], fn[1], fn[2]};
         if (st == MT_OK)
             st = mt_backend_prepare_launch(rt->backend, plan->kernels[i].decode,
                                            mt_mla_decode_shared_bytes(v->values, &plan->shape.s, rt->info.warp_size));
         size_t ws = mt_mla_decode_workspace_bytes(v, &plan->shape.s, plan->max_batch, problem->n_heads, problem->sq,
                                                   rt->info.compute_units);
         if (ws > plan->workspace) plan->workspace = ws;
+        size_t sb = mt_mla_decode_schedule_bytes(v, rt->info.compute_units);
+        if (sb > plan->schedule) plan->schedule = sb;
     }
     if (st != MT_OK) {
         mlt_status ps = to_public(st);
@@ -278,37 +281,74 @@ void mlt_plan_destroy(mlt_plan *plan) {
 
 size_t mlt_plan_workspace_size(const mlt_plan *plan) { return plan ? plan->workspace : 0; }
 
-mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) {
-    if (!plan || !a) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_run: null argument"));
+size_t mlt_plan_schedule_size(const mlt_plan *plan) { return plan ? plan->schedule : 0; }
+
+/* The checks every call makes, the variant it dispatches to, and its
+ * arguments for the kernels. */
+static mt_status prepare_call(const mlt_plan *plan, const mlt_decode_args *a, int *variant, mt_mla_decode_args *k) {
+    if (!plan || !a) return mt_fail(MT_ERR_INVALID_ARGUMENT, "null plan or arguments");
     if (a->batch < 1 || a->batch > plan->max_batch)
-        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "batch %d outside 1..%d (the plan's max_batch)", a->batch,
-                                 plan->max_batch));
-    if (a->seq_len_hint < 0)
-        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d is negative", a->seq_len_hint));
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "batch %d outside 1..%d (the plan's max_batch)", a->batch,
+                       plan->max_batch);
+    if (a->seq_len_hint < 0 && a->seq_len_hint != MLT_LENGTHS_UNKNOWN)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d is negative (MLT_LENGTHS_UNKNOWN is %d)",
+                       a->seq_len_hint, MLT_LENGTHS_UNKNOWN);
+    if (a->max_seq_len_hint < 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "max_seq_len_hint %d is negative", a->max_seq_len_hint);
+    if (a->max_seq_len_hint > 0 && a->seq_len_hint > a->max_seq_len_hint)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d (the mean) is above max_seq_len_hint %d (the longest)",
+                       a->seq_len_hint, a->max_seq_len_hint);
     mt_dispatch_result r;
-    mt_dispatch_lookup(&plan->table, a->batch, a->seq_len_hint, &r);
-    const mt_variant *v = &plan->table.variants[r.variant];
-    mt_mla_decode_args k = {.batch = a->batch, .n_heads = plan->shape.n_heads, .sq = plan->shape.sq,
-                            .max_blocks = a->max_blocks_per_seq, .page_size = plan->shape.s.page_size,
-                            .warp_size = plan->rt->info.warp_size,
-                            .scale = plan->scale, .kv_scale = plan->kv_scale, .q = (mt_devptr)(uintptr_t)a->q,
-                            .kv = (mt_devptr)(uintptr_t)a->kv_cache, .block_table = (mt_devptr)(uintptr_t)a->block_table,
-                            .seq_lens = (mt_devptr)(uintptr_t)a->seq_lens, .out = (mt_devptr)(uintptr_t)a->out,
-                            .lse = (mt_devptr)(uintptr_t)a->lse, .workspace = (mt_devptr)(uintptr_t)a->workspace,
-                            .workspace_bytes = a->workspace_size, .seq_lens_host = a->seq_lens_host,
-                            .compute_units = plan->rt->info.compute_units};
-    return to_public(mt_mla_decode_launch(plan->rt->backend, plan->kernels[r.variant].decode,
-                                          plan->kernels[r.variant].reduce, v, &plan->shape.s, &k, (mt_stream)stream));
+    mt_dispatch_lookup(&plan->table, a->batch, a->seq_len_hint, a->max_seq_len_hint, &r);
+    *variant = r.variant;
+    *k = (mt_mla_decode_args){.batch = a->batch, .n_heads = plan->shape.n_heads, .sq = plan->shape.sq,
+                              .max_blocks = a->max_blocks_per_seq, .page_size = plan->shape.s.page_size,
+                              .warp_size = plan->rt->info.warp_size,
+                              .scale = plan->scale, .kv_scale = plan->kv_scale, .q = (mt_devptr)(uintptr_t)a->q,
+                              .kv = (mt_devptr)(uintptr_t)a->kv_cache,
+                              .block_table = (mt_devptr)(uintptr_t)a->block_table,
+                              .seq_lens = (mt_devptr)(uintptr_t)a->seq_lens, .out = (mt_devptr)(uintptr_t)a->out,
+                              .lse = (mt_devptr)(uintptr_t)a->lse, .workspace = (mt_devptr)(uintptr_t)a->workspace,
+                              .workspace_bytes = a->workspace_size, .schedule = (mt_devptr)(uintptr_t)a->schedule,
+                              .compute_units = plan->rt->info.compute_units};
+    return MT_OK;
 }
 
-mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, mlt_choice_info *out) {
+mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) {
+    int i;
+    mt_mla_decode_args k;
+    mt_status st = prepare_call(plan, a, &i, &k);
+    if (st != MT_OK) return to_public(st);
+    const mt_variant *v = &plan->table.variants[i];
+    if (!v->values[MT_P_GROUPS_PER_CU]) k.schedule = 0; /* fixed splits: no schedule to read */
+    return to_public(mt_mla_decode_launch(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
+                                          (mt_stream)stream));
+}
+
+mlt_status mlt_plan_schedule(mlt_plan *plan, const mlt_decode_args *a, void *schedule, void *stream) {
+    int i;
+    mt_mla_decode_args k;
+    mt_status st = prepare_call(plan, a, &i, &k);
+    if (st != MT_OK) return to_public(st);
+    const mt_variant *v = &plan->table.variants[i];
+    if (!v->values[MT_P_GROUPS_PER_CU]) return MLT_OK; /* fixed splits: nothing to build */
+    st = mt_mla_decode_check_args(v, &plan->shape.s, &k);
+    if (st != MT_OK) return to_public(st);
+    return to_public(mt_mla_decode_schedule(plan->rt->backend, &plan->kernels[i], v, &k,
+                                            (mt_devptr)(uintptr_t)schedule, (mt_stream)stream));
+}
+
+mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, int max_seq_len_hint,
+                            mlt_choice_info *out) {
     if (!plan || !out) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_explain: null argument"));
     memset(out, 0, sizeof *out);
     mt_dispatch_result r;
-    mt_dispatch_lookup(&plan->table, batch, seq_len_hint, &r);
+    mt_dispatch_lookup(&plan->table, batch, seq_len_hint, max_seq_len_hint, &r);
     const mt_variant *v = &plan->table.variants[r.variant];
     snprintf(out->family, sizeof out->family, "%s", v->family->name);
     mt_variant_format(v, out->variant, sizeof out->variant);
+    out->length_aware = v->values[MT_P_GROUPS_PER_CU] > 0;
+    mt_dispatch_explain(&plan->table, &r, out->why, sizeof out->why);
     if (!r.entry) {
         out->reason = MLT_CHOICE_HEURISTIC;
         snprintf(out->source, sizeof out->source, "heuristic");
@@ -317,6 +357,8 @@ mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, m
     out->reason = r.exact ? MLT_CHOICE_EXACT_KEY : MLT_CHOICE_NEAREST_KEY;
     out->key_batch = r.entry->batch;
     out->key_seq_len = r.entry->seq_len;
+    out->key_max_seq_len = r.entry->max_len;
+    snprintf(out->key_lengths, sizeof out->key_lengths, "%s", r.entry->lengths);
     out->distance = r.distance;
     out->measured_ms = r.entry->median_ms;
     snprintf(out->source, sizeof out->source, "%s", r.entry->source == MT_FROM_USER_DB ? "user" : "system");

@@ -69,6 +69,12 @@ typedef struct cuda_api {
 typedef struct cuda_api_optional {
     CU_FN(cuLaunchKernelEx); /* CUDA 12.0: programmatic dependent launch */
     CU_FN(cuTensorMapEncodeTiled); /* CUDA 12.0: descriptors for the tensor copy engine */
+    CU_FN(cuStreamBeginCapture);   /* graphs (CUDA 10+; the _v2 names) */
+    CU_FN(cuStreamEndCapture);
+    CU_FN(cuGraphInstantiateWithFlags);
+    CU_FN(cuGraphLaunch);
+    CU_FN(cuGraphExecDestroy);
+    CU_FN(cuGraphDestroy);
 } cuda_api_optional;
 
 typedef struct nvrtc_api {
@@ -163,6 +169,14 @@ static int load_driver(mt_backend *b, cuda_ctx *c) {
     c->cu_opt.cuLaunchKernelEx = (__typeof__(c->cu_opt.cuLaunchKernelEx))dlsym(c->driver_lib, "cuLaunchKernelEx");
     c->cu_opt.cuTensorMapEncodeTiled =
         (__typeof__(c->cu_opt.cuTensorMapEncodeTiled))dlsym(c->driver_lib, "cuTensorMapEncodeTiled");
+#define CU_OPTIONAL(field, symbol) c->cu_opt.field = (__typeof__(c->cu_opt.field))dlsym(c->driver_lib, symbol)
+    CU_OPTIONAL(cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    CU_OPTIONAL(cuStreamEndCapture, "cuStreamEndCapture");
+    CU_OPTIONAL(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    CU_OPTIONAL(cuGraphLaunch, "cuGraphLaunch");
+    CU_OPTIONAL(cuGraphExecDestroy, "cuGraphExecDestroy");
+    CU_OPTIONAL(cuGraphDestroy, "cuGraphDestroy");
+#undef CU_OPTIONAL
     CUresult r = c->cu.cuInit(0);
     if (r == CUDA_SUCCESS) r = c->cu.cuDeviceGetCount(&c->device_count);
     if (r != CUDA_SUCCESS) {
@@ -596,6 +610,56 @@ static void cuda_close(mt_backend *b) {
     b->context = NULL;
 }
 
+/* Graphs: capture on the caller's stream (thread-local mode: other
+ * threads' unrelated CUDA calls do not break it), instantiate at the end. */
+struct mt_graph_s {
+    CUgraph graph;
+    CUgraphExec exec;
+};
+
+static mt_status graph_ops_present(mt_backend *b) {
+    const cuda_api_optional *o = &ctx_of(b)->cu_opt;
+    if (!o->cuStreamBeginCapture || !o->cuStreamEndCapture || !o->cuGraphInstantiateWithFlags || !o->cuGraphLaunch ||
+        !o->cuGraphExecDestroy || !o->cuGraphDestroy)
+        return mt_fail(MT_ERR_UNSUPPORTED, "this CUDA driver lacks the stream-capture entry points");
+    return MT_OK;
+}
+
+static mt_status cuda_graph_begin(mt_backend *b, mt_stream s) {
+    mt_status st = graph_ops_present(b);
+    if (st != MT_OK) return st;
+    return cu_check(b, ctx_of(b)->cu_opt.cuStreamBeginCapture((CUstream)s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                    "cuStreamBeginCapture");
+}
+
+static mt_status cuda_graph_end(mt_backend *b, mt_stream s, mt_graph *out) {
+    mt_status st = graph_ops_present(b);
+    if (st != MT_OK) return st;
+    const cuda_api_optional *o = &ctx_of(b)->cu_opt;
+    struct mt_graph_s *g = calloc(1, sizeof *g);
+    if (!g) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    st = cu_check(b, o->cuStreamEndCapture((CUstream)s, &g->graph), "cuStreamEndCapture");
+    if (st == MT_OK) st = cu_check(b, o->cuGraphInstantiateWithFlags(&g->exec, g->graph, 0), "cuGraphInstantiate");
+    if (st != MT_OK) {
+        if (g->graph) o->cuGraphDestroy(g->graph);
+        free(g);
+        return st;
+    }
+    *out = g;
+    return MT_OK;
+}
+
+static mt_status cuda_graph_launch(mt_backend *b, mt_graph g, mt_stream s) {
+    return cu_check(b, ctx_of(b)->cu_opt.cuGraphLaunch(g->exec, (CUstream)s), "cuGraphLaunch");
+}
+
+static void cuda_graph_destroy(mt_backend *b, mt_graph g) {
+    const cuda_api_optional *o = &ctx_of(b)->cu_opt;
+    if (g->exec && o->cuGraphExecDestroy) o->cuGraphExecDestroy(g->exec);
+    if (g->graph && o->cuGraphDestroy) o->cuGraphDestroy(g->graph);
+    free(g);
+}
+
 /* The operations that need the driver, and those that need NVRTC.  A
  * backend with only one half loaded gets a table with the other half NULL,
  * so the wrappers in backend.c say what is missing. */
@@ -612,7 +676,9 @@ static void cuda_close(mt_backend *b) {
     .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
     .function_resources = cuda_function_resources, .launch = cuda_launch,          \
     .launch_dependent = cuda_launch_dependent, .tensor_map_2d = cuda_tensor_map_2d, \
-    .launch_cluster = cuda_launch_cluster,                                         \
+    .launch_cluster = cuda_launch_cluster, .graph_begin = cuda_graph_begin,        \
+    .graph_end = cuda_graph_end, .graph_launch = cuda_graph_launch,                \
+    .graph_destroy = cuda_graph_destroy,                                           \
     .synchronize = cuda_synchronize, .prepare_launch = cuda_prepare_launch
 #define CUDA_COMPILER_OPS                                                          \
     .compiler_version = cuda_compiler_version, .compile = cuda_compile,            \

@@ -3,13 +3,22 @@
  * choices read out of the tuning databases.  Pure host code, no GPU: used by
  * the runtime's plans and by `mla-tune lookup`.
  *
- * Distance between a call (b, L) and a measured key (kb, kl):
- *   |log2(b / kb)| + |log2(max(L,1) / kl)|
- * i.e. doubling the batch costs as much as doubling the length; the nearest
- * key wins, ties going to the first in (batch, length) order.  Only keys of
- * the same architecture, kind, dtypes, D, Dl, page size, head count and Sq
- * are candidates: those change the kernel itself.  With none, the built-in
- * heuristic (mt_dispatch_heuristic) is used.
+ * A call is described by what sets its work: the batch b, the mean keys
+ * per request L (so the total keys b x L) and the longest request M, whose
+ * spread over the mean is what leaves a fixed-split schedule idle.  The
+ * distance to a measured key (kb, kl, km):
+ *   |log2(b / kb)| + |log2(L / kl)| + |log2(M / L) - log2(km / kl)|
+ * (a uniform key and call have M = L: the last term is 0); the nearest key
+ * wins, ties going to the first in (batch, length, longest) order.  Only
+ * keys of the same architecture, kind, dtypes, D, Dl, page size, head count
+ * and Sq are candidates: those change the kernel itself.  With none, the
+ * built-in heuristic (mt_dispatch_heuristic) is used.
+ *
+ * A call whose lengths are unknown on the host (L < 0: a CUDA graph being
+ * captured) runs a length-aware variant (groups_per_cu > 0, which cuts the
+ * work from the lengths on the GPU at every replay): the one chosen for the
+ * measured key nearest in batch whose winner is length-aware (the most
+ * ragged such key on a tie), else the heuristic's length-aware variant.
  */
 #ifndef MT_DISPATCH_H
 #define MT_DISPATCH_H
@@ -19,21 +28,24 @@
 enum { MT_DISPATCH_MAX_VARIANTS = 64 };
 
 typedef struct mt_dispatch_entry {
-    int batch, seq_len;
-    float log_batch, log_len;
+    int batch, seq_len, max_len;
+    float log_batch, log_len, log_spread;  /* log2(max_len / seq_len) */
     int variant;              /* index into the table's variants */
+    int length_aware;         /* that variant is */
     double median_ms;
     mt_choice_source source;
+    char lengths[48];         /* the key's length mix */
 } mt_dispatch_entry;
 
 typedef struct mt_dispatch_table {
-    mt_problem_key shape;     /* batch and seq_len unused */
+    mt_problem_key shape;     /* batch and lengths unused */
     mt_dispatch_entry *entries;
     int n_entries;
     mt_variant variants[MT_DISPATCH_MAX_VARIANTS];
     int n_variants;
     int heuristic;            /* 1: no entries; variants are the heuristic's */
     mt_variant heuristic_base;  /* the default for this shape and target */
+    int aware_fallback;       /* index of the heuristic's length-aware variant, -1 if none fits */
     int compute_units;
 } mt_dispatch_table;
 
@@ -48,17 +60,22 @@ void mt_dispatch_free(mt_dispatch_table *table);
 typedef struct mt_dispatch_result {
     int variant;              /* index into table->variants */
     int exact;                /* the key itself was measured */
+    int unknown_lengths;      /* chosen for a call whose lengths are unknown */
     const mt_dispatch_entry *entry;  /* NULL for the heuristic */
     double distance;
 } mt_dispatch_result;
 
-/* The hot path: no allocation, no I/O. */
-void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, mt_dispatch_result *out);
+/* The hot path: no allocation, no I/O.  seq_len: mean keys per request, or
+ * < 0 when unknown; max_len: the longest, or 0 (= seq_len). */
+void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, int max_len, mt_dispatch_result *out);
 
 /* The built-in rule: `base` (the family default for the shape and target),
  * with the split count chosen so that (query-row tiles x batch x splits)
  * covers the compute units twice, without splits shorter than 256 keys. */
 void mt_dispatch_heuristic(const mt_problem_key *shape, const mt_variant *base, int batch, int seq_len,
                            int compute_units, mt_variant *out);
+
+/* One line saying why `r` was chosen (for explain and lookup). */
+void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size);
 
 #endif

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
         for (long i = 0; i < calls; i++) {
             mt_dispatch_result r;
             int batch = 1 + (int)(i & 127), len = 300 + (int)((i * 7919) & 16383);
-            mt_dispatch_lookup(&table, batch, len, &r);
+            mt_dispatch_lookup(&table, batch, len, 0, &r);
             a.batch = batch;
             sink += mt_mla_decode_check_args(&table.variants[r.variant], &shape.s, &a) == MT_OK ? r.variant : -1;
         }

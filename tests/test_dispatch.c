@@ -32,16 +32,16 @@ int main(void) {
     CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));
     CHECK(table.n_entries == 4 && !table.heuristic);  /* other heads and the fp8 KV entry are not candidates */
     mt_dispatch_result r;
-    mt_dispatch_lookup(&table, 64, 16384, &r);
+    mt_dispatch_lookup(&table, 64, 16384, 0, &r);
     CHECK(r.exact && r.entry && r.entry->batch == 64 && r.entry->seq_len == 16384 && r.distance == 0);
     CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 4);
     /* nearest: batch 48 is log2-closer to 64 than to 1; length 2000 to 1024 */
-    mt_dispatch_lookup(&table, 48, 2000, &r);
+    mt_dispatch_lookup(&table, 48, 2000, 0, &r);
     CHECK(!r.exact && r.entry && r.entry->batch == 64 && r.entry->seq_len == 1024);
     CHECK(r.distance > 0.4 && r.distance < 1.4);
-    mt_dispatch_lookup(&table, 2, 20000, &r);
+    mt_dispatch_lookup(&table, 2, 20000, 0, &r);
     CHECK(r.entry && r.entry->batch == 1 && r.entry->seq_len == 16384);
-    mt_dispatch_lookup(&table, 1, 0, &r);  /* empty requests map too */
+    mt_dispatch_lookup(&table, 1, 0, 0, &r);  /* empty requests map too */
     CHECK(r.entry && r.entry->batch == 1 && r.entry->seq_len == 1024);
     mt_dispatch_free(&table);
 
@@ -49,7 +49,7 @@ int main(void) {
     mt_choice_source src[6] = {MT_FROM_SYSTEM_DB, MT_FROM_USER_DB, MT_FROM_USER_DB,
                                MT_FROM_SYSTEM_DB, MT_FROM_USER_DB, MT_FROM_USER_DB};
     CHECK_OK(mt_dispatch_build(c, src, 6, &shape, &t, 132, &table));
-    mt_dispatch_lookup(&table, 1, 1024, &r);
+    mt_dispatch_lookup(&table, 1, 1024, 0, &r);
     CHECK(r.entry && r.entry->source == MT_FROM_SYSTEM_DB);
     mt_dispatch_free(&table);
 
@@ -57,9 +57,9 @@ int main(void) {
     shape.n_heads = 3;
     CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));
     CHECK(table.heuristic && table.n_entries == 0 && table.n_variants > 1);
-    mt_dispatch_lookup(&table, 1, 16384, &r);
+    mt_dispatch_lookup(&table, 1, 16384, 0, &r);
     int splits_small = table.variants[r.variant].values[MT_P_NUM_SPLITS];
-    mt_dispatch_lookup(&table, 512, 16384, &r);
+    mt_dispatch_lookup(&table, 512, 16384, 0, &r);
     int splits_large = table.variants[r.variant].values[MT_P_NUM_SPLITS];
     /* one 16-row tile: 64 splits of 256 keys (a wave of 132 CUs holds 128) */
     CHECK_MSG(splits_small == 64 && splits_large == 1, "heuristic splits %d / %d", splits_small, splits_large);
@@ -70,7 +70,7 @@ int main(void) {
      * of 64 rows fill a wave of 132 CUs with 2 splits (the tuned choice) */
     shape.n_heads = 128;
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, &table));
-    mt_dispatch_lookup(&table, 32, 16384, &r);
+    mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
     mt_dispatch_free(&table);
     /* fp8 KV on sm_90: the transposed wgmma base (16-row tiles) */
@@ -78,7 +78,7 @@ int main(void) {
     fp8_shape.s.kv_dtype = MT_FP8_E4M3;
     fp8_shape.n_heads = 16;
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
-    mt_dispatch_lookup(&table, 128, 16384, &r);
+    mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 16 &&
           table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
     mt_dispatch_free(&table);
@@ -86,7 +86,7 @@ int main(void) {
     mt_target ampere;
     CHECK_OK(mt_target_for_arch("sm_80", &ampere));
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &ampere, 108, &table));
-    mt_dispatch_lookup(&table, 128, 16384, &r);
+    mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 1);
     mt_dispatch_free(&table);
     shape.n_heads = 3;
@@ -114,7 +114,7 @@ int main(void) {
     CHECK(mlt_plan_create(NULL, NULL, NULL) == MLT_ERR_INVALID_ARGUMENT);
     CHECK(mlt_plan_run(NULL, NULL, NULL) == MLT_ERR_INVALID_ARGUMENT);
     mlt_choice_info info;
-    CHECK(mlt_plan_explain(NULL, 1, 1, &info) == MLT_ERR_INVALID_ARGUMENT);
+    CHECK(mlt_plan_explain(NULL, 1, 1, 0, &info) == MLT_ERR_INVALID_ARGUMENT);
     CHECK(mlt_plan_workspace_size(NULL) == 0);
     mlt_runtime_options o;
     mlt_runtime_options_default(&o);

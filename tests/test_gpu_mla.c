@@ -10,6 +10,14 @@
  * num_splits, block_threads, kv_chunk values).  Fresh random data per case;
  * out, lse and the workspace are poisoned with NaN before every launch.
  *
+ * One case in 4 runs a length-aware variant (groups_per_cu > 0) on a ragged
+ * batch with one long request among short ones; for those, the schedule the
+ * GPU built must equal the host's (kernels/schedule.c) word for word, a run
+ * from a schedule built separately (mlt_plan_schedule's path) must give the
+ * same bits, and every other one is captured in a CUDA graph, replayed after
+ * new lengths are written to the device, and must equal a direct call with
+ * those lengths bit for bit.
+ *
  * Pass: ||out - ref|| / ||ref|| < 1e-2 (bf16 out) or 5e-3 (fp16 out), lse
  * relative error < 1e-3 with -inf exactly where a row has no keys, NaN never.
  *
@@ -25,6 +33,7 @@
 #include "kernels/kernels.h"
 #include "kernels/mla_decode.h"
 #include "kernels/mla_reference.h"
+#include "kernels/schedule.h"
 #include "runtime/jit.h"
 
 static uint64_t rng_state;
@@ -101,6 +110,95 @@ static double to_double(const void *src, mt_dtype t, size_t i) {
     return t == MT_BF16 ? mt_host_bf16_to_f32(((const uint16_t *)src)[i]) : mt_host_f16_to_f32(((const uint16_t *)src)[i]);
 }
 
+/* Runs a length-aware case again three ways, against the outputs of its
+ * one-call run (out16 / lse32, already checked against the reference):
+ *   1. the schedule the GPU built at the workspace's start equals the
+ *      host's (kernels/schedule.c) word for word;
+ *   2. a schedule built separately (mt_mla_decode_schedule: the step-level
+ *      call) and passed in gives the same bits;
+ *   3. (capture) the call captured in a graph, replayed after shorter
+ *      lengths are written to the device, equals a direct call with those
+ *      lengths bit for bit.
+ * Returns 1 when the graph check ran. */
+static int check_length_aware(mt_backend *b, mt_stream stream, const mt_mla_decode_kernels *fns, const test_case *tc,
+                              const mt_mla_decode_args *a, const uint16_t *out16, const float *lse32,
+                              size_t out_elems, size_t lse_elems, int capture) {
+    mt_schedule_shape sh = {.batch = tc->batch, .sq = tc->sq, .n_heads = tc->n_heads,
+                            .tile_q = tc->v.values[MT_P_TILE_Q], .granularity = tc->v.values[MT_P_KV_GRANULARITY],
+                            .n_groups = mt_mla_decode_groups(&tc->v, a->compute_units)};
+    const int stretches = mt_schedule_stretches(&sh);
+    size_t entry_bytes = mt_schedule_entry_bytes(stretches);
+    size_t sched_bytes = mt_mla_decode_schedule_bytes(&tc->v, a->compute_units);
+    int32_t *want = malloc(entry_bytes), *got = malloc(entry_bytes);
+    CHECK_OK(mt_schedule_build(&sh, tc->lens, want));
+    CHECK_OK(mt_backend_copy_to_host(b, got, a->workspace, entry_bytes, stream));
+    /* the header, the starts and the cut requests the host found (the GPU
+     * writes no more: the rest of the workspace keeps its poison) */
+    size_t words = 4 * (size_t)(2 + stretches + want[1]);
+    int first_diff = -1;
+    for (size_t w = 0; w < words && first_diff < 0; w++)
+        if (got[w] != want[w]) first_diff = (int)w;
+    CHECK_MSG(first_diff < 0, "schedule word %d: GPU %d, host %d (%d stretches, %d cut requests on the host)",
+              first_diff, first_diff >= 0 ? got[first_diff] : 0, first_diff >= 0 ? want[first_diff] : 0, stretches,
+              want[1]);
+
+    uint16_t *o2 = malloc(out_elems * 2);
+    float *l2 = malloc(lse_elems * 4);
+    mt_devptr dsched = 0;
+    CHECK_OK(mt_backend_mem_alloc(b, sched_bytes, &dsched));
+    mt_mla_decode_args step = *a;
+    step.schedule = dsched;
+    CHECK_OK(mt_backend_mem_set(b, a->out, 0xff, out_elems * 2, stream));
+    CHECK_OK(mt_backend_mem_set(b, a->lse, 0xff, lse_elems * 4, stream));
+    CHECK_OK(mt_backend_mem_set(b, a->workspace, 0xff, a->workspace_bytes, stream));
+    CHECK_OK(mt_mla_decode_schedule(b, fns, &tc->v, a, dsched, stream));
+    CHECK_OK(mt_mla_decode_launch(b, fns, &tc->v, &tc->s, &step, stream));
+    CHECK_OK(mt_backend_copy_to_host(b, o2, a->out, out_elems * 2, stream));
+    CHECK_OK(mt_backend_copy_to_host(b, l2, a->lse, lse_elems * 4, stream));
+    CHECK_MSG(memcmp(o2, out16, out_elems * 2) == 0 && memcmp(l2, lse32, lse_elems * 4) == 0,
+              "a run from a separately built schedule differs from the one-call run");
+
+    int graphed = 0;
+    mt_graph g = NULL;
+    if (capture && mt_backend_graph_begin(b, stream) == MT_OK) {
+        /* captured with the case's lengths; replayed with new ones, each
+         * at most the old (the block table still covers them) */
+        mt_status st = mt_mla_decode_launch(b, fns, &tc->v, &tc->s, a, stream);
+        mt_status st_end = mt_backend_graph_end(b, stream, &g);
+        CHECK_MSG(st == MT_OK && st_end == MT_OK, "capture: %s", mt_last_error());
+        int *lens2 = malloc(sizeof(int) * (size_t)tc->batch);
+        for (int r = 0; r < tc->batch; r++) lens2[r] = tc->lens[(r + 1) % tc->batch] <= tc->lens[r]
+                                                          ? tc->lens[(r + 1) % tc->batch] : rnd_int(0, tc->lens[r]);
+        CHECK_OK(mt_backend_copy_to_device(b, a->seq_lens, lens2, sizeof(int) * (size_t)tc->batch, stream));
+        CHECK_OK(mt_backend_mem_set(b, a->out, 0xff, out_elems * 2, stream));
+        CHECK_OK(mt_backend_mem_set(b, a->lse, 0xff, lse_elems * 4, stream));
+        if (g) CHECK_OK(mt_backend_graph_launch(b, g, stream));
+        CHECK_OK(mt_backend_copy_to_host(b, o2, a->out, out_elems * 2, stream));
+        CHECK_OK(mt_backend_copy_to_host(b, l2, a->lse, lse_elems * 4, stream));
+        uint16_t *o3 = malloc(out_elems * 2);
+        float *l3 = malloc(lse_elems * 4);
+        CHECK_OK(mt_backend_mem_set(b, a->out, 0xff, out_elems * 2, stream));
+        CHECK_OK(mt_backend_mem_set(b, a->lse, 0xff, lse_elems * 4, stream));
+        CHECK_OK(mt_mla_decode_launch(b, fns, &tc->v, &tc->s, a, stream));
+        CHECK_OK(mt_backend_copy_to_host(b, o3, a->out, out_elems * 2, stream));
+        CHECK_OK(mt_backend_copy_to_host(b, l3, a->lse, lse_elems * 4, stream));
+        CHECK_MSG(memcmp(o2, o3, out_elems * 2) == 0 && memcmp(l2, l3, lse_elems * 4) == 0,
+                  "graph replay after a length change differs from a direct call");
+        /* and the replay did use the new lengths: the direct call with the
+         * old ones gave other bits unless nothing changed */
+        int changed = memcmp(lens2, tc->lens, sizeof(int) * (size_t)tc->batch) != 0;
+        CHECK_MSG(!changed || memcmp(o3, out16, out_elems * 2) != 0 || memcmp(l3, lse32, lse_elems * 4) != 0,
+                  "new lengths gave the old outputs");
+        CHECK_OK(mt_backend_copy_to_device(b, a->seq_lens, tc->lens, sizeof(int) * (size_t)tc->batch, stream));
+        free(lens2), free(o3), free(l3);
+        mt_backend_graph_destroy(b, g);
+        graphed = 1;
+    }
+    free(want), free(got), free(o2), free(l2);
+    mt_backend_mem_free(b, dsched);
+    return graphed;
+}
+
 int main(void) {
     mt_backend *b = NULL;
     if (mt_backend_discover(&b) != MT_OK) {
@@ -153,15 +251,15 @@ int main(void) {
          * them (a small part of the space, and the newest code): mma=1, and
          * every other one of those mma=2 where it exists (Hopper, q and KV
          * of one type) */
-        int n_mma[3] = {0, 0, 0}, n_persistent = 0;
+        int n_mma[3] = {0, 0, 0}, n_aware = 0;
         for (int k = 0; k < vl->n; k++) {
             n_mma[vl->items[k].values[MT_P_MMA]]++;
-            n_persistent += vl->items[k].values[MT_P_GROUPS_PER_CU] > 0;
+            n_aware += vl->items[k].values[MT_P_GROUPS_PER_CU] > 0;
         }
         int want = i % 4 == 3 && n_mma[2] > 0 ? 2 : 1;
-        if (i % 8 == 7 && n_persistent > 0) {
-            /* half of those: the persistent form (the host's schedule) */
-            int pick = (int)(rnd() % (uint64_t)n_persistent);
+        if (i % 4 == 2 && n_aware > 0) {
+            /* the length-aware form, any path */
+            int pick = (int)(rnd() % (uint64_t)n_aware);
             for (int k = 0; k < vl->n; k++)
                 if (vl->items[k].values[MT_P_GROUPS_PER_CU] > 0 && pick-- == 0) tc->v = vl->items[k];
         } else if (i % 2 == 1 && n_mma[want] > 0) {
@@ -177,11 +275,15 @@ int main(void) {
         if (lmax * per_key > budget) lmax = (int)(budget / per_key);
         if (lmax < 1) lmax = 1;
         tc->batch = (int)fmin(8, fmax(1, budget / (lmax * per_key / 2)));
+        int aware = tc->v.values[MT_P_GROUPS_PER_CU] > 0;
+        if (aware) tc->batch = (int)fmin(16, fmax(2, budget / (lmax * per_key / 4)));
         tc->lens = calloc((size_t)tc->batch, sizeof(int));
+        int long_one = rnd_int(0, tc->batch - 1); /* length-aware: one long request, the rest short */
         for (int r = 0; r < tc->batch; r++) {
             int kind = rnd_int(0, 7);
             if (kind == 0) tc->lens[r] = 0;
             else if (kind == 1 && tc->sq > 1) tc->lens[r] = rnd_int(1, tc->sq - 1);
+            else if (aware) tc->lens[r] = r == long_one ? lmax : rnd_int(1, lmax / 8 + 1);
             else tc->lens[r] = rnd_int(1, lmax);
         }
         tc->scale = (rnd() & 1 ? 3.0 : 1.0) / sqrt(576.0);
@@ -208,7 +310,7 @@ int main(void) {
     mt_stream stream = NULL;
     CHECK_OK(mt_backend_stream_create(b, &stream));
     double worst_out[2] = {0, 0}, worst_lse = 0;
-    int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, persistent_cases = 0;
+    int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, aware_cases = 0, graph_cases = 0;
     int ran = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
@@ -221,9 +323,13 @@ int main(void) {
             CHECK_MSG(0, "case %d: compile failed: %s", i, tc->error);
             continue;
         }
-        mt_function fdec = NULL, fred = NULL;
-        CHECK_OK(mt_jit_function(jit, tc->obj, MT_MLA_DECODE_KERNEL, &fdec));
-        CHECK_OK(mt_jit_function(jit, tc->obj, MT_MLA_REDUCE_KERNEL, &fred));
+        const char *names[3];
+        mt_function fn[3] = {0, 0, 0};
+        mt_mla_decode_entry_names(&tc->v, names);
+        for (int k = 0; k < 3; k++)
+            if (names[k]) CHECK_OK(mt_jit_function(jit, tc->obj, names[k], &fn[k]));
+        const mt_mla_decode_kernels fns = {fn[0], fn[1], fn[2]};
+        const int aware = tc->v.values[MT_P_GROUPS_PER_CU] > 0;
         const int page = tc->s.page_size, rows = tc->sq * tc->n_heads;
         int max_blocks = 1, total_pages = 0;
         for (int r = 0; r < tc->batch; r++) {
@@ -269,9 +375,8 @@ int main(void) {
         mt_mla_decode_args a = {.batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq, .max_blocks = max_blocks,
                                 .page_size = page, .warp_size = info.warp_size, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
                                 .q = dq, .kv = dkv, .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse,
-                                .workspace = dws, .workspace_bytes = ws, .seq_lens_host = tc->lens,
-                                .compute_units = info.compute_units};
-        CHECK_OK(mt_mla_decode_launch(b, fdec, fred, &tc->v, &tc->s, &a, stream));
+                                .workspace = dws, .workspace_bytes = ws, .compute_units = info.compute_units};
+        CHECK_OK(mt_mla_decode_launch(b, &fns, &tc->v, &tc->s, &a, stream));
         uint16_t *out16 = malloc(out_elems * 2);
         float *lse32 = malloc(lse_elems * 4);
         mt_status st = mt_backend_copy_to_host(b, out16, dout, out_elems * 2, stream);
@@ -319,25 +424,30 @@ int main(void) {
         passed += ok;
         mma_cases += tc->v.values[MT_P_MMA] == 1;
         wgmma_cases += tc->v.values[MT_P_MMA] == 2;
-        persistent_cases += tc->v.values[MT_P_GROUPS_PER_CU] > 0;
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
         printf("case %3d %s N=%3d Sq=%d page=%2d Dl=%d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
                ok ? "ok  " : "FAIL", tc->n_heads, tc->sq, page, tc->s.dl, tc->batch, lens_text,
                mt_dtype_name(tc->s.q_dtype), mt_dtype_name(tc->s.kv_dtype), vname, e_out, e_lse, has_nan ? " NaN" : "");
         CHECK_MSG(ok, "case %d failed (seed %llu)", i, (unsigned long long)seed);
+        if (aware && ok) {
+            aware_cases++;
+            graph_cases += check_length_aware(b, stream, &fns, tc, &a, out16, lse32, out_elems, lse_elems, i % 8 == 2);
+        }
         free(got), free(ref), free(got_lse), free(ref_lse), free(out16), free(lse32);
         free(q), free(kv), free(table), free(perm);
         mt_backend_mem_free(b, dq), mt_backend_mem_free(b, dkv), mt_backend_mem_free(b, dtable);
         mt_backend_mem_free(b, dlens), mt_backend_mem_free(b, dout), mt_backend_mem_free(b, dlse);
         mt_backend_mem_free(b, dws);
     }
-    printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2, %d of those "
-           "persistent); worst relative error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless "
-           "rows; %ld keys in all\n",
-           passed, ran, mma_cases, wgmma_cases, persistent_cases, worst_out[0], worst_out[1], worst_lse, nan_cases,
-           keyless_rows, total_keys);
+    printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2; "
+           "length-aware: %d, their schedule equal to the host's and the step-level run bit-identical; %d replayed "
+           "from a CUDA graph after a length change, bit-identical to a direct call); worst relative error: out %.2e "
+           "(bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless rows; %ld keys in all\n",
+           passed, ran, mma_cases, wgmma_cases, aware_cases, graph_cases, worst_out[0], worst_out[1], worst_lse,
+           nan_cases, keyless_rows, total_keys);
     if (only < 0) CHECK(keyless_rows > 0); /* the draw must cover requests shorter than Sq */
+    if (only < 0 && n_cases >= 16) CHECK(aware_cases > 0 && graph_cases > 0);
     mt_jit_destroy(jit);
     mt_backend_stream_destroy(b, stream);
     mt_backend_close(b);

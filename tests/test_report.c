@@ -45,7 +45,7 @@ int main(void) {
           "timing: {warmup: 1, reps: 5}\nsearch: {strategy: random, budget: 20, seed: 2}\n", f);
     fclose(f);
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' sweep --config plan.yaml --db fixture.db --fake-device "
-             "'wrong:tile_q=4+num_splits=2' >/dev/null 2>&1 && '%s' report --db fixture.db -o out --matrix-tflops 660",
+             "'wrong:num_splits=2' >/dev/null 2>&1 && '%s' report --db fixture.db -o out --matrix-tflops 660",
              dir, bin, bin);
     CHECK(system(cmd) == 0);
     snprintf(path, sizeof path, "%s/out/report.html", dir);

@@ -1,8 +1,11 @@
 /*
- * test_schedule.c - the persistent variants' host scheduler: every key of
- * every row tile is covered exactly once, cuts fall on the granularity,
- * groups get balanced shares, only cut tiles have slots and reach the
- * reduce's list, and the limits are refused with a message.
+ * test_schedule.c - the length-aware schedule (kernels/schedule.c, the
+ * host twin of mla_schedule): every key of every request is covered
+ * exactly once and in order, cuts fall on the granularity, only a
+ * stretch's first and last items are pieces, a request's pieces are
+ * consecutive and it reaches the reduce's list, stretches are balanced (the
+ * largest against the mean, on ragged batches as engines send them), and
+ * the limits are refused with a message.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -11,195 +14,158 @@
 #include "check.h"
 #include "kernels/schedule.h"
 
-static int tile_keys(int len, int tile, const mt_schedule_shape *sh) {
-    int rows = sh->sq * sh->n_heads, last = (tile + 1) * sh->tile_q - 1;
-    if (last >= rows) last = rows - 1;
-    int lim = len - sh->sq + last / sh->n_heads + 1;
-    return lim < 0 ? 0 : lim < len ? lim : len;
+static uint64_t rng = 88172645463325252ull;
+static int rnd(int lo, int hi) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return lo + (int)(rng % (uint64_t)(hi - lo + 1));
 }
 
-/* Checks every property of one schedule; returns the largest group cost
- * over the ideal (total / groups), in keys. */
-static long verify(const mt_schedule_shape *sh, const int32_t *lens, const mt_work_list *w, const mt_split_list *sp,
-                   const char *what) {
-    int tiles = (sh->sq * sh->n_heads + sh->tile_q - 1) / sh->tile_q;
-    long n_tiles = (long)sh->batch * tiles;
-    int *covered = calloc((size_t)n_tiles, sizeof *covered); /* keys covered so far, in order */
-    int *items_of = calloc((size_t)n_tiles, sizeof *items_of);
-    int *first_slot = calloc((size_t)n_tiles, sizeof *first_slot);
+/* Checks every property of one schedule; returns the largest stretch's
+ * cost over the mean stretch's (1.0 = perfect). */
+static double verify(const mt_schedule_shape *sh, const int32_t *lens, const int32_t *w, const char *what) {
+    const int S = mt_schedule_stretches(sh), B = sh->batch;
+    CHECK_MSG(S == (sh->n_groups / mt_schedule_tiles(sh) > 0 ? sh->n_groups / mt_schedule_tiles(sh) : 1) ||
+                  S == MT_SCHEDULE_MAX_STRETCHES, "%s: %d stretches", what, S);
+    CHECK_MSG(mt_schedule_work_groups(sh) == S * mt_schedule_tiles(sh) &&
+                  (mt_schedule_work_groups(sh) <= sh->n_groups || S == 1), "%s: %d work-groups of a budget of %d",
+              what, mt_schedule_work_groups(sh), sh->n_groups);
+    int *covered = calloc((size_t)B, sizeof *covered), *pieces = calloc((size_t)B, sizeof *pieces);
+    int *first_piece = calloc((size_t)B, sizeof *first_piece);
     long total = 0, worst = 0;
-    for (long i = 0; i < n_tiles; i++) total += sh->overhead_keys + tile_keys(lens[i / tiles], (int)(i % tiles), sh);
-    CHECK_MSG(w->n_groups >= 1 && w->n_groups <= sh->n_groups, "%s: %d groups", what, w->n_groups);
-    CHECK_MSG(w->first[0] == 0 && w->first[w->n_groups] == w->n_items, "%s: group bounds", what);
-    int next_slot = 0;
-    long prev_tile = -1;
-    for (int g = 0; g < w->n_groups; g++) {
-        CHECK_MSG(w->first[g + 1] > w->first[g], "%s: group %d is empty", what, g);
+    for (int i = 0; i < B; i++) total += MT_SCHEDULE_OVERHEAD + (lens[i] > 0 ? lens[i] : 0);
+    CHECK_MSG(w[0] == S, "%s: header says %d stretches", what, w[0]);
+    const int32_t *s0 = mt_schedule_start(w, 0), *end = mt_schedule_start(w, S);
+    CHECK_MSG(s0[0] == 0 && s0[1] == 0 && s0[2] == 0, "%s: the first stretch starts at (%d, %d)", what, s0[0], s0[1]);
+    CHECK_MSG(end[0] == B && end[1] == 0 && end[2] == w[3], "%s: the end is (%d, %d), piece %d", what, end[0], end[1],
+              end[2]);
+    int next = 0;
+    for (int g = 0; g < S; g++) {
+        const int32_t *a = mt_schedule_start(w, g), *b = mt_schedule_start(w, g + 1);
+        CHECK_MSG(b[0] > a[0] || (b[0] == a[0] && b[1] >= a[1]), "%s: stretch %d runs backwards", what, g);
+        CHECK_MSG(a[2] == next, "%s: stretch %d's first piece %d, expected %d", what, g, a[2], next);
+        int last = b[1] > 0 ? b[0] : b[0] - 1, count = (a[0] == b[0] && a[1] == b[1]) ? 0 : last - a[0] + 1;
         long cost = 0;
-        for (int i = w->first[g]; i < w->first[g + 1]; i++) {
-            const int32_t *it = w->item[i];
-            int b = mt_work_item_request(it), t = mt_work_item_tile(it), slot = mt_work_item_slot(it);
-            long ti = (long)b * tiles + t;
-            CHECK_MSG(b < sh->batch && t < tiles, "%s: item %d names b=%d t=%d", what, i, b, t);
-            if (b >= sh->batch || t >= tiles) continue;
-            int n = tile_keys(lens[b], t, sh);
-            CHECK_MSG(ti >= prev_tile, "%s: item %d goes back to tile %ld", what, i, ti);
-            prev_tile = ti;
-            CHECK_MSG(it[3] == lens[b], "%s: item %d carries length %d, not %d", what, i, it[3], lens[b]);
-            CHECK_MSG(it[1] == covered[ti], "%s: item %d starts at %d, tile %ld covered to %d", what, i, it[1], ti,
-                      covered[ti]);
-            CHECK_MSG(it[2] > it[1] || (n == 0 && it[2] == 0), "%s: item %d range [%d, %d)", what, i, it[1], it[2]);
-            CHECK_MSG(it[2] <= n, "%s: item %d ends at %d past the tile's %d keys", what, i, it[2], n);
-            CHECK_MSG(it[1] % sh->granularity == 0 && (it[2] == n || it[2] % sh->granularity == 0),
-                      "%s: item %d range [%d, %d) off the granularity %d", what, i, it[1], it[2], sh->granularity);
-            int whole = it[1] == 0 && it[2] == n;
-            CHECK_MSG(whole == (slot < 0), "%s: item %d whole=%d slot=%d", what, i, whole, slot);
-            if (slot >= 0) {
-                CHECK_MSG(slot == next_slot, "%s: item %d slot %d, expected %d", what, i, slot, next_slot);
-                if (items_of[ti] == 0) first_slot[ti] = slot;
-                next_slot++;
+        for (int i = 0; i < count; i++) {
+            int r = a[0] + i, n = lens[r] > 0 ? lens[r] : 0;
+            int k0 = i == 0 ? a[1] : 0, k1 = r == b[0] ? b[1] : n;
+            CHECK_MSG(k0 == covered[r], "%s: stretch %d starts request %d at %d, covered to %d", what, g, r, k0,
+                      covered[r]);
+            CHECK_MSG(k1 > k0 || (n == 0 && k1 == 0), "%s: stretch %d: request %d range [%d, %d)", what, g, r, k0, k1);
+            CHECK_MSG(k0 % sh->granularity == 0 && (k1 == n || k1 % sh->granularity == 0),
+                      "%s: range [%d, %d) off the granularity %d", what, k0, k1, sh->granularity);
+            int whole = k0 == 0 && k1 == n;
+            CHECK_MSG(whole || i == 0 || i == count - 1, "%s: stretch %d: a middle item is a piece", what, g);
+            if (!whole) {
+                if (pieces[r] == 0) first_piece[r] = next;
+                CHECK_MSG(first_piece[r] + pieces[r] == next, "%s: request %d's pieces are not consecutive", what, r);
+                pieces[r]++, next++;
             }
-            items_of[ti]++;
-            covered[ti] = it[2];
-            cost += sh->overhead_keys * (it[1] == 0) + (it[2] - it[1]);
+            covered[r] = k1;
+            cost += MT_SCHEDULE_OVERHEAD * (k0 == 0) + (k1 - k0);
         }
-        long ideal = (total + w->n_groups - 1) / w->n_groups;
-        if (cost - ideal > worst) worst = cost - ideal;
+        if (cost > worst) worst = cost;
     }
-    CHECK_MSG(next_slot <= 2 * w->n_groups && next_slot <= MT_WORK_MAX_SLOTS, "%s: %d slots for %d groups", what,
-              next_slot, w->n_groups);
-    int cut = 0;
-    for (long ti = 0; ti < n_tiles; ti++) {
-        int n = tile_keys(lens[ti / tiles], (int)(ti % tiles), sh);
-        CHECK_MSG(covered[ti] == n && items_of[ti] >= 1, "%s: tile %ld covered to %d of %d (%d items)", what, ti,
-                  covered[ti], n, items_of[ti]);
-        if (items_of[ti] < 2) continue;
-        /* a cut tile: its entry in the reduce's list, in order */
-        CHECK_MSG(cut < sp->n_tiles, "%s: cut tile %ld missing from the split list", what, ti);
-        if (cut < sp->n_tiles) {
-            const int32_t *e = sp->tile[cut];
-            CHECK_MSG((e[0] & 0xffff) == ti / tiles && (e[0] >> 16) == ti % tiles && e[1] == first_slot[ti] &&
-                          e[2] == items_of[ti],
-                      "%s: split entry %d = (%d, %d, %d), tile %ld has slots %d.. x %d", what, cut, e[0], e[1], e[2],
-                      ti, first_slot[ti], items_of[ti]);
-        }
+    CHECK_MSG(next == w[3] && next <= 2 * S, "%s: %d pieces counted, header %d, %d stretches", what, next, w[3], S);
+    int cut = 0, units = 0;
+    for (int r = 0; r < B; r++) {
+        int n = lens[r] > 0 ? lens[r] : 0;
+        CHECK_MSG(covered[r] == n, "%s: request %d covered to %d of %d", what, r, covered[r], n);
+        CHECK_MSG(pieces[r] != 1, "%s: request %d has a single piece", what, r);
+        if (pieces[r] < 2) continue;
+        const int32_t *e = mt_schedule_cut(w, S, cut);
+        CHECK_MSG(cut < w[1] && e[0] == r && e[1] == first_piece[r] && e[2] == pieces[r] && e[3] == units,
+                  "%s: cut entry %d is (%d, %d, %d, %d), request %d has pieces %d+%d after %d units", what, cut, e[0],
+                  e[1], e[2], e[3], r, first_piece[r], pieces[r], units);
+        /* the reduce: warps on a row for a round of 8 pieces each, a unit of
+         * 8 warps covering every row of every tile */
+        int g = mt_schedule_slot_groups(pieces[r]), per_tile = mt_schedule_units_per_tile(sh->tile_q, pieces[r]);
+        CHECK_MSG(8 * g >= pieces[r] || g == 8, "%s: %d slot groups for %d pieces", what, g, pieces[r]);
+        CHECK_MSG(per_tile * (8 / g) >= sh->tile_q && (per_tile - 1) * (8 / g) < sh->tile_q,
+                  "%s: %d units of %d rows for a tile of %d", what, per_tile, 8 / g, sh->tile_q);
+        units += mt_schedule_tiles(sh) * per_tile;
         cut++;
     }
-    CHECK_MSG(cut == sp->n_tiles, "%s: %d cut tiles, the split list has %d", what, cut, sp->n_tiles);
-    free(covered);
-    free(items_of);
-    free(first_slot);
-    return worst;
+    CHECK_MSG(cut == w[1], "%s: %d cut requests, header %d", what, cut, w[1]);
+    CHECK_MSG(w[2] == units, "%s: %d reduce units, header %d", what, units, w[2]);
+    free(covered), free(pieces), free(first_piece);
+    return (double)worst / ((double)total / S);
 }
 
-static unsigned rng = 12345;
-static int rnd(int n) {
-    rng = rng * 1103515245u + 12345u;
-    return (int)((rng >> 8) % (unsigned)n);
+static double run(const mt_schedule_shape *sh, const int32_t *lens, const char *what) {
+    int32_t *w = malloc(mt_schedule_entry_bytes(mt_schedule_stretches(sh)));
+    double r = 0;
+    CHECK_MSG(mt_schedule_build(sh, lens, w) == MT_OK, "%s: %s", what, mt_last_error());
+    r = verify(sh, lens, w, what);
+    free(w);
+    return r;
 }
 
 int main(void) {
-    static mt_work_list w;
-    static mt_split_list sp;
-    int32_t lens[512];
+    /* balance on the mixes of issue 22 (16 heads, one tile per request;
+     * 128 heads, two of 64 rows), 132 SMs x 1 and x 2 */
+    static const int batches[] = {8, 32, 128};
+    static const char *const mixes[] = {"uniform 4096", "long-tail", "one-long", "uniform-random"};
+    int32_t lens[4096];
+    for (int h = 0; h < 2; h++)
+        for (int gpc = 1; gpc <= 2; gpc++)
+            for (int bi = 0; bi < 3; bi++)
+                for (int m = 0; m < 4; m++) {
+                    int B = batches[bi];
+                    for (int i = 0; i < B; i++)
+                        lens[i] = m == 0 ? 4096
+                                : m == 1 ? (i % 10 == 3 ? rnd(16384, 32768) : rnd(512, 2048))
+                                : m == 2 ? (i == 0 ? 32768 : 1024)
+                                         : rnd(256, 8192);
+                    mt_schedule_shape sh = {.batch = B, .sq = 1, .n_heads = h ? 128 : 16, .tile_q = h ? 64 : 16,
+                                            .granularity = 64, .n_groups = 132 * gpc};
+                    char what[96];
+                    snprintf(what, sizeof what, "%d heads, B=%d, %s, %d stretches", sh.n_heads, B, mixes[m],
+                             mt_schedule_stretches(&sh));
+                    double r = run(&sh, lens, what);
+                    /* a stretch is its share within two snap distances, a
+                     * granule and a request's overhead */
+                    long total = 0;
+                    for (int i = 0; i < B; i++) total += lens[i] + MT_SCHEDULE_OVERHEAD;
+                    int S = mt_schedule_stretches(&sh);
+                    double share = (double)total / S, snap = (double)mt_schedule_snap((uint64_t)total, S);
+                    double bound = (share + 2 * snap + sh.granularity + 2 * MT_SCHEDULE_OVERHEAD) / share;
+                    printf("%-48s largest stretch / mean %.3f (bound %.3f)\n", what, r, bound);
+                    CHECK_MSG(r <= bound + 1e-9, "%s: largest stretch %.3f x the mean, bound %.3f", what, r, bound);
+                }
 
-    /* one long request over 132 groups: every group gets a piece, all cut */
-    mt_schedule_shape sh = {.batch = 1, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64, .n_groups = 132,
-                            .overhead_keys = MT_SCHEDULE_TILE_OVERHEAD};
-    lens[0] = 16384;
-    CHECK_OK(mt_schedule_build(&sh, lens, &w, &sp));
-    long worst = verify(&sh, lens, &w, &sp, "B=1");
-    /* 256 granules of 64 keys over 132 groups: each gets one or two */
-    CHECK_MSG(w.n_groups == 132 && sp.n_tiles == 1 && sp.tile[0][2] == 132, "B=1: %d groups, %d cut tiles",
-              w.n_groups, sp.n_tiles);
-    CHECK_MSG(worst <= sh.granularity, "B=1: a group %ld keys over its share", worst);
-
-    /* batch 128 x 16384 over 132 groups: no tile is much longer than a
-     * share, so none is cut: a tile per group, 4 groups left out, no reduce */
-    sh.batch = 128;
-    for (int b = 0; b < 128; b++) lens[b] = 16384;
-    CHECK_OK(mt_schedule_build(&sh, lens, &w, &sp));
-    verify(&sh, lens, &w, &sp, "B=128");
-    CHECK_MSG(w.n_groups == 128 && w.n_items == 128 && sp.n_tiles == 0, "B=128: %d groups, %d items, %d cut",
-              w.n_groups, w.n_items, sp.n_tiles);
-    /* batch 100 x 16384 + 28 x 1024: the long tiles are over a share by
-     * more than MT_SCHEDULE_CUT_KEYS: cut, balanced within a granule */
-    sh.batch = 128;
-    for (int b = 100; b < 128; b++) lens[b] = 1024;
-    CHECK_OK(mt_schedule_build(&sh, lens, &w, &sp));
-    worst = verify(&sh, lens, &w, &sp, "ragged");
-    CHECK_MSG(w.n_groups == 132 && sp.n_tiles > 0, "ragged: %d groups, %d cut", w.n_groups, sp.n_tiles);
-    CHECK_MSG(worst <= sh.granularity, "ragged: a group %ld keys over its share", worst);
-    for (int b = 100; b < 128; b++) lens[b] = 16384;
-
-    /* batch 8, granularity 16: cuts on multiples of 16 */
-    sh.batch = 8, sh.granularity = 16;
-    CHECK_OK(mt_schedule_build(&sh, lens, &w, &sp));
-    worst = verify(&sh, lens, &w, &sp, "B=8 g16");
-    CHECK_MSG(worst <= 16, "B=8: a group %ld keys over its share", worst);
-    CHECK_MSG(sp.n_tiles == 8, "B=8: %d cut tiles", sp.n_tiles);
-
-    /* few keys, many groups: groups without work are left out; a request of
-     * no keys still gets its (direct) item, so its output is written */
-    sh.batch = 3, sh.granularity = 64;
-    lens[0] = 0, lens[1] = 5, lens[2] = 70;
-    CHECK_OK(mt_schedule_build(&sh, lens, &w, &sp));
-    verify(&sh, lens, &w, &sp, "short");
-    CHECK_MSG(w.n_groups <= 4, "short: %d groups for 75 keys", w.n_groups);
-
-    /* speculative decoding, 128 heads: tiles of one request see different
-     * key counts (causal among the Sq new tokens) */
-    sh = (mt_schedule_shape){.batch = 4, .sq = 4, .n_heads = 8, .tile_q = 16, .granularity = 16, .n_groups = 20,
-                             .overhead_keys = 64};
-    lens[0] = 3, lens[1] = 1000, lens[2] = 4096, lens[3] = 1;
-    CHECK_OK(mt_schedule_build(&sh, lens, &w, &sp));
-    verify(&sh, lens, &w, &sp, "sq4");
-
-    /* random batches and lengths against every property */
-    for (int trial = 0; trial < 300; trial++) {
-        sh.batch = 1 + rnd(300);
-        sh.sq = 1 + rnd(4);
-        sh.n_heads = (int[]){8, 16, 32, 128}[rnd(4)];
-        if (sh.sq * sh.n_heads > 1024) sh.sq = 1;
-        sh.tile_q = (int[]){16, 64}[rnd(2)];
-        sh.granularity = (int[]){16, 64}[rnd(2)];
-        sh.n_groups = 1 + rnd(264);
-        sh.overhead_keys = rnd(2) ? 64 : 0;
-        for (int b = 0; b < sh.batch; b++) lens[b] = rnd(8) == 0 ? rnd(20) : rnd(20000);
-        char what[64];
-        snprintf(what, sizeof what, "trial %d", trial);
-        mt_status st = mt_schedule_build(&sh, lens, &w, &sp);
-        int tiles = (sh.sq * sh.n_heads + sh.tile_q - 1) / sh.tile_q;
-        if ((long)sh.batch * tiles + sh.n_groups > MT_WORK_MAX_ITEMS) {
-            if (st != MT_OK) continue; /* may overflow the item list: refused, with a message */
-        }
-        CHECK_MSG(st == MT_OK, "%s: %s", what, mt_last_error());
-        if (st != MT_OK) continue;
-        long excess = verify(&sh, lens, &w, &sp, what);
-        /* a share is off by half a granule per end, plus a tile's overhead
-         * when an end falls in one; without cuts (no tile much longer than
-         * a share), by up to half a tile per end */
-        long longest = 0;
-        for (int b = 0; b < sh.batch; b++) longest = lens[b] > longest ? lens[b] : longest;
-        long bound = sp.n_tiles == 0 ? longest + sh.overhead_keys : sh.granularity + sh.overhead_keys;
-        CHECK_MSG(excess <= bound, "%s: a group %ld keys over its share (%d cut tiles)", what, excess, sp.n_tiles);
+    /* random shapes: Sq > 1 (several tiles), empty and short requests, odd
+     * granularities and budgets */
+    for (int it = 0; it < 400; it++) {
+        mt_schedule_shape sh = {.batch = rnd(1, 300), .sq = rnd(1, 8), .n_heads = rnd(1, 128),
+                                .tile_q = 1 << rnd(0, 6), .granularity = 16 << rnd(0, 2), .n_groups = rnd(1, 1100)};
+        int kind = rnd(0, 3);
+        for (int i = 0; i < sh.batch; i++)
+            lens[i] = kind == 0 ? rnd(0, 40) : kind == 1 ? (i == 0 ? rnd(10000, 100000) : rnd(0, 300)) : rnd(0, 20000);
+        char what[96];
+        snprintf(what, sizeof what, "random %d (B=%d Sq=%d N=%d tile %d gran %d G=%d)", it, sh.batch, sh.sq,
+                 sh.n_heads, sh.tile_q, sh.granularity, sh.n_groups);
+        run(&sh, lens, what);
     }
 
-    /* limits: too many items, too many tiles per request, bad input */
-    sh = (mt_schedule_shape){.batch = 2000, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64,
-                             .n_groups = 132, .overhead_keys = 64};
-    int32_t *many = calloc(2000, sizeof *many);
-    for (int b = 0; b < 2000; b++) many[b] = 100;
-    CHECK_STATUS(mt_schedule_build(&sh, many, &w, &sp), MT_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(mt_last_error(), "work items") != NULL);
-    free(many);
-    sh = (mt_schedule_shape){.batch = 1, .sq = 8, .n_heads = 128, .tile_q = 8, .granularity = 64, .n_groups = 132,
-                             .overhead_keys = 64};
-    CHECK_STATUS(mt_schedule_build(&sh, lens, &w, &sp), MT_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(mt_last_error(), "row tiles") != NULL);
-    sh.tile_q = 16, sh.sq = 1;
-    lens[0] = -1;
-    CHECK_STATUS(mt_schedule_build(&sh, lens, &w, &sp), MT_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(mt_last_error(), "negative") != NULL);
+    /* one long request alone is cut over every stretch; 128 heads in 64-row
+     * tiles: two work-groups per stretch, 66 stretches on 132 */
+    {
+        mt_schedule_shape sh = {.batch = 1, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64, .n_groups = 132};
+        int32_t one = 16384, *w = malloc(mt_schedule_entry_bytes(132));
+        CHECK_OK(mt_schedule_build(&sh, &one, w));
+        CHECK_MSG(w[1] == 1 && mt_schedule_cut(w, 132, 0)[2] > 100 && w[2] == 16, "%d cut, %d pieces, %d units",
+                  w[1], mt_schedule_cut(w, 132, 0)[2], w[2]);
+        sh.n_heads = 128, sh.tile_q = 64;
+        CHECK(mt_schedule_tiles(&sh) == 2 && mt_schedule_stretches(&sh) == 66 && mt_schedule_work_groups(&sh) == 132);
+        sh.sq = 8, sh.tile_q = 1; /* 1024 tiles on a budget of 132: one stretch, 1024 work-groups */
+        CHECK(mt_schedule_stretches(&sh) == 1 && mt_schedule_work_groups(&sh) == 1024);
+        free(w);
+    }
+
+    /* a bad shape is named */
+    mt_schedule_shape bad = {.batch = 0, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64, .n_groups = 132};
+    int32_t l1 = 10, w1[64];
+    CHECK_STATUS(mt_schedule_build(&bad, &l1, w1), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "batch 0") != NULL, "%s", mt_last_error());
     return check_summary("test_schedule");
 }

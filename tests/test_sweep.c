@@ -67,7 +67,7 @@ int main(void) {
     CHECK(system(spaces) == 0);
     write_file("spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: [4, 8, 32]\n"
                                     "    num_splits: [1, 2, 16]\n    kv_granularity: [16, 64]\n"
-                                    "    block_threads: [256]\n    kv_chunk: [32]\n    mma: [0]\n");
+                                    "    block_threads: [256]\n    kv_chunk: [32]\n    mma: [0]\n    groups_per_cu: [0]\n");
     write_file("plan.yaml", "name: small\nspaces: spaces\nproblems:\n  - heads: 16\n    batch: [1, 2]\n"
                             "    seq_len: 1024\ntiming: {warmup: 1, reps: 5}\n");
     /* 15 points per key, plus the family default (tile_q=16, outside this

@@ -9,29 +9,36 @@
 #include "kernels/schedule.h"
 
 /* the launches counted, and what the last of each kind was given */
-static int launches, last_grid[3], last_work_groups = -1;
+static int launches, last_grid[3], schedule_launches;
 static size_t last_shared;
+static mt_devptr last_sched, schedule_dst;
 static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
                                  mt_stream s, void **args) {
-    (void)b, (void)f, (void)bl, (void)s;
+    (void)b, (void)f, (void)s;
+    if (bl[0] == 1024) { /* mla_schedule: one group of 1024 threads, the schedule's address fifth */
+        schedule_launches++;
+        schedule_dst = args ? *(const mt_devptr *)args[4] : 0;
+        return MT_OK;
+    }
     launches++;
     for (int i = 0; i < 3; i++) last_grid[i] = (int)g[i];
     last_shared = sh;
-    /* a decode launch (the one with shared memory) passes the work list
-     * after the tensor map when it is persistent, else NULL there */
-    last_work_groups = sh > 0 && args && args[14] ? ((const mt_work_list *)args[14])->n_groups : -1;
+    /* a decode launch (the one with shared memory) passes the schedule
+     * fourteenth: 0 unless the variant is length-aware */
+    last_sched = sh > 0 && args ? *(const mt_devptr *)args[13] : 0;
     return MT_OK;
 }
-static int dependent_launches, last_reduce_grid[3], last_reduce_threads, last_cut_tiles = -1;
+static int dependent_launches, last_reduce_grid[3], last_reduce_threads;
+static mt_devptr last_reduce_sched;
 static mt_status counting_launch_dependent(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3],
                                            size_t sh, mt_stream s, void **args) {
     (void)b, (void)f, (void)sh, (void)s;
     dependent_launches++;
     for (int i = 0; i < 3; i++) last_reduce_grid[i] = (int)g[i];
     last_reduce_threads = (int)(bl[0] * bl[1] * bl[2]);
-    /* the persistent reduce takes the cut tiles' list seventh (the grid
-     * reduce has NULL there) */
-    last_cut_tiles = args && args[5] && args[6] ? ((const mt_split_list *)args[6])->n_tiles : -1;
+    /* the length-aware reduce takes the schedule seventh (the grid reduce
+     * has NULL sixth) */
+    last_reduce_sched = args && args[5] && args[6] ? *(const mt_devptr *)args[6] : 0;
     return MT_OK;
 }
 static const mt_backend_iface counting_iface = {.launch = counting_launch};
@@ -72,6 +79,7 @@ static int count_visits(const mt_variant *v, void *user) {
 
 int main(void) {
     const mt_family *f = &mt_family_mla_decode_simt;
+    const mt_mla_decode_kernels one = {(mt_function)1, NULL, NULL}, two = {(mt_function)1, (mt_function)1, NULL};
     CHECK(mt_family_find("mla_decode_simt") == f);
     CHECK(mt_family_find("nope") == NULL);
     mt_decode_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
@@ -265,20 +273,20 @@ int main(void) {
                                  .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000,
                                  .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000};
         launches = dependent_launches = 0;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, NULL, &c, &s, &ca, NULL));
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &(mt_mla_decode_kernels){(mt_function)1, NULL, NULL}, &c, &s, &ca, NULL));
         CHECK_MSG(cluster_launches == 1 && launches == 0 && dependent_launches == 0, "%d cluster launches",
                   cluster_launches);
         CHECK(cluster_seen[0] == 1 && cluster_seen[1] == 8 && cluster_seen[2] == 1);
         CHECK(cluster_grid[0] == 1 && cluster_grid[1] == 8 && cluster_grid[2] == 3);
         /* split_reduce=0 on the same backend: decode, then the reduce */
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &w, &s, &(mt_mla_decode_args){
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &w, &s, &(mt_mla_decode_args){
             .batch = 3, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,
             .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000,
             .lse = 0x6000, .workspace = 0x7000, .workspace_bytes = 1 << 20}, NULL));
         CHECK(cluster_launches == 1 && launches == 1 && dependent_launches == 1);
         /* a backend without clusters says so; nothing runs in their place */
         launches = dependent_launches = 0;
-        CHECK_STATUS(mt_mla_decode_launch(&no_cluster_backend, (mt_function)1, NULL, &c, &s, &ca, NULL),
+        CHECK_STATUS(mt_mla_decode_launch(&no_cluster_backend, &(mt_mla_decode_kernels){(mt_function)1, NULL, NULL}, &c, &s, &ca, NULL),
                      MT_ERR_UNSUPPORTED);
         CHECK_MSG(strstr(mt_last_error(), "launch_cluster") != NULL, "%s", mt_last_error());
         CHECK(launches == 0);
@@ -291,7 +299,7 @@ int main(void) {
         launches = dependent_launches = 0;
     }
 
-    /* groups_per_cu > 0: the persistent form of the transposed path */
+    /* groups_per_cu > 0: the length-aware form, on every path */
     {
         mt_variant pv;
         CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=64,num_splits=1,block_threads=256,kv_chunk=64,mma=2,"
@@ -302,73 +310,88 @@ int main(void) {
         mt_variant p8 = pv;
         p8.values[MT_P_KV_STAGES] = 4;
         CHECK_OK(mt_variant_validate(&p8, &fp8, &sm90));
-        /* its merge buffer: 32 KB more shared memory than the grid form */
+        /* the transposed path's merge buffer: 32 KB more shared memory than the grid form */
         mt_variant grid_form = pv;
         grid_form.values[MT_P_GROUPS_PER_CU] = 0, grid_form.values[MT_P_KV_GRANULARITY] = 16;
         CHECK(mt_mla_decode_shared_bytes(pv.values, &s, 32) ==
               mt_mla_decode_shared_bytes(grid_form.values, &s, 32) + 16 * 512 * 4);
-        static const int other[][2] = {{MT_P_TILE_Q, 64}, {MT_P_NUM_SPLITS, 4}, {MT_P_MMA, 1}, {MT_P_SPLIT_REDUCE, 1}};
-        for (int i = 0; i < 4; i++) {
-            mt_variant x = pv;
+        /* the 64-row path, mma.sync, SIMT take it too; on AMD the SIMT and MFMA paths */
+        mt_variant x = pv;
+        x.values[MT_P_TILE_Q] = 64;
+        CHECK_OK(mt_variant_validate(&x, &s, &sm90));
+        x = pv, x.values[MT_P_MMA] = 1, x.values[MT_P_KV_CHUNK] = 32, x.values[MT_P_BLOCK_THREADS] = 128;
+        CHECK_OK(mt_variant_validate(&x, &s, &sm90));
+        x.values[MT_P_KV_GRANULARITY] = 32; /* finer than the chunk: fine off the warpgroup paths */
+        CHECK_OK(mt_variant_validate(&x, &s, &sm90));
+        x = pv, x.values[MT_P_MMA] = 0, x.values[MT_P_TILE_Q] = 4, x.values[MT_P_KV_CHUNK] = 16;
+        CHECK_OK(mt_variant_validate(&x, &s, &gfx942));
+        /* the schedule splits: fixed splits and the cluster merge are refused */
+        static const int other[][2] = {{MT_P_NUM_SPLITS, 4}, {MT_P_SPLIT_REDUCE, 1}};
+        for (int i = 0; i < 2; i++) {
+            x = pv;
             x.values[other[i][0]] = other[i][1];
             CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-            CHECK_MSG(strstr(mt_last_error(), "persistent") || strstr(mt_last_error(), "split_reduce"), "%s",
+            CHECK_MSG(strstr(mt_last_error(), "length-aware") || strstr(mt_last_error(), "split_reduce"), "%s",
                       mt_last_error());
         }
-        mt_variant x = pv;
+        x = pv;
         x.values[MT_P_KV_GRANULARITY] = 32;
         CHECK_STATUS(mt_variant_validate(&x, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(mt_last_error(), "16 or 64 keys") != NULL, "%s", mt_last_error());
         CHECK_STATUS(mt_variant_validate(&pv, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
-        /* workspace: two slots of 16 rows per group, whatever the batch */
-        CHECK(mt_mla_decode_workspace_bytes(&pv, &s, 1, 16, 1, 132) == (size_t)2 * 132 * 16 * 513 * 4);
-        CHECK(mt_mla_decode_workspace_bytes(&pv, &s, 64, 16, 1, 132) == (size_t)2 * 132 * 16 * 513 * 4);
+        /* workspace: the schedule, then two slots of 16 rows per group */
+        const size_t slots = (size_t)2 * 132 * 16 * 513 * 4;
+        CHECK(mt_mla_decode_schedule_bytes(&pv, 132) == mt_schedule_bytes(132));
+        CHECK(mt_schedule_bytes(132) % 256 == 0 && mt_schedule_bytes(132) >= 16 * (2 + 2 * 132));
+        CHECK(mt_mla_decode_workspace_bytes(&pv, &s, 1, 16, 1, 132) == mt_schedule_bytes(132) + slots);
+        CHECK(mt_mla_decode_workspace_bytes(&pv, &s, 4096, 16, 1, 132) == mt_schedule_bytes(132) + slots);
         x = pv;
         x.values[MT_P_GROUPS_PER_CU] = 2;
-        CHECK(mt_mla_decode_workspace_bytes(&x, &s, 1, 16, 1, 132) == (size_t)4 * 132 * 16 * 513 * 4);
+        CHECK(mt_mla_decode_workspace_bytes(&x, &s, 1, 16, 1, 132) == mt_schedule_bytes(264) + 2 * slots);
+        CHECK(mt_mla_decode_schedule_bytes(&grid_form, 132) == 0);
 
-        int32_t lens[3] = {16384, 16384, 16384};
-        mt_mla_decode_args pa = {.batch = 1, .n_heads = 16, .sq = 1, .max_blocks = 256, .page_size = 64,
+        const mt_mla_decode_kernels three = {(mt_function)1, (mt_function)2, (mt_function)3};
+        mt_mla_decode_args pa = {.batch = 3, .n_heads = 16, .sq = 1, .max_blocks = 256, .page_size = 64,
                                  .warp_size = 32, .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000,
                                  .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000,
-                                 .workspace = 0x7000, .workspace_bytes = 1 << 24, .seq_lens_host = lens,
-                                 .compute_units = 132};
-        /* no host lengths: refused, nothing launched */
-        mt_mla_decode_args no_host = pa;
-        no_host.seq_lens_host = NULL;
-        launches = dependent_launches = 0;
-        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &pv, &s, &no_host, NULL),
-                     MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "seq_lens_host") != NULL, "%s", mt_last_error());
-        CHECK(launches == 0 && dependent_launches == 0);
-        /* one request over 132 groups: one launch of 132 work-groups with
-         * the list, then the reduce over the one cut tile's 16 rows */
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &pv, &s, &pa, NULL));
-        CHECK_MSG(launches == 1 && last_grid[0] == 132 && last_grid[1] == 1 && last_work_groups == 132,
-                  "%d launches, grid %d, list of %d groups", launches, last_grid[0], last_work_groups);
+                                 .workspace = 0x10000, .workspace_bytes = 1 << 24, .compute_units = 132};
+        /* one call: the schedule into the workspace's start, decode over
+         * 132 groups reading it, the reduce (fixed grid) reading it too */
+        launches = dependent_launches = schedule_launches = 0;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &pa, NULL));
+        CHECK_MSG(schedule_launches == 1 && schedule_dst == 0x10000, "%d schedule launches into 0x%llx",
+                  schedule_launches, (unsigned long long)schedule_dst);
+        CHECK_MSG(launches == 1 && last_grid[0] == 132 && last_grid[1] == 1 && last_sched == 0x10000,
+                  "%d launches, grid %d, schedule 0x%llx", launches, last_grid[0], (unsigned long long)last_sched);
         CHECK(last_shared == mt_mla_decode_shared_bytes(pv.values, &s, 32));
-        /* 132 slots: all 8 warps on a row, a work-group per row */
-        CHECK_MSG(dependent_launches == 1 && last_cut_tiles == 1 && last_reduce_grid[0] == 16 &&
-                      last_reduce_grid[1] == 8, "reduce: %d launches over %d tiles, grid %d x %d", dependent_launches,
-                  last_cut_tiles, last_reduce_grid[0], last_reduce_grid[1]);
-        /* 32 requests over 132 groups: 4-5 slots a tile, a warp per row,
-         * 8 rows per work-group */
-        int32_t many[32];
-        for (int i = 0; i < 32; i++) many[i] = 4096;
+        CHECK_MSG(dependent_launches == 1 && last_reduce_grid[0] == 132 && last_reduce_grid[1] == 8 &&
+                      last_reduce_sched == 0x10000, "reduce: %d launches, grid %d x %d", dependent_launches,
+                  last_reduce_grid[0], last_reduce_grid[1]);
+        /* a schedule built for the step: no schedule launch, decode and reduce read it */
         mt_mla_decode_args pb = pa;
-        pb.batch = 32, pb.seq_lens_host = many;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, (mt_function)1, &pv, &s, &pb, NULL));
-        CHECK_MSG(dependent_launches == 2 && last_cut_tiles == 32 && last_reduce_grid[0] == 32 * 2,
-                  "reduce: %d launches over %d tiles, grid %d", dependent_launches, last_cut_tiles,
-                  last_reduce_grid[0]);
-        /* three requests of 64 keys over 132 groups: three whole tiles, no cut, no reduce */
-        lens[0] = lens[1] = lens[2] = 64;
-        pa.batch = 3;
-        launches = dependent_launches = 0;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, (mt_function)1, NULL, &pv, &s, &pa, NULL));
-        CHECK_MSG(launches == 1 && last_work_groups == last_grid[0] && last_grid[0] <= 3 && dependent_launches == 0,
-                  "%d launches of %d groups, %d reduces", launches, last_grid[0], dependent_launches);
-        launches = dependent_launches = 0;
+        pb.schedule = 0x900000;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &pb, NULL));
+        CHECK(schedule_launches == 1 && launches == 2 && last_sched == 0x900000 && last_reduce_sched == 0x900000);
+        CHECK_OK(mt_mla_decode_schedule(&cluster_backend, &three, &pv, &pb, 0x900000, NULL));
+        CHECK(schedule_launches == 2 && schedule_dst == 0x900000);
+        /* refused, nothing launched: a misaligned schedule, no scheduling
+         * kernel, a grid variant asked for a schedule */
+        pb.schedule = 0x900008;
+        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &pb, NULL), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "schedule pointer") != NULL, "%s", mt_last_error());
+        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, &(mt_mla_decode_kernels){(mt_function)1, (mt_function)2, NULL},
+                                          &pv, &s, &pa, NULL), MT_ERR_INVALID_ARGUMENT);
+        /* 128 heads in 64-row tiles: a stretch per pair of work-groups,
+         * the same 132 in the grid */
+        mt_mla_decode_args wide = pa;
+        wide.n_heads = 128, wide.workspace_bytes = (size_t)1 << 26;
+        x = pv, x.values[MT_P_TILE_Q] = 64;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &x, &s, &wide, NULL));
+        CHECK(schedule_launches == 3 && launches == 3 && last_grid[0] == 132);
+        CHECK_STATUS(mt_mla_decode_schedule(&cluster_backend, &three, &grid_form, &pa, 0x900000, NULL),
+                     MT_ERR_INVALID_ARGUMENT);
+        CHECK(schedule_launches == 3 && launches == 3);
+        launches = dependent_launches = schedule_launches = 0;
     }
 
     /* validation: allowed values, then constraints */
@@ -413,9 +436,10 @@ int main(void) {
      * and (256, 32) with 2/3/4 stages, (128, 64) and (256, 64) with 2 stages
      * (3 stages of 64 keys exceed 227 KiB): 8.  mma=2: the transposed tile,
      * 256 threads, 64-key chunks, 2 stages: 1.  split_reduce=1 never (the
-     * 64-row path only).  groups_per_cu 1 and 2 (persistent): the
-     * transposed mma=2 tile with one split, granularity 16 or 64: 4 more. */
-    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 4 && visited == n, "visited %d", n);
+     * 64-row path only).  groups_per_cu 1 and 2 (length-aware): one
+     * split, any granularity on mma=0/1 (2 x 5 x 17), 16 or 64 on the
+     * transposed mma=2 tile (2 x 2). */
+    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 2 * 5 * 17 + 4 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,
@@ -426,17 +450,17 @@ int main(void) {
     CHECK_OK(mt_mla_decode_check_args(&v, &s, &a));
     mt_mla_decode_args bad_a = a;
     bad_a.n_heads = 0;
-    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &bad_a, NULL),
+    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, &two, &v, &s, &bad_a, NULL),
                  MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "head count 0") != NULL);
     bad_a = a, bad_a.n_heads = 129;
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
     bad_a = a, bad_a.page_size = 16;
-    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &bad_a, NULL),
+    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, &two, &v, &s, &bad_a, NULL),
                  MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "page size 16 not supported") != NULL);
     bad_a = a, bad_a.kv = 0;
-    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &bad_a, NULL),
+    CHECK_STATUS(mt_mla_decode_launch(&counting_backend, &two, &v, &s, &bad_a, NULL),
                  MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "kv cache pointer is null") != NULL);
     /* misaligned pointers would fault in the kernels' 16-byte and 4-byte
@@ -465,12 +489,12 @@ int main(void) {
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
     CHECK(launches == 0);
     /* and a good call launches decode and reduce (the default splits in 4) */
-    CHECK_OK(mt_mla_decode_launch(&counting_backend, (mt_function)1, (mt_function)1, &v, &s, &a, NULL));
+    CHECK_OK(mt_mla_decode_launch(&counting_backend, &two, &v, &s, &a, NULL));
     CHECK(launches == 2);
     /* where the backend can overlap them, the reduce is the dependent launch
      * (it waits for decode inside the kernel); without splits there is none */
     launches = 0;
-    CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, (mt_function)1, &v, &s, &a, NULL));
+    CHECK_OK(mt_mla_decode_launch(&overlapping_backend, &two, &v, &s, &a, NULL));
     CHECK_MSG(launches == 1 && dependent_launches == 1, "%d launches, %d dependent", launches, dependent_launches);
     /* its shape is the kernel's (mla_reduce in mla_decode.cu): with 4
      * splits, 4 rows of 32 threads per work-group over (16 rows, 2
@@ -484,7 +508,7 @@ int main(void) {
         v16.values[MT_P_NUM_SPLITS] = 16;
         mt_mla_decode_args a16 = a;
         a16.workspace_bytes = mt_mla_decode_workspace_bytes(&v16, &s, 2, 16, 1, 132);
-        CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, (mt_function)1, &v16, &s, &a16, NULL));
+        CHECK_OK(mt_mla_decode_launch(&overlapping_backend, &two, &v16, &s, &a16, NULL));
         CHECK_MSG(last_reduce_grid[0] == 16 && last_reduce_grid[1] == 2 && last_reduce_grid[2] == 8 &&
                       last_reduce_threads == 256, "reduce grid %d x %d x %d, %d threads", last_reduce_grid[0],
                   last_reduce_grid[1], last_reduce_grid[2], last_reduce_threads);
@@ -492,11 +516,11 @@ int main(void) {
     }
     w = v;
     w.values[MT_P_NUM_SPLITS] = 1;
-    CHECK_OK(mt_mla_decode_launch(&overlapping_backend, (mt_function)1, NULL, &w, &s, &a, NULL));
+    CHECK_OK(mt_mla_decode_launch(&overlapping_backend, &one, &w, &s, &a, NULL));
     CHECK(launches == 2 && dependent_launches == 1);
     /* the dependent launch checks its arguments like any other */
-    const unsigned zero[3] = {0, 1, 1}, one[3] = {1, 1, 1};
-    CHECK_STATUS(mt_backend_launch_dependent(&overlapping_backend, (mt_function)1, zero, one, 0, NULL, NULL),
+    const unsigned zero[3] = {0, 1, 1}, single[3] = {1, 1, 1};
+    CHECK_STATUS(mt_backend_launch_dependent(&overlapping_backend, (mt_function)1, zero, single, 0, NULL, NULL),
                  MT_ERR_INVALID_ARGUMENT);
     CHECK(dependent_launches == 1);
     return check_summary("test_variant");

@@ -28,6 +28,7 @@
 #include "ceilings.h"
 #include "timing.h"
 #include "commands.h"
+#include "lengths.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "kernels/mla_decode.h"
@@ -37,10 +38,16 @@ enum { MAX_LIST = 16 };
 
 typedef struct int_list { int v[MAX_LIST]; int n; } int_list;
 
+enum { MAX_MIXES = 8 };
+
 typedef struct bench_opts {
     int_list heads, sq, batch, seq_len, kv;  /* kv: mt_dtype values */
     mt_dtype q_dtype;
     int page_size, warmup, reps, device, ceilings;
+    mt_lengths_mix mixes[MAX_MIXES];
+    int n_mixes;
+    int hints_unknown; /* --hints unknown: calls say MLT_LENGTHS_UNKNOWN (as a graph capture would) */
+    int schedule_per_call; /* --schedule call: length-aware variants build their schedule in every call */
     int flush_write; /* --flush write: evict the L2 with a memset (timing.h) */
     const char *user_db, *system_db, *cache_dir, *variant, *csv;
 } bench_opts;
@@ -55,6 +62,17 @@ static void usage(FILE *to) {
             "  --sq LIST          query tokens per request (default 1)\n"
             "  --batch LIST       (default 1,8,32,128)\n"
             "  --seq-len LIST     keys per request (default 4096,16384)\n"
+            "  --lengths LIST     length mixes (tuner/lengths.h: uniform, uniform-random[:LO-HI],\n"
+            "                     long-tail[...], one-long[:LONG:SHORT], file:PATH; @SEED);\n"
+            "                     default uniform (then --seq-len).  A ragged row is followed\n"
+            "                     by the uniform batch with the same total keys, and the ratio\n"
+            "  --schedule MODE    length-aware variants: step (the default) builds the schedule\n"
+            "                     once (mlt_plan_schedule, timed apart: sched_us) and times the\n"
+            "                     per-layer calls that use it, as an engine calls decode per\n"
+            "                     layer; call builds it inside every timed call\n"
+            "  --hints MODE       what calls tell the dispatcher: exact (mean and longest,\n"
+            "                     the default) or unknown (MLT_LENGTHS_UNKNOWN, as under\n"
+            "                     graph capture)\n"
             "  --kv-dtype LIST    bf16,fp16,fp8e4m3 (default bf16)\n"
             "  --q-dtype T        bf16|fp16 (default bf16)\n"
             "  --page-size N      (default 64)\n"
@@ -102,11 +120,18 @@ typedef struct bench_gpu {
 } bench_gpu;
 
 /* One timed call: the plan run as an engine makes it. */
-typedef struct plan_call { mlt_plan *plan; const mlt_decode_args *a; } plan_call;
+typedef struct plan_call { mlt_plan *plan; const mlt_decode_args *a; void *schedule; } plan_call;
 static mt_status run_plan(void *arg, mt_stream s) {
     plan_call *c = arg;
     (void)s; /* the runtime's default stream, as the events */
     return mlt_plan_run(c->plan, c->a, NULL) == MLT_OK ? MT_OK : mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
+}
+/* The step's schedule alone (mlt_plan_schedule). */
+static mt_status run_schedule(void *arg, mt_stream s) {
+    plan_call *c = arg;
+    (void)s;
+    return mlt_plan_schedule(c->plan, c->a, c->schedule, NULL) == MLT_OK
+               ? MT_OK : mt_fail(MT_ERR_VENDOR, "schedule: %s", mlt_last_error());
 }
 
 static mt_status fill_random(bench_gpu *g, mt_devptr p, size_t n, mt_dtype t, unsigned seed) {
@@ -119,12 +144,14 @@ static mt_status fill_random(bench_gpu *g, mt_devptr p, size_t n, mt_dtype t, un
 
 typedef struct shape_result {
     double median_us, p10_us, p90_us, gbps, tflops;
+    double schedule_us; /* the step's schedule alone (--schedule step, length-aware variants), else 0 */
     long non_finite;
     mlt_choice_info choice;
 } shape_result;
 
-/* Builds the inputs of one shape on the GPU, runs it, frees everything. */
-static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int sq, int batch, int len,
+/* Builds the inputs of one batch (lens: its requests' lengths) on the GPU,
+ * runs it, frees everything. */
+static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int sq, int batch, const int32_t *lens,
                              mt_dtype kv_dtype, shape_result *r) {
     const int d = 576, dl = 512, page = o->page_size;
     mlt_decode_problem p = {.n_heads = heads, .sq = sq, .d = d, .dl = dl, .page_size = page,
@@ -142,56 +169,83 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
         ps = mlt_plan_create(g->rt, &p, &plan);
     }
     if (ps != MLT_OK) return mt_fail(MT_ERR_INVALID_ARGUMENT, "plan: %s", mlt_last_error());
-    mlt_plan_explain(plan, batch, len, &r->choice);
+    int mean, longest;
+    mt_lengths_stats(lens, batch, &mean, &longest);
+    int hint = o->hints_unknown ? MLT_LENGTHS_UNKNOWN : mean, max_hint = o->hints_unknown ? 0 : longest;
+    mlt_plan_explain(plan, batch, hint, max_hint, &r->choice);
 
-    const int blocks = (len + page - 1) / page;
-    const size_t rows = (size_t)batch * sq * heads, pages = (size_t)batch * blocks;
+    /* each request gets its own pages, in a shuffled order */
+    int blocks = 1;
+    size_t pages = 0;
+    for (int i = 0; i < batch; i++) {
+        int n = (lens[i] + page - 1) / page;
+        pages += (size_t)n;
+        if (n > blocks) blocks = n;
+    }
+    if (pages == 0) pages = 1;
+    const size_t rows = (size_t)batch * sq * heads;
     const size_t q_bytes = rows * d * 2, kv_bytes = pages * page * d * mt_dtype_size(kv_dtype);
     const size_t out_bytes = rows * dl * 2, ws = mlt_plan_workspace_size(plan);
-    int32_t *table = malloc(sizeof(int32_t) * pages), *lens = malloc(sizeof(int32_t) * batch);
+    int32_t *order = malloc(sizeof(int32_t) * pages), *table = calloc((size_t)batch * blocks, sizeof(int32_t));
     uint16_t *host_out = malloc(out_bytes);
-    /* each request gets its own pages, in a shuffled order */
-    for (size_t i = 0; i < pages; i++) table[i] = (int32_t)i;
-    unsigned long long s = 0x243f6a8885a308d3ull;
-    for (size_t i = pages - 1; i > 0; i--) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        size_t j = (size_t)(s % (i + 1));
-        int32_t t = table[i];
-        table[i] = table[j], table[j] = t;
+    mt_status st = order && table && host_out ? MT_OK : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == MT_OK) {
+        for (size_t i = 0; i < pages; i++) order[i] = (int32_t)i;
+        unsigned long long s = 0x243f6a8885a308d3ull;
+        for (size_t i = pages - 1; i > 0; i--) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            size_t j = (size_t)(s % (i + 1));
+            int32_t t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        size_t next = 0;
+        for (int i = 0; i < batch; i++)
+            for (int k = 0; k < (lens[i] + page - 1) / page; k++) table[(size_t)i * blocks + k] = order[next++];
     }
-    for (int i = 0; i < batch; i++) lens[i] = len;
     mt_devptr dq = 0, dkv = 0, dtable = 0, dlens = 0, dout = 0, dlse = 0, dws = 0;
-    mt_status st = table && lens && host_out ? MT_OK : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, q_bytes, &dq);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, kv_bytes, &dkv);
-    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, sizeof(int32_t) * pages, &dtable);
+    if (st == MT_OK) st = mt_backend_mem_alloc(g->b, sizeof(int32_t) * batch * blocks, &dtable);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, sizeof(int32_t) * batch, &dlens);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, out_bytes, &dout);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, rows * sizeof(float), &dlse);
     if (st == MT_OK && ws) st = mt_backend_mem_alloc(g->b, ws, &dws);
     if (st == MT_OK) st = fill_random(g, dq, rows * d, o->q_dtype, 1);
     if (st == MT_OK) st = fill_random(g, dkv, pages * page * d, kv_dtype, 2);
-    if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dtable, table, sizeof(int32_t) * pages, NULL);
+    if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dtable, table, sizeof(int32_t) * batch * blocks, NULL);
     if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dlens, lens, sizeof(int32_t) * batch, NULL);
-    mlt_decode_args a = {.batch = batch, .seq_len_hint = len, .max_blocks_per_seq = blocks,
-                         .q = (void *)(uintptr_t)dq, .kv_cache = (void *)(uintptr_t)dkv,
+    mlt_decode_args a = {.batch = batch, .seq_len_hint = hint, .max_seq_len_hint = max_hint,
+                         .max_blocks_per_seq = blocks, .q = (void *)(uintptr_t)dq, .kv_cache = (void *)(uintptr_t)dkv,
                          .block_table = (const int32_t *)(uintptr_t)dtable, .seq_lens = (const int32_t *)(uintptr_t)dlens,
-                         .seq_lens_host = lens,
                          .out = (void *)(uintptr_t)dout, .lse = (float *)(uintptr_t)dlse,
                          .workspace = (void *)(uintptr_t)dws, .workspace_size = ws};
     double *ms = calloc((size_t)o->reps, sizeof *ms);
-    plan_call call = {plan, &a};
-    if (st == MT_OK) st = ms ? mt_time_runs(g->b, NULL, &g->flush, o->warmup, o->reps, run_plan, &call, ms)
-                             : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    plan_call call = {plan, &a, NULL};
+    mt_devptr dsched = 0;
+    const size_t sched_bytes = mlt_plan_schedule_size(plan);
+    r->schedule_us = 0;
+    if (st == MT_OK && !ms) st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == MT_OK && !o->schedule_per_call && sched_bytes && r->choice.length_aware) {
+        /* as an engine: the schedule once per step, then the per-layer calls use it */
+        st = mt_backend_mem_alloc(g->b, sched_bytes, &dsched);
+        call.schedule = (void *)(uintptr_t)dsched;
+        if (st == MT_OK) st = mt_time_runs(g->b, NULL, &g->flush, o->warmup, o->reps, run_schedule, &call, ms);
+        if (st == MT_OK) r->schedule_us = 1e3 * mt_sorted_median(ms, o->reps);
+        a.schedule = call.schedule;
+    }
+    if (st == MT_OK) st = mt_time_runs(g->b, NULL, &g->flush, o->warmup, o->reps, run_plan, &call, ms);
     if (st == MT_OK) st = mt_backend_copy_to_host(g->b, host_out, dout, out_bytes, NULL);
     if (st == MT_OK) {
         r->median_us = 1e3 * mt_sorted_median(ms, o->reps);
         r->p10_us = 1e3 * mt_sorted_percentile(ms, o->reps, 10);
         r->p90_us = 1e3 * mt_sorted_percentile(ms, o->reps, 90);
         double keys = 0; /* key visits per head: token t of Sq sees len - sq + t + 1 keys */
-        for (int t = 0; t < sq; t++) keys += fmax(0, len - sq + t + 1);
-        double flops = 2.0 * batch * heads * keys * (d + dl);
-        double bytes = (double)kv_bytes + (double)q_bytes + (double)out_bytes + rows * 4.0;
+        for (int i = 0; i < batch; i++)
+            for (int t = 0; t < sq; t++) keys += fmax(0, lens[i] - sq + t + 1);
+        double flops = 2.0 * heads * keys * (d + dl);
+        double key_bytes = 0;
+        for (int i = 0; i < batch; i++) key_bytes += (double)lens[i] * d * mt_dtype_size(kv_dtype);
+        double bytes = key_bytes + (double)q_bytes + (double)out_bytes + rows * 4.0;
         r->gbps = bytes / (r->median_us * 1e-6) / 1e9;
         r->tflops = flops / (r->median_us * 1e-6) / 1e12;
         r->non_finite = 0;
@@ -200,10 +254,11 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
             r->non_finite += !isfinite(f);
         }
     }
-    free(ms), free(table), free(lens), free(host_out);
+    free(ms), free(order), free(table), free(host_out);
     mt_backend_mem_free(g->b, dq), mt_backend_mem_free(g->b, dkv), mt_backend_mem_free(g->b, dtable);
     mt_backend_mem_free(g->b, dlens), mt_backend_mem_free(g->b, dout), mt_backend_mem_free(g->b, dlse);
     mt_backend_mem_free(g->b, dws);
+    mt_backend_mem_free(g->b, dsched);
     mlt_plan_destroy(plan);
     return st;
 }
@@ -212,6 +267,8 @@ static const char *reason_text(const mlt_choice_info *c, int pinned, char *buf, 
     if (pinned) snprintf(buf, n, "--variant");
     else if (c->reason == MLT_CHOICE_HEURISTIC) snprintf(buf, n, "heuristic");
     else if (c->reason == MLT_CHOICE_EXACT_KEY) snprintf(buf, n, "%s DB, exact key", c->source);
+    else if (c->key_lengths[0] && strcmp(c->key_lengths, "uniform") != 0)
+        snprintf(buf, n, "%s DB, nearest key B=%d %s", c->source, c->key_batch, c->key_lengths);
     else snprintf(buf, n, "%s DB, nearest key B=%d L=%d", c->source, c->key_batch, c->key_seq_len);
     return buf;
 }
@@ -240,6 +297,24 @@ int cmd_bench(int argc, char **argv) {
         else if (strcmp(a, "--sq") == 0) bad = parse_list(v, &o.sq, 0);
         else if (strcmp(a, "--batch") == 0) bad = parse_list(v, &o.batch, 0);
         else if (strcmp(a, "--seq-len") == 0) bad = parse_list(v, &o.seq_len, 0);
+        else if (strcmp(a, "--lengths") == 0) {
+            char buf[1024];
+            snprintf(buf, sizeof buf, "%s", v);
+            o.n_mixes = 0;
+            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && !bad; tok = strtok_r(NULL, ",", &save)) {
+                if (o.n_mixes == MAX_MIXES || mt_lengths_parse(tok, &o.mixes[o.n_mixes++]) != MT_OK) bad = -1;
+            }
+            if (bad) {
+                mt_cli_error("bench: --lengths: %s", o.n_mixes == MAX_MIXES ? "too many mixes" : mt_last_error());
+                return 2;
+            }
+        } else if (strcmp(a, "--schedule") == 0) {
+            o.schedule_per_call = strcmp(v, "call") == 0;
+            bad = o.schedule_per_call || strcmp(v, "step") == 0 ? 0 : -1;
+        } else if (strcmp(a, "--hints") == 0) {
+            o.hints_unknown = strcmp(v, "unknown") == 0;
+            bad = o.hints_unknown || strcmp(v, "exact") == 0 ? 0 : -1;
+        }
         else if (strcmp(a, "--kv-dtype") == 0) bad = parse_list(v, &o.kv, 1);
         else if (strcmp(a, "--q-dtype") == 0) bad = mt_dtype_parse(v, &o.q_dtype) != MT_OK ? -1 : 0;
         else if (strcmp(a, "--variant") == 0) o.variant = v;
@@ -320,47 +395,89 @@ int cmd_bench(int argc, char **argv) {
         return 1;
     }
     if (csv)
-        fprintf(csv, "arch,heads,sq,batch,seq_len,q_dtype,kv_dtype,page_size,median_us,p10_us,p90_us,gbps,copy_gbps,"
-                     "tflops,mma_tflops,variant,reason\n");
-    printf("%4s %3s %5s %6s %-7s %10s %9s %8s %6s %8s %6s  %s\n", "N", "Sq", "B", "L", "kv", "time_us", "(p10-p90)",
-           "GB/s", "%copy", "TFLOP/s", "%mma", "variant [reason]");
+        fprintf(csv, "arch,heads,sq,batch,seq_len,max_len,lengths,q_dtype,kv_dtype,page_size,median_us,p10_us,p90_us,"
+                     "gbps,copy_gbps,tflops,mma_tflops,vs_uniform,schedule_us,variant,reason\n");
+    printf("# time_us: one call; length-aware variants: %s\n",
+           o.schedule_per_call ? "the schedule built inside every call"
+                               : "a per-layer call using the step's schedule (built once per step: sched_us)");
+    printf("%4s %3s %5s %6s %6s %-7s %10s %9s %8s %6s %8s %6s %7s %8s  %s\n", "N", "Sq", "B", "L", "max", "kv",
+           "time_us", "(p10-p90)", "GB/s", "%copy", "TFLOP/s", "%mma", "x_unif", "sched_us", "variant [reason]");
     int failures = 0;
+    if (o.n_mixes == 0) o.n_mixes = 1, o.mixes[0].kind = MT_LENGTHS_UNIFORM;
     for (int ih = 0; ih < o.heads.n; ih++)
         for (int is = 0; is < o.sq.n; is++)
             for (int ik = 0; ik < o.kv.n; ik++)
-                for (int ib = 0; ib < o.batch.n; ib++)
-                    for (int il = 0; il < o.seq_len.n; il++) {
-                        int N = o.heads.v[ih], Sq = o.sq.v[is], B = o.batch.v[ib], L = o.seq_len.v[il];
-                        mt_dtype kv = (mt_dtype)o.kv.v[ik];
-                        shape_result r;
-                        memset(&r, 0, sizeof r);
-                        st = bench_shape(&g, &o, N, Sq, B, L, kv, &r);
-                        if (st != MT_OK) {
-                            printf("%4d %3d %5d %6d %-7s FAILED: %s\n", N, Sq, B, L, mt_dtype_name(kv), mt_last_error());
-                            failures++;
-                            if (st == MT_ERR_VENDOR) goto done; /* the context may be gone */
-                            continue;
+                for (int im = 0; im < o.n_mixes; im++)
+                    for (int ib = 0; ib < o.batch.n; ib++)
+                        for (int il = 0; il < o.seq_len.n; il++) {
+                            const mt_lengths_mix *mix = &o.mixes[im];
+                            int ragged = mix->kind != MT_LENGTHS_UNIFORM;
+                            if (ragged && il > 0) break; /* a mix makes its own lengths */
+                            int N = o.heads.v[ih], Sq = o.sq.v[is], B = o.batch.v[ib];
+                            mt_dtype kv = (mt_dtype)o.kv.v[ik];
+                            char mix_name[96];
+                            mt_lengths_name(mix, mix_name, sizeof mix_name);
+                            int32_t *lens = malloc(sizeof(int32_t) * (size_t)B);
+                            if (!lens || mt_lengths_make(mix, B, o.seq_len.v[il], lens) != MT_OK) {
+                                printf("%4d %3d %5d %s FAILED: %s\n", N, Sq, B, mix_name,
+                                       lens ? mt_last_error() : "out of host memory");
+                                free(lens);
+                                failures++;
+                                continue;
+                            }
+                            /* the ragged batch, then (ragged) the uniform one with the same total keys */
+                            double ragged_us = 0;
+                            for (int pass = 0; pass < 1 + ragged; pass++) {
+                                int mean, longest;
+                                mt_lengths_stats(lens, B, &mean, &longest);
+                                if (pass == 1) {
+                                    for (int i = 0; i < B; i++) lens[i] = mean;
+                                    longest = mean;
+                                }
+                                shape_result r;
+                                memset(&r, 0, sizeof r);
+                                st = bench_shape(&g, &o, N, Sq, B, lens, kv, &r);
+                                const char *what = pass == 1 ? "uniform, same keys" : ragged ? mix_name : "uniform";
+                                if (st != MT_OK) {
+                                    printf("%4d %3d %5d %6d %6d %-7s FAILED: %s (%s)\n", N, Sq, B, mean, longest,
+                                           mt_dtype_name(kv), mt_last_error(), what);
+                                    failures++;
+                                    if (st == MT_ERR_VENDOR) {
+                                        free(lens);
+                                        goto done; /* the context may be gone */
+                                    }
+                                    break;
+                                }
+                                char why[160], spread[32];
+                                reason_text(&r.choice, o.variant != NULL, why, sizeof why);
+                                snprintf(spread, sizeof spread, "%.0f-%.0f", r.p10_us, r.p90_us);
+                                if (r.non_finite) {
+                                    printf("%4d %3d %5d %6d %6d %-7s NaN: %ld non-finite outputs  %s [%s]\n", N, Sq, B,
+                                           mean, longest, mt_dtype_name(kv), r.non_finite, r.choice.variant, why);
+                                    failures++;
+                                    break;
+                                }
+                                if (pass == 0) ragged_us = r.median_us;
+                                char pc[16] = "-", pm[16] = "-", vs[16] = "-";
+                                if (copy > 0) snprintf(pc, sizeof pc, "%.0f%%", 100.0 * r.gbps / copy);
+                                if (mma > 0) snprintf(pm, sizeof pm, "%.0f%%", 100.0 * r.tflops / mma);
+                                if (pass == 1) snprintf(vs, sizeof vs, "%.2fx", ragged_us / r.median_us);
+                                char su[16] = "-";
+                                if (r.schedule_us > 0) snprintf(su, sizeof su, "%.1f", r.schedule_us);
+                                printf("%4d %3d %5d %6d %6d %-7s %10.1f %9s %8.0f %6s %8.1f %6s %7s %8s  %s [%s] (%s)\n",
+                                       N, Sq, B, mean, longest, mt_dtype_name(kv), r.median_us, spread, r.gbps, pc,
+                                       r.tflops, pm, vs, su, r.choice.variant, why, what);
+                                fflush(stdout);
+                                if (csv)
+                                    fprintf(csv, "%s,%d,%d,%d,%d,%d,\"%s\",%s,%s,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.2f,%.2f,%s,"
+                                                 "%.2f,\"%s\",\"%s\"\n",
+                                            info->arch, N, Sq, B, mean, longest, what, mt_dtype_name(o.q_dtype),
+                                            mt_dtype_name(kv), o.page_size, r.median_us, r.p10_us, r.p90_us, r.gbps,
+                                            copy, r.tflops, mma, pass == 1 ? vs : "", r.schedule_us, r.choice.variant,
+                                            why);
+                            }
+                            free(lens);
                         }
-                        char why[96], spread[32];
-                        reason_text(&r.choice, o.variant != NULL, why, sizeof why);
-                        snprintf(spread, sizeof spread, "%.0f-%.0f", r.p10_us, r.p90_us);
-                        if (r.non_finite) {
-                            printf("%4d %3d %5d %6d %-7s NaN: %ld non-finite outputs  %s [%s]\n", N, Sq, B, L,
-                                   mt_dtype_name(kv), r.non_finite, r.choice.variant, why);
-                            failures++;
-                            continue;
-                        }
-                        char pc[16] = "-", pm[16] = "-";
-                        if (copy > 0) snprintf(pc, sizeof pc, "%.0f%%", 100.0 * r.gbps / copy);
-                        if (mma > 0) snprintf(pm, sizeof pm, "%.0f%%", 100.0 * r.tflops / mma);
-                        printf("%4d %3d %5d %6d %-7s %10.1f %9s %8.0f %6s %8.1f %6s  %s [%s]\n", N, Sq, B, L,
-                               mt_dtype_name(kv), r.median_us, spread, r.gbps, pc, r.tflops, pm, r.choice.variant, why);
-                        fflush(stdout);
-                        if (csv)
-                            fprintf(csv, "%s,%d,%d,%d,%d,%s,%s,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.2f,%.2f,\"%s\",\"%s\"\n",
-                                    info->arch, N, Sq, B, L, mt_dtype_name(o.q_dtype), mt_dtype_name(kv), o.page_size,
-                                    r.median_us, r.p10_us, r.p90_us, r.gbps, copy, r.tflops, mma, r.choice.variant, why);
-                    }
 done:
     if (csv) fclose(csv);
     mt_l2_flush_destroy(&g.flush);

@@ -111,7 +111,7 @@ int cmd_lookup(int argc, char **argv) {
         return 1;
     }
     mt_dispatch_result r;
-    mt_dispatch_lookup(&table, batch, len, &r);
+    mt_dispatch_lookup(&table, batch, len, 0, &r);
     char name[256];
     mt_variant_format(&table.variants[r.variant], name, sizeof name);
     printf("%s N=%d Sq=%d D=%d/%d page=%d %s/%s batch=%d seq_len=%d\n", t.arch, k.n_heads, k.sq, k.s.d, k.s.dl,

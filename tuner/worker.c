@@ -219,8 +219,8 @@ static void free_key(gpu_worker *w) {
     memset(k, 0, sizeof *k);
 }
 
-static mt_status get_functions(gpu_worker *w, const mt_variant *v, const mt_decode_static *s, mt_function *dec,
-                               mt_function *red) {
+static mt_status get_functions(gpu_worker *w, const mt_variant *v, const mt_decode_static *s,
+                               mt_mla_decode_kernels *fns) {
     char storage[16][48];
     const char *defines[16];
     int n = mt_variant_defines(v, s, storage, defines, 16);
@@ -229,8 +229,13 @@ static mt_status get_functions(gpu_worker *w, const mt_variant *v, const mt_deco
     const mt_code_object *obj = NULL;
     mt_status st = mt_jit_compile(w->jit, &req, &obj, NULL);
     if (st != MT_OK) return st;
-    if ((st = mt_jit_function(w->jit, obj, MT_MLA_DECODE_KERNEL, dec)) != MT_OK) return st;
-    return mt_jit_function(w->jit, obj, MT_MLA_REDUCE_KERNEL, red);
+    const char *names[3];
+    mt_function fn[3] = {0, 0, 0};
+    mt_mla_decode_entry_names(v, names);
+    for (int i = 0; i < 3 && st == MT_OK; i++)
+        if (names[i]) st = mt_jit_function(w->jit, obj, names[i], &fn[i]);
+    *fns = (mt_mla_decode_kernels){fn[0], fn[1], fn[2]};
+    return st;
 }
 
 static mt_status ensure_workspace(gpu_worker *w, size_t bytes) {
@@ -256,12 +261,12 @@ static mt_mla_decode_args key_args(gpu_worker *w, size_t ws_needed) {
                                 .scale = k->scale,
                                 .kv_scale = k->kv_scale, .q = k->dq, .kv = k->dkv, .block_table = k->dtable,
                                 .seq_lens = k->dlens, .out = k->dout, .lse = k->dlse, .workspace = ws_needed ? k->dws : 0,
-                                .workspace_bytes = ws_needed ? k->ws_bytes : 0, .seq_lens_host = k->lens,
+                                .workspace_bytes = ws_needed ? k->ws_bytes : 0,
                                 .compute_units = w->info.compute_units};
 }
 
 /* Launch once into poisoned outputs and read them back as doubles. */
-static mt_status run_once(gpu_worker *w, const mt_variant *v, mt_function dec, mt_function red, double *out,
+static mt_status run_once(gpu_worker *w, const mt_variant *v, const mt_mla_decode_kernels *fns, double *out,
                           double *lse) {
     key_state *k = &w->ks;
     size_t ws = key_workspace_bytes(w, v);
@@ -271,7 +276,7 @@ static mt_status run_once(gpu_worker *w, const mt_variant *v, mt_function dec, m
     if ((st = mt_backend_mem_set(w->b, k->dout, 0xff, k->out_elems * 2, w->stream)) != MT_OK) return st;
     if ((st = mt_backend_mem_set(w->b, k->dlse, 0xff, k->lse_elems * 4, w->stream)) != MT_OK) return st;
     if (ws && (st = mt_backend_mem_set(w->b, k->dws, 0xff, ws, w->stream)) != MT_OK) return st;
-    if ((st = mt_mla_decode_launch(w->b, dec, red, v, &k->key.s, &a, w->stream)) != MT_OK) return st;
+    if ((st = mt_mla_decode_launch(w->b, fns, v, &k->key.s, &a, w->stream)) != MT_OK) return st;
     if ((st = mt_backend_copy_to_host(w->b, w->host_out, k->dout, k->out_elems * 2, w->stream)) != MT_OK) return st;
     if ((st = mt_backend_copy_to_host(w->b, w->host_lse, k->dlse, k->lse_elems * 4, w->stream)) != MT_OK) return st;
     const uint16_t *o16 = w->host_out;
@@ -356,12 +361,12 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
         snprintf(k->ref_source, sizeof k->ref_source, "CPU reference");
     } else {
         mt_variant trusted;
-        mt_function dec, red;
+        mt_mla_decode_kernels fns;
         mt_target t = {.warp_size = w->info.warp_size, .shared_max = w->info.shared_per_group_max};
         snprintf(t.arch, sizeof t.arch, "%s", w->info.arch);
         if ((st = mt_variant_default_for(job->variant.family, s, &t, &trusted)) != MT_OK ||
-            (st = get_functions(w, &trusted, s, &dec, &red)) != MT_OK ||
-            (st = run_once(w, &trusted, dec, red, k->ref_out, k->ref_lse)) != MT_OK)
+            (st = get_functions(w, &trusted, s, &fns)) != MT_OK ||
+            (st = run_once(w, &trusted, &fns, k->ref_out, k->ref_lse)) != MT_OK)
             return mt_fail(st, "trusted variant failed: %s", mt_last_error());
         snprintf(k->ref_source, sizeof k->ref_source, "trusted variant");
     }
@@ -372,14 +377,14 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
 /* One timed call: the decode launch (and its reduce) as the runtime makes it. */
 typedef struct launch_job {
     gpu_worker *w;
-    mt_function dec, red;
+    const mt_mla_decode_kernels *fns;
     const mt_variant *v;
     const mt_decode_static *s;
     const mt_mla_decode_args *a;
 } launch_job;
 static mt_status run_launch(void *arg, mt_stream s) {
     launch_job *j = arg;
-    return mt_mla_decode_launch(j->w->b, j->dec, j->red, j->v, j->s, j->a, s);
+    return mt_mla_decode_launch(j->w->b, j->fns, j->v, j->s, j->a, s);
 }
 
 /* Returns 1 when the worker must exit (its GPU context cannot be trusted). */
@@ -392,7 +397,7 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
         return 1;
     }
     key_state *k = &w->ks;
-    mt_function dec = NULL, red = NULL;
+    mt_mla_decode_kernels fns = {0, 0, 0};
     int fp = w->fault_param[0] ? mt_family_param_index(job->variant.family, w->fault_param) : -1;
     if (fp >= 0 && job->variant.values[fp] == w->fault_value) {
         char *src = NULL;
@@ -412,12 +417,12 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
         snprintf(r->error, sizeof r->error, "injected fault: %s", st == MT_OK ? "no fault happened" : mt_last_error());
         return 1;
     }
-    if ((st = get_functions(w, &job->variant, &k->key.s, &dec, &red)) != MT_OK) {
+    if ((st = get_functions(w, &job->variant, &k->key.s, &fns)) != MT_OK) {
         r->status = st == MT_ERR_COMPILE ? MT_MEASURE_COMPILE_FAILED : MT_MEASURE_LAUNCH_FAILED;
         snprintf(r->error, sizeof r->error, "%s", mt_last_error());
         return st != MT_ERR_COMPILE;
     }
-    if ((st = run_once(w, &job->variant, dec, red, w->got_out, w->got_lse)) != MT_OK) {
+    if ((st = run_once(w, &job->variant, &fns, w->got_out, w->got_lse)) != MT_OK) {
         r->status = MT_MEASURE_LAUNCH_FAILED;
         snprintf(r->error, sizeof r->error, "%s", mt_last_error());
         return st != MT_ERR_INVALID_ARGUMENT;
@@ -436,7 +441,7 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     mt_mla_decode_args a = key_args(w, ws);
     int reps = job->reps;
     double *ms = calloc((size_t)reps, sizeof *ms);
-    launch_job lj = {w, dec, red, &job->variant, &k->key.s, &a};
+    launch_job lj = {w, &fns, &job->variant, &k->key.s, &a};
     if (st == MT_OK) st = ms ? mt_time_runs(w->b, w->stream, &w->flush, job->warmup, reps, run_launch, &lj, ms)
                              : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st != MT_OK) {

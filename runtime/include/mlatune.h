@@ -116,34 +116,63 @@ void mlt_plan_destroy(mlt_plan *plan);
 /* Bytes of device workspace mlt_plan_run needs (0 is possible). */
 size_t mlt_plan_workspace_size(const mlt_plan *plan);
 
-/* One decode call.  All pointers are device pointers; seq_len_hint is the
- * host-side mean number of keys per request (the dispatcher's input: it
- * never reads device memory).  q, kv_cache, out and workspace must be
- * 16-byte aligned, block_table, seq_lens and lse 4-byte aligned (device
- * allocations always are): the kernels move rows in 16-byte pieces, and a
- * misaligned pointer fails the call (MLT_ERR_INVALID_ARGUMENT), nothing
- * launched. */
+/* One decode call.  All pointers are device pointers; the hints are
+ * host-side facts about the lengths (the dispatcher's input: it never reads
+ * device memory).  q, kv_cache, out, workspace and schedule must be 16-byte
+ * aligned, block_table, seq_lens and lse 4-byte aligned (device allocations
+ * always are): the kernels move rows in 16-byte pieces, and a misaligned
+ * pointer fails the call (MLT_ERR_INVALID_ARGUMENT), nothing launched.
+ *
+ * Ragged batches (every request its own length) need nothing special: the
+ * length-aware variants cut the work by the lengths in seq_lens on the GPU.
+ * The hints pick the variant: seq_len_hint the mean keys per request and
+ * max_seq_len_hint the longest (0: as long as the mean, a uniform batch).
+ *
+ * CUDA / HIP graphs: a captured call replays with the variant chosen at
+ * capture, whatever lengths are written into seq_lens before each replay.
+ * Capture with seq_len_hint = MLT_LENGTHS_UNKNOWN: the plan then runs the
+ * length-aware variant measured best at the nearest batch (or the built-in
+ * one), whose schedule is rebuilt on the GPU from seq_lens at every replay,
+ * so the replay is right for any lengths and stays balanced.  A call with
+ * known hints may run a fixed-split variant, which is right for any lengths
+ * but tuned for the hinted ones only. */
+#define MLT_LENGTHS_UNKNOWN (-1)
+
 typedef struct mlt_decode_args {
     int batch;                   /* 1..max_batch */
-    int seq_len_hint;            /* mean keys per request, >= 0 */
+    int seq_len_hint;            /* mean keys per request, >= 0, or MLT_LENGTHS_UNKNOWN */
     int max_blocks_per_seq;      /* block-table columns */
     const void *q;               /* [batch, sq, n_heads, d] q_dtype */
     const void *kv_cache;        /* [num_pages, page_size, d] kv_dtype */
     const int32_t *block_table;  /* [batch, max_blocks_per_seq] */
     const int32_t *seq_lens;     /* [batch]: keys of each request, new tokens included */
-    const int32_t *seq_lens_host;/* [batch] the same lengths in host memory, or NULL.  Persistent
-                                    variants (groups_per_cu > 0) balance their work over the GPU
-                                    from them; when the variant chosen for a call is one and this
-                                    is NULL, the call fails (MLT_ERR_INVALID_ARGUMENT), nothing
-                                    launched.  Not read after mlt_plan_run returns. */
     void *out;                   /* [batch, sq, n_heads, dl] q_dtype */
     float *lse;                  /* [batch, sq, n_heads] natural-log LSE */
     void *workspace;             /* mlt_plan_workspace_size() bytes */
     size_t workspace_size;
+    int max_seq_len_hint;        /* the longest request's keys, or 0 (= seq_len_hint) */
+    const void *schedule;        /* NULL, or memory mlt_plan_schedule filled for this step (see there) */
 } mlt_decode_args;
 
 /* stream: a CUstream / hipStream_t, or NULL for the default stream. */
 mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *args, void *stream);
+
+/* Per step, once for all layers.  A length-aware variant builds its work
+ * schedule from seq_lens on the GPU (a small kernel, a few microseconds);
+ * mlt_plan_run does it in every call unless args->schedule names one built
+ * for the step.  Engines that call decode once per layer with the same
+ * lengths (61 layers in DeepSeek-V3) build it once:
+ *     mlt_plan_schedule(plan, &args, sched_mem, stream);   -- per step
+ *     args.schedule = sched_mem;
+ *     for each layer: mlt_plan_run(plan, &args_of_layer, stream);
+ * sched_mem: mlt_plan_schedule_size() bytes of device memory, 16-byte
+ * aligned, owned by the caller.  The runs must pass the same batch and hints
+ * as the mlt_plan_schedule call (so they dispatch to the same variant) and
+ * the same seq_lens contents.  When the call dispatches to a variant with
+ * fixed splits, mlt_plan_schedule launches nothing and the runs ignore
+ * args->schedule.  Both are graph-safe: capture them together. */
+size_t mlt_plan_schedule_size(const mlt_plan *plan);
+mlt_status mlt_plan_schedule(mlt_plan *plan, const mlt_decode_args *args, void *schedule, void *stream);
 
 typedef enum mlt_choice_reason {
     MLT_CHOICE_EXACT_KEY,    /* the DB measured this batch and length */
@@ -155,13 +184,19 @@ typedef struct mlt_choice_info {
     mlt_choice_reason reason;
     char family[40];
     char variant[200];       /* "tile_q=16,kv_granularity=64,..." */
-    int key_batch, key_seq_len;  /* the key used (exact/nearest) */
-    double distance;         /* |log2(batch/key_batch)| + |log2(len/key_len)| */
+    int key_batch, key_seq_len;  /* the key used (exact/nearest): batch, mean keys */
+    double distance;         /* |log2(batch/kb)| + |log2(mean/km)| + |log2(max/mean) - log2(kmax/km)| */
     double measured_ms;      /* the key's measured median, 0 for heuristic */
     char source[16];         /* "user", "system" or "heuristic" */
+    int key_max_seq_len;     /* the key's longest request */
+    char key_lengths[48];    /* how the key's lengths were made: "uniform", "long-tail", ... */
+    int length_aware;        /* the variant cuts the work by the lengths on the GPU */
+    char why[160];           /* one line: what decided */
 } mlt_choice_info;
 
-mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, mlt_choice_info *out);
+/* Which variant mlt_plan_run would run for these hints, and why. */
+mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, int max_seq_len_hint,
+                            mlt_choice_info *out);
 
 #ifdef __cplusplus
 }

@@ -97,10 +97,8 @@ int main(int argc, char **argv) {
     printf("start-up (runtime + plan): first %.1f ms; warm, GPU context held: %.1f ms (disk cache); "
            "again with a new GPU context: %.1f ms\n", cold, warm, fresh_context);
     mlt_choice_info why;
-    CHECK(mlt_plan_explain(plan, batch, len, &why));
-    static const char *reasons[] = {"exact key", "nearest key", "heuristic"};
-    printf("%s: runs %s:%s (%s, %s DB, key batch=%d len=%d, distance %.2f)\n", mlt_runtime_arch(rt), why.family,
-           why.variant, reasons[why.reason], why.source, why.key_batch, why.key_seq_len, why.distance);
+    CHECK(mlt_plan_explain(plan, batch, len, 0, &why));
+    printf("%s: runs %s:%s (%s)\n", mlt_runtime_arch(rt), why.family, why.variant, why.why);
 
     int blocks = (len + PAGE - 1) / PAGE, rows = heads;
     size_t q_n = (size_t)batch * rows * D, kv_n = (size_t)batch * blocks * PAGE * D, out_n = (size_t)batch * rows * DL;
@@ -127,8 +125,8 @@ int main(int argc, char **argv) {
     CHECK(mlt_copy_to_device(rt, dtable, table, sizeof(int32_t) * (size_t)batch * blocks));
     CHECK(mlt_copy_to_device(rt, dlens, lens, sizeof(int32_t) * (size_t)batch));
     mlt_decode_args a = {.batch = batch, .seq_len_hint = len, .max_blocks_per_seq = blocks, .q = dq, .kv_cache = dkv,
-                         .block_table = dtable, .seq_lens = dlens, .seq_lens_host = lens, .out = dout, .lse = dlse,
-                         .workspace = dws, .workspace_size = ws};
+                         .block_table = dtable, .seq_lens = dlens, .out = dout, .lse = dlse,
+                         .workspace = dws, .workspace_size = ws, .max_seq_len_hint = lens[0]};
     CHECK(mlt_plan_run(plan, &a, NULL));
     CHECK(mlt_synchronize(rt));
     CHECK(mlt_copy_to_host(rt, out, dout, out_n * 2));
