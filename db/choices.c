@@ -104,7 +104,7 @@ mt_status mt_db_recompute_choices(mt_db *db) {
         sqlite3_prepare_v2(db->h,
                            "SELECT d.arch, m.problem_id, m.variant_id, v.family, v.params, m.status, m.median_ms, "
                            "m.spread_ms, p.d, p.dl, p.page_size, p.q_dtype, p.kv_dtype, p.kind, p.n_heads, p.sq, "
-                           "p.batch, p.seq_len FROM measurements m "
+                           "p.batch, p.seq_len, p.lengths, p.max_len FROM measurements m "
                            "JOIN devices d ON d.id = m.device_id JOIN variants v ON v.id = m.variant_id "
                            "JOIN problems p ON p.id = m.problem_id "
                            "ORDER BY d.arch, m.problem_id, m.measured_at, m.id",
@@ -129,8 +129,10 @@ mt_status mt_db_recompute_choices(mt_db *db) {
         mt_problem_key key = {.s = {.d = sqlite3_column_int(sel, 8), .dl = sqlite3_column_int(sel, 9),
                                     .page_size = sqlite3_column_int(sel, 10)},
                               .n_heads = sqlite3_column_int(sel, 14), .sq = sqlite3_column_int(sel, 15),
-                              .batch = sqlite3_column_int(sel, 16), .seq_len = sqlite3_column_int(sel, 17)};
+                              .batch = sqlite3_column_int(sel, 16), .seq_len = sqlite3_column_int(sel, 17),
+                              .max_len = sqlite3_column_int(sel, 19)};
         snprintf(key.kind, sizeof key.kind, "%s", col_text(sel, 13));
+        snprintf(key.lengths, sizeof key.lengths, "%s", col_text(sel, 18));
         /* a row that loading would refuse (bad dtype, key, family,
          * parameter) is never a candidate: a choice must always load */
         mt_variant v;
@@ -189,10 +191,12 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db->h,
                            "SELECT c.arch, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.d, p.dl, p.page_size, "
-                           "p.batch, p.seq_len, v.family, v.params, c.median_ms, coalesce(c.default_ms, 0), c.reason "
+                           "p.batch, p.seq_len, v.family, v.params, c.median_ms, coalesce(c.default_ms, 0), c.reason, "
+                           "p.lengths, p.max_len "
                            "FROM choices c JOIN problems p ON p.id = c.problem_id JOIN variants v ON v.id = c.variant_id "
                            "WHERE ?1 IS NULL OR c.arch = ?1 "
-                           "ORDER BY c.arch, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.page_size, p.batch, p.seq_len",
+                           "ORDER BY c.arch, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.page_size, p.batch, p.seq_len, "
+                           "p.lengths",
                            -1, &s, NULL) != SQLITE_OK)
         return db_error(db, "read choices");
     if (arch) sqlite3_bind_text(s, 1, arch, -1, SQLITE_TRANSIENT);
@@ -221,6 +225,8 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
         c->key.s.page_size = sqlite3_column_int(s, 8);
         c->key.batch = sqlite3_column_int(s, 9);
         c->key.seq_len = sqlite3_column_int(s, 10);
+        snprintf(c->key.lengths, sizeof c->key.lengths, "%s", col_text(s, 16));
+        c->key.max_len = sqlite3_column_int(s, 17);
         snprintf(c->family, sizeof c->family, "%s", col_text(s, 11));
         snprintf(c->params, sizeof c->params, "%s", col_text(s, 12));
         c->median_ms = sqlite3_column_double(s, 13);
@@ -258,7 +264,8 @@ int mt_choice_same_key(const mt_choice *a, const mt_choice *b) {
     return strcmp(a->arch, b->arch) == 0 && strcmp(a->key.kind, b->key.kind) == 0 &&
            a->key.s.q_dtype == b->key.s.q_dtype && a->key.s.kv_dtype == b->key.s.kv_dtype && a->key.s.d == b->key.s.d &&
            a->key.s.dl == b->key.s.dl && a->key.s.page_size == b->key.s.page_size && a->key.n_heads == b->key.n_heads &&
-           a->key.sq == b->key.sq && a->key.batch == b->key.batch && a->key.seq_len == b->key.seq_len;
+           a->key.sq == b->key.sq && a->key.batch == b->key.batch && a->key.seq_len == b->key.seq_len &&
+           strcmp(a->key.lengths, b->key.lengths) == 0;
 }
 
 static mt_status load_one(const char *path, int required, const char *arch, mt_choice **out, int *n) {

@@ -86,6 +86,24 @@ static const char *const migrations[] = {
     "CREATE TABLE ceilings("
     "  device_id INTEGER NOT NULL REFERENCES devices(id), kind TEXT NOT NULL, value REAL NOT NULL,"
     "  measured_at TEXT NOT NULL, PRIMARY KEY(device_id, kind, measured_at));",
+
+    /* 3 -> 4: ragged batches: a key records how its requests' lengths were
+     * made (a mix, tuner/lengths.h; 'uniform' for every key before) and the
+     * longest request (seq_len is the mean), and two mixes of one batch and
+     * mean are two keys.  A UNIQUE constraint cannot be altered, so the
+     * table is rebuilt with the same ids (foreign keys are off while
+     * migrating: mt_db_open turns them on after). */
+    "CREATE TABLE problems_v4("
+    "  id INTEGER PRIMARY KEY, kind TEXT NOT NULL, q_dtype TEXT NOT NULL, kv_dtype TEXT NOT NULL,"
+    "  n_heads INTEGER NOT NULL, sq INTEGER NOT NULL, d INTEGER NOT NULL, dl INTEGER NOT NULL,"
+    "  page_size INTEGER NOT NULL, batch INTEGER NOT NULL, seq_len INTEGER NOT NULL,"
+    "  lengths TEXT NOT NULL DEFAULT 'uniform', max_len INTEGER NOT NULL DEFAULT 0,"
+    "  UNIQUE(kind, q_dtype, kv_dtype, n_heads, sq, d, dl, page_size, batch, seq_len, lengths));"
+    "INSERT INTO problems_v4(id, kind, q_dtype, kv_dtype, n_heads, sq, d, dl, page_size, batch, seq_len, lengths,"
+    "  max_len) SELECT id, kind, q_dtype, kv_dtype, n_heads, sq, d, dl, page_size, batch, seq_len, 'uniform', seq_len"
+    "  FROM problems;"
+    "DROP TABLE problems;"
+    "ALTER TABLE problems_v4 RENAME TO problems;",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == MT_DB_SCHEMA_VERSION,
                "one migration per schema version");
@@ -438,14 +456,16 @@ static void bind_problem(sqlite3_stmt *s, const void *p) {
     sqlite3_bind_int(s, 8, k->s.page_size);
     sqlite3_bind_int(s, 9, k->batch);
     sqlite3_bind_int(s, 10, k->seq_len);
+    sqlite3_bind_text(s, 11, k->lengths[0] ? k->lengths : "uniform", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 12, k->max_len > 0 ? k->max_len : k->seq_len);
 }
 
 mt_status mt_db_put_problem(mt_db *db, const mt_problem_key *key, int64_t *id) {
     return upsert(db,
                   "INSERT OR IGNORE INTO problems(kind, q_dtype, kv_dtype, n_heads, sq, d, dl, page_size, batch, "
-                  "seq_len) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                  "seq_len, lengths, max_len) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                   "SELECT id FROM problems WHERE kind=?1 AND q_dtype=?2 AND kv_dtype=?3 AND n_heads=?4 AND sq=?5 "
-                  "AND d=?6 AND dl=?7 AND page_size=?8 AND batch=?9 AND seq_len=?10",
+                  "AND d=?6 AND dl=?7 AND page_size=?8 AND batch=?9 AND seq_len=?10 AND lengths=?11",
                   bind_problem, key, id);
 }
 

@@ -30,7 +30,7 @@
 #include "../kernels/variant.h"
 #include "../runtime/backend.h"
 
-enum { MT_DB_SCHEMA_VERSION = 3 };
+enum { MT_DB_SCHEMA_VERSION = 4 };
 
 typedef struct mt_db mt_db;
 

@@ -58,7 +58,7 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
                            "SELECT d.arch, d.name, d.compute_units, d.memory_bytes, d.driver_version, d.compiler_version,"
                            " p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.d, p.dl, p.page_size, p.batch, p.seq_len,"
                            " v.family, v.params, m.status, m.median_ms, m.min_ms, m.max_ms, m.spread_ms, m.reps,"
-                           " m.error, m.tool_version, m.measured_at, m.origin, m.uid "
+                           " m.error, m.tool_version, m.measured_at, m.origin, m.uid, p.lengths, p.max_len "
                            "FROM measurements m JOIN devices d ON d.id = m.device_id "
                            "JOIN problems p ON p.id = m.problem_id JOIN variants v ON v.id = m.variant_id "
                            "WHERE ?1 IS NULL OR d.arch = ?1 ORDER BY m.id",
@@ -100,6 +100,8 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
         key.s.page_size = sqlite3_column_int(sel, 13);
         key.batch = sqlite3_column_int(sel, 14);
         key.seq_len = sqlite3_column_int(sel, 15);
+        snprintf(key.lengths, sizeof key.lengths, "%s", col_text(sel, 29));
+        key.max_len = sqlite3_column_int(sel, 30);
         /* every row passes what show and the runtime check (validate.c):
          * one bad row copied would make the whole destination unreadable */
         mt_variant v;

@@ -14,6 +14,17 @@
 
 #include "db_internal.h"
 
+/* A key's length-mix name is shown and compared as text: printable ASCII
+ * only (a hostile name cannot reach a terminal), and it must have fitted
+ * the key's field (a longer one was cut on reading). */
+static int lengths_text_ok(const char *text) {
+    size_t n = strlen(text);
+    if (n + 1 >= sizeof ((mt_problem_key *)0)->lengths) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (text[i] < 0x20 || text[i] > 0x7e) return 0;
+    return 1;
+}
+
 mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *key, const char *family,
                        const char *params, mt_variant *v) {
     const mt_family *f = mt_family_find(family);
@@ -25,6 +36,11 @@ mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *
              key->seq_len < 0 || key->s.d < 1 || key->s.d > 1024 || key->s.dl < 1 || key->s.dl > key->s.d)
         what = "key", mt_fail(MT_ERR_CORRUPT, "a value out of range (heads 1..128, Sq 1..8, batch >= 1, "
                                               "seq_len >= 0, 1 <= Dl <= D <= 1024; D=%d Dl=%d)", key->s.d, key->s.dl);
+    else if (key->max_len != 0 && key->max_len < key->seq_len)
+        what = "key", mt_fail(MT_ERR_CORRUPT, "the longest request (%d keys) is shorter than the mean (%d)",
+                              key->max_len, key->seq_len);
+    else if (!lengths_text_ok(key->lengths))
+        what = "lengths", mt_fail(MT_ERR_CORRUPT, "the length mix is not a printable name of under 48 bytes");
     else if (!f)
         what = "family", mt_fail(MT_ERR_CORRUPT, "unknown kernel family '%s'", family);
     else if (mt_target_for_arch(arch, &t) != MT_OK)

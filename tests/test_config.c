@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "tuner/config.h"
+#include "tuner/lengths.h"
 #include "tuner/yaml_tree.h"
 
 static char dir[256];
@@ -136,7 +137,90 @@ int main(void) {
     expect_plan_error("dup_key.yaml",
                       "name: t\nproblems:\n  - {heads: 16, batch: [1, 8], seq_len: 4096}\n"
                       "  - {heads: [8, 16], batch: 8, seq_len: 4096}\n",
-                      ":3:3:", "heads=16 sq=1 page_size=64 bf16/bf16 batch=8 seq_len=4096 is listed by more than one");
+                      ":3:3:", "heads=16 sq=1 page_size=64 bf16/bf16 batch=8 seq_len=4096 (uniform) is listed by more "
+                      "than one");
+
+    /* issue 22: length mixes.  A mix makes one key per batch, recorded by
+     * its canonical name with the batch's mean and longest request */
+    {
+        const char *path = write_file("mixes.yaml", "name: t\nproblems:\n  - heads: 16\n    batch: [8, 32]\n"
+                                      "    seq_len: [1024, 4096]\n"
+                                      "    lengths: [uniform, long-tail, 'one-long:32768:1024', 'uniform-random@7']\n");
+        mt_plan p, again;
+        CHECK_OK(mt_load_plan(path, &p));
+        CHECK_MSG(p.n_keys == 2 * (2 + 3), "%d keys", p.n_keys);
+        int uniform = 0, tails = 0;
+        for (int i = 0; i < p.n_keys; i++) {
+            const mt_problem_key *k = &p.keys[i];
+            if (strcmp(k->lengths, "uniform") == 0) {
+                uniform++;
+                CHECK(k->max_len == k->seq_len && (k->seq_len == 1024 || k->seq_len == 4096));
+            } else if (strncmp(k->lengths, "long-tail:512-2048:10:16384-32768@1", 40) == 0) {
+                tails++;
+                CHECK_MSG(k->max_len >= 16384 && k->max_len <= 32768 && k->seq_len > 512 && k->seq_len < k->max_len,
+                          "long-tail B=%d: mean %d, longest %d", k->batch, k->seq_len, k->max_len);
+            } else if (strcmp(k->lengths, "one-long:32768:1024") == 0) {
+                CHECK(k->max_len == 32768 && k->seq_len == (32768 + 1024 * (k->batch - 1) + k->batch / 2) / k->batch);
+            } else {
+                CHECK_MSG(strcmp(k->lengths, "uniform-random:256-8192@7") == 0, "lengths '%s'", k->lengths);
+            }
+        }
+        CHECK(uniform == 4 && tails == 2);
+        CHECK_OK(mt_load_plan(path, &again)); /* the same lengths every time */
+        CHECK(again.n_keys == p.n_keys && memcmp(again.keys, p.keys, sizeof *p.keys * (size_t)p.n_keys) == 0);
+        mt_plan_free(&p);
+        mt_plan_free(&again);
+    }
+    expect_plan_error("mix_bad.yaml", "name: t\nproblems:\n  - {heads: 16, batch: 8, lengths: [spiky]}\n", ":3:37:",
+                      "unknown mix");
+    expect_plan_error("mix_range.yaml",
+                      "name: t\nproblems:\n  - {heads: 16, batch: 8, lengths: 'uniform-random:900-3'}\n", ":3:36:",
+                      "malformed parameters");
+    expect_plan_error("mix_nolen.yaml", "name: t\nproblems:\n  - {heads: 16, batch: 8, lengths: [uniform]}\n", ":3:5:",
+                      "lacks 'seq_len'");
+    expect_plan_error("mix_extra.yaml",
+                      "name: t\nproblems:\n  - {heads: 16, batch: 8, seq_len: 64, lengths: one-long}\n", ":3:36:",
+                      "no uniform mix");
+    expect_plan_error("mix_twice.yaml",
+                      "name: t\nproblems:\n  - {heads: 16, batch: 8, lengths: [one-long, 'one-long:32768:1024']}\n",
+                      ":3:47:", "listed twice");
+    expect_plan_error("mix_file.yaml",
+                      "name: t\nproblems:\n  - {heads: 16, batch: 3, lengths: 'file:/nonexistent/lens.txt'}\n", ":3:5:",
+                      "/nonexistent/lens.txt");
+    /* the mixes themselves */
+    {
+        mt_lengths_mix m;
+        int32_t a[64], b[64];
+        char name[96];
+        CHECK_OK(mt_lengths_parse("uniform-random:100-200@9", &m));
+        CHECK_OK(mt_lengths_make(&m, 64, 0, a));
+        CHECK_OK(mt_lengths_make(&m, 64, 0, b));
+        int in_range = 1;
+        for (int i = 0; i < 64; i++) in_range &= a[i] >= 100 && a[i] <= 200 && a[i] == b[i];
+        CHECK(in_range);
+        mt_lengths_name(&m, name, sizeof name);
+        CHECK_MSG(strcmp(name, "uniform-random:100-200@9") == 0, "%s", name);
+        CHECK_OK(mt_lengths_parse("long-tail:1-2:25:1000-1000", &m));
+        CHECK_OK(mt_lengths_make(&m, 40, 0, a));
+        int longs = 0;
+        for (int i = 0; i < 40; i++) longs += a[i] == 1000;
+        CHECK_MSG(longs == 10, "%d long of 40 at 25%%", longs);
+        CHECK_STATUS(mt_lengths_parse("uniform@x", &m), MT_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(mt_lengths_parse("long-tail:1-2:0:3-4", &m), MT_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(mt_lengths_parse("one-long:-5:3", &m), MT_ERR_INVALID_ARGUMENT);
+        const char *lens = write_file("lens.txt", "# two batches\n5, 6, 7\n1 2 3 4\n");
+        char spec[600];
+        snprintf(spec, sizeof spec, "file:%s", lens);
+        CHECK_OK(mt_lengths_parse(spec, &m));
+        CHECK_OK(mt_lengths_make(&m, 4, 0, a));
+        CHECK(a[0] == 1 && a[3] == 4);
+        CHECK_STATUS(mt_lengths_make(&m, 5, 0, a), MT_ERR_NOT_FOUND);
+        const char *bad = write_file("lens_bad.txt", "1 2 x\n");
+        snprintf(spec, sizeof spec, "file:%s", bad);
+        CHECK_OK(mt_lengths_parse(spec, &m));
+        CHECK_STATUS(mt_lengths_make(&m, 3, 0, a), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "lens_bad.txt:1") != NULL, "%s", mt_last_error());
+    }
     expect_space_error("s_twice.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt: {tile_q: [16]}\n"
                        "  mla_decode_simt: {tile_q: [8]}\n", ":4:3:", "family 'mla_decode_simt' listed twice");
     /* a FIFO named as a config is refused, not waited on */

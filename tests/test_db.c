@@ -106,9 +106,55 @@ static void test_migrations(void) {
         int n = 0;
         CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
         CHECK(n == 1 && c && c[0].key.batch == 8 && c[0].median_ms == 0.5);
+        /* schema 4: keys written before length mixes were uniform */
+        CHECK(n == 1 && strcmp(c[0].key.lengths, "uniform") == 0 && c[0].key.max_len == 4096);
         free(c);
         mt_db_close(db);
     }
+}
+
+/* Issue 22: a ragged key records its mix and longest request; two mixes of
+ * one batch and mean are two keys with their own choices; a stored mix name
+ * that is not printable text is refused on loading. */
+static void test_length_mixes(void) {
+    char path[512];
+    path_of(path, sizeof path, "mixes.db");
+    mt_db *db = NULL;
+    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    mt_problem_key uniform = key_of(16, 32, 3505), tail = uniform;
+    snprintf(tail.lengths, sizeof tail.lengths, "long-tail:512-2048:10:16384-32768@1");
+    tail.max_len = 31140;
+    int64_t a = 0, b = 0, again = 0;
+    CHECK_OK(mt_db_put_problem(db, &uniform, &a));
+    CHECK_OK(mt_db_put_problem(db, &tail, &b));
+    CHECK_OK(mt_db_put_problem(db, &tail, &again));
+    CHECK(a != b && b == again);
+    CHECK_OK(put(db, "sm_90", uniform, variant_with(16, 4), MT_MEASURE_OK, 0.5, 0.01));
+    mt_variant aware = variant_with(16, 1);
+    aware.values[MT_P_GROUPS_PER_CU] = 1;
+    CHECK_OK(put(db, "sm_90", tail, aware, MT_MEASURE_OK, 0.6, 0.01));
+    CHECK_OK(mt_db_recompute_choices(db));
+    mt_choice *c = NULL;
+    int n = 0;
+    CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
+    CHECK_MSG(n == 2, "%d choices", n);
+    if (n == 2) {
+        const mt_choice *u = strcmp(c[0].key.lengths, "uniform") == 0 ? &c[0] : &c[1], *t = u == c ? &c[1] : &c[0];
+        CHECK(u->key.max_len == 3505 && strstr(u->params, "num_splits=4"));
+        CHECK(t->key.max_len == 31140 && strcmp(t->key.lengths, tail.lengths) == 0 &&
+              strstr(t->params, "groups_per_cu=1"));
+        CHECK(!mt_choice_same_key(u, t) && mt_choice_same_key(t, t));
+    }
+    free(c);
+    mt_db_close(db);
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"UPDATE problems SET lengths = char(27) || '[2J' WHERE id = %lld\"", path,
+             (long long)b);
+    CHECK(system(cmd) == 0);
+    CHECK_OK(mt_db_open(path, MT_DB_READ, &db));
+    CHECK_STATUS(mt_db_load_choices(db, "sm_90", &c, &n), MT_ERR_CORRUPT);
+    CHECK_MSG(strstr(mt_last_error(), "length mix") != NULL, "%s", mt_last_error());
+    mt_db_close(db);
 }
 
 static void test_choice_rule(void) {
@@ -441,6 +487,7 @@ int main(void) {
     if (!mkdtemp(dir)) return 1;
     test_migrations();
     test_choice_rule();
+    test_length_mixes();
     test_overlay_and_transfer();
     test_bad_files();
     test_sigkill_writer();

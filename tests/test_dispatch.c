@@ -53,6 +53,46 @@ int main(void) {
     CHECK(r.entry && r.entry->source == MT_FROM_SYSTEM_DB);
     mt_dispatch_free(&table);
 
+    /* issue 22: ragged keys.  The longest request over the mean tells a
+     * ragged batch from a uniform one of the same total keys; unknown
+     * lengths (graph capture) go to a length-aware winner */
+    {
+        mt_choice rg[4] = {entry(16, 32, 2048, V(16, 4), MT_BF16), entry(16, 32, 2016, V(16, 1), MT_BF16),
+                           entry(16, 128, 1272, V(16, 2), MT_BF16), entry(16, 8, 4096, V(16, 8), MT_BF16)};
+        rg[1].key.max_len = 32768; /* one long request among short ones */
+        snprintf(rg[1].key.lengths, sizeof rg[1].key.lengths, "one-long:32768:1024");
+        snprintf(rg[1].params, sizeof rg[1].params, "%s,groups_per_cu=1", V(16, 1));
+        rg[2].key.max_len = 32768;
+        snprintf(rg[2].key.lengths, sizeof rg[2].key.lengths, "one-long:32768:1024");
+        snprintf(rg[2].params, sizeof rg[2].params, "%s,groups_per_cu=2", V(16, 1));
+        CHECK_OK(mt_dispatch_build(rg, NULL, 4, &shape, &t, 132, &table));
+        CHECK(table.aware_fallback < 0); /* the DB has length-aware winners */
+        mt_dispatch_lookup(&table, 32, 2016, 0, &r); /* uniform: the uniform key, not the ragged one at the same mean */
+        CHECK_MSG(r.entry && r.entry->seq_len == 2048 && !r.entry->length_aware, "mean %d", r.entry ? r.entry->seq_len : -1);
+        mt_dispatch_lookup(&table, 32, 2000, 30000, &r); /* ragged: the ragged key */
+        CHECK(r.entry && r.entry->max_len == 32768 && r.entry->batch == 32 && r.entry->length_aware);
+        mt_dispatch_lookup(&table, 32, 2016, 32768, &r);
+        CHECK(r.exact && r.distance == 0);
+        char why[200];
+        mt_dispatch_explain(&table, &r, why, sizeof why);
+        CHECK_MSG(strstr(why, "exact key") && strstr(why, "one-long:32768:1024") && strstr(why, "longest 32768"), "%s",
+                  why);
+        mt_dispatch_lookup(&table, 100, MLT_LENGTHS_UNKNOWN, 0, &r); /* nearest length-aware batch: 128 */
+        CHECK(r.unknown_lengths && r.entry && r.entry->batch == 128 &&
+              table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 2);
+        mt_dispatch_lookup(&table, 8, MLT_LENGTHS_UNKNOWN, 0, &r); /* batch 8's winner has fixed splits: 32's */
+        CHECK(r.unknown_lengths && r.entry && r.entry->batch == 32);
+        mt_dispatch_explain(&table, &r, why, sizeof why);
+        CHECK_MSG(strstr(why, "lengths unknown") != NULL, "%s", why);
+        mt_dispatch_free(&table);
+        /* no length-aware winner: the heuristic's length-aware variant, compiled with the plan */
+        CHECK_OK(mt_dispatch_build(rg, NULL, 1, &shape, &t, 132, &table));
+        CHECK(table.aware_fallback >= 0 && table.variants[table.aware_fallback].values[MT_P_GROUPS_PER_CU] > 0);
+        mt_dispatch_lookup(&table, 32, MLT_LENGTHS_UNKNOWN, 0, &r);
+        CHECK(r.unknown_lengths && !r.entry && r.variant == table.aware_fallback);
+        mt_dispatch_free(&table);
+    }
+
     /* nothing for 3 heads: the heuristic, splits growing as batch shrinks */
     shape.n_heads = 3;
     CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));

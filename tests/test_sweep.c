@@ -163,6 +163,27 @@ int main(void) {
     CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "no GPU"), "%s", out);
     CHECK(count("nogpu.db", "SELECT 1") == -1 || count("nogpu.db", "SELECT count(*) FROM measurements") <= 0);
 
+    /* issue 22: a plan of length mixes.  Each mix is its own key (with its
+     * mean and longest recorded), the workers make the same lengths from
+     * the name, and the choices come back per mix */
+    write_file("spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: [16]\n"
+                                    "    num_splits: [1, 4]\n    kv_granularity: [16]\n    block_threads: [256]\n"
+                                    "    kv_chunk: [32]\n    mma: [0]\n    groups_per_cu: [0, 1]\n");
+    write_file("ragged.yaml", "name: ragged\nspaces: spaces\nproblems:\n  - heads: 16\n    batch: 8\n"
+                              "    seq_len: 2016\n    lengths: [uniform, 'one-long:32768:1024', long-tail]\n"
+                              "timing: {warmup: 1, reps: 3}\n");
+    rc = run("sweep --config ragged.yaml --db r.db --fake-device 'sleep:ms=1'", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "(one-long:32768:1024)"), "sweep exit %d:\n%s", rc, out);
+    CHECK(count("r.db", "SELECT count(*) FROM problems") == 3);
+    CHECK(count("r.db", "SELECT max_len FROM problems WHERE lengths = 'one-long:32768:1024'") == 32768);
+    CHECK(count("r.db", "SELECT seq_len FROM problems WHERE lengths = 'one-long:32768:1024'") == 4992);
+    CHECK(count("r.db", "SELECT count(*) FROM problems WHERE lengths LIKE 'long-tail:%' AND max_len >= 16384") == 1);
+    CHECK(count("r.db", "SELECT count(*) FROM choices") == 3);
+    rc = run("sweep --config ragged.yaml --db r.db --fake-device 'sleep:ms=1'", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "0 measured, 9 skipped"), "resume:\n%s", out);
+    rc = run("lookup --db r.db --arch sm_90 --heads 16 --batch 8 --seq-len 4992 --max-len 32768", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "exact key (batch 8, one-long:32768:1024"), "%s", out);
+
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return check_summary("test_sweep");

@@ -87,6 +87,8 @@ int cmd_show(int argc, char **argv) {
                    mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype), c[i].key.n_heads,
                    c[i].key.sq, c[i].key.s.d, c[i].key.s.dl, c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len);
             json_string(c[i].family);
+            printf(", \"max_len\": %d, \"lengths\": ", c[i].key.max_len);
+            json_string(c[i].key.lengths);
             printf(", \"params\": ");
             json_string(c[i].params);
             printf(", \"median_ms\": %.6f, \"default_ms\": %.6f, \"reason\": ", c[i].median_ms, c[i].default_ms);
@@ -95,16 +97,18 @@ int cmd_show(int argc, char **argv) {
         }
         printf("%s]\n", n ? "\n" : "");
     } else {
-        printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-13s %10s %7s  %s\n", "source", "arch", "heads", "Sq", "page",
-               "batch", "len", "q/kv", "ms", "gain", "variant (reason)");
+        printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-7s %-13s %10s %7s  %s\n", "source", "arch", "heads", "Sq", "page",
+               "batch", "len", "max", "q/kv", "ms", "gain", "variant (reason) [lengths]");
         for (int i = 0; i < n; i++) {
             char dt[32], gain[16] = "-", reason[300];
             snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype));
             if (c[i].default_ms > 0) snprintf(gain, sizeof gain, "%.2fx", c[i].default_ms / c[i].median_ms);
-            printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-13s %10.4f %7s  %s:%s (%s)\n",
+            char lengths[64] = "";
+            if (strcmp(c[i].key.lengths, "uniform") != 0) snprintf(lengths, sizeof lengths, " [%s]", c[i].key.lengths);
+            printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-7d %-13s %10.4f %7s  %s:%s (%s)%s\n",
                    src[i] == MT_FROM_USER_DB ? "user" : "system", c[i].arch, c[i].key.n_heads, c[i].key.sq,
-                   c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len, dt, c[i].median_ms, gain, c[i].family,
-                   c[i].params, printable(c[i].reason, reason, sizeof reason));
+                   c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len, c[i].key.max_len, dt, c[i].median_ms, gain,
+                   c[i].family, c[i].params, printable(c[i].reason, reason, sizeof reason), lengths);
         }
         printf("%d choices (user DB %s, system DB %s)\n", n, u, s);
     }

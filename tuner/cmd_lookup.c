@@ -13,7 +13,10 @@
 #include "runtime/dispatch.h"
 
 static void usage(FILE *to) {
-    fprintf(to, "usage: mla-tune lookup --heads N --batch B --seq-len L [options]\n\n"
+    fprintf(to, "usage: mla-tune lookup --heads N --batch B --seq-len L|unknown [options]\n\n"
+                "  --seq-len L        mean keys per request; 'unknown': lengths unknown on the host\n"
+                "                     (as under CUDA-graph capture: a length-aware variant runs)\n"
+                "  --max-len M        the longest request (default: the mean, a uniform batch)\n"
                 "  --arch ARCH        target (default: the local GPU's)\n"
                 "  --sq N             query tokens per request (default 1)\n"
                 "  --q-dtype T        bf16|fp16 (default bf16)\n"
@@ -27,7 +30,7 @@ static void usage(FILE *to) {
 int cmd_lookup(int argc, char **argv) {
     mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
     const char *arch = NULL, *user = NULL, *sys = NULL;
-    int batch = 0, len = -1, cus = 0;
+    int batch = 0, len = -2, max_len = 0, cus = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
@@ -40,6 +43,7 @@ int cmd_lookup(int argc, char **argv) {
         }
         i++;
         if (strcmp(a, "--arch") == 0) arch = v;
+        else if (strcmp(a, "--seq-len") == 0 && strcmp(v, "unknown") == 0) len = -1;
         else if (strcmp(a, "--db") == 0) user = v;
         else if (strcmp(a, "--system-db") == 0) sys = v;
         else if (strcmp(a, "--q-dtype") == 0 || strcmp(a, "--kv-dtype") == 0) {
@@ -58,6 +62,7 @@ int cmd_lookup(int argc, char **argv) {
             else if (strcmp(a, "--sq") == 0) k.sq = (int)n;
             else if (strcmp(a, "--batch") == 0) batch = (int)n;
             else if (strcmp(a, "--seq-len") == 0) len = (int)n;
+            else if (strcmp(a, "--max-len") == 0) max_len = (int)n;
             else if (strcmp(a, "--page-size") == 0) k.s.page_size = (int)n;
             else if (strcmp(a, "--d") == 0) k.s.d = (int)n;
             else if (strcmp(a, "--dl") == 0) k.s.dl = (int)n;
@@ -69,8 +74,13 @@ int cmd_lookup(int argc, char **argv) {
             }
         }
     }
-    if (k.n_heads < 1 || k.n_heads > 128 || k.sq < 1 || k.sq > 8 || batch < 1 || len < 0) {
-        mt_cli_error("lookup: --heads (1..128), --batch (>= 1) and --seq-len (>= 0) are required; --sq is 1..8");
+    if (k.n_heads < 1 || k.n_heads > 128 || k.sq < 1 || k.sq > 8 || batch < 1 || len < -1) {
+        mt_cli_error("lookup: --heads (1..128), --batch (>= 1) and --seq-len (>= 0 or 'unknown') are required; "
+                     "--sq is 1..8");
+        return 2;
+    }
+    if (max_len > 0 && max_len < len) {
+        mt_cli_error("lookup: --max-len %d is below the mean (--seq-len %d)", max_len, len);
         return 2;
     }
     mt_target t;
@@ -111,19 +121,19 @@ int cmd_lookup(int argc, char **argv) {
         return 1;
     }
     mt_dispatch_result r;
-    mt_dispatch_lookup(&table, batch, len, 0, &r);
-    char name[256];
+    mt_dispatch_lookup(&table, batch, len, max_len, &r);
+    char name[256], why[256], lens[64];
     mt_variant_format(&table.variants[r.variant], name, sizeof name);
-    printf("%s N=%d Sq=%d D=%d/%d page=%d %s/%s batch=%d seq_len=%d\n", t.arch, k.n_heads, k.sq, k.s.d, k.s.dl,
-           k.s.page_size, mt_dtype_name(k.s.q_dtype), mt_dtype_name(k.s.kv_dtype), batch, len);
+    mt_dispatch_explain(&table, &r, why, sizeof why);
+    if (len < 0) snprintf(lens, sizeof lens, "lengths unknown");
+    else snprintf(lens, sizeof lens, "seq_len=%d max_len=%d", len, max_len > 0 ? max_len : len);
+    printf("%s N=%d Sq=%d D=%d/%d page=%d %s/%s batch=%d %s\n", t.arch, k.n_heads, k.sq, k.s.d, k.s.dl,
+           k.s.page_size, mt_dtype_name(k.s.q_dtype), mt_dtype_name(k.s.kv_dtype), batch, lens);
     printf("  runs   %s:%s\n", table.variants[r.variant].family->name, name);
     if (!r.entry)
-        printf("  why    heuristic: no tuning entry for this arch, dtypes, head count and Sq "
-               "(%d entries read for %s; split count chosen for %d compute units)\n", n, t.arch, cus);
+        printf("  why    %s (%d entries read for %s; %d compute units)\n", why, n, t.arch, cus);
     else
-        printf("  why    %s key (batch=%d, seq_len=%d, distance %.2f) from the %s DB, measured %.4f ms\n",
-               r.exact ? "exact" : "nearest", r.entry->batch, r.entry->seq_len, r.distance,
-               r.entry->source == MT_FROM_USER_DB ? "user" : "system", r.entry->median_ms);
+        printf("  why    %s, measured %.4f ms\n", why, r.entry->median_ms);
     mt_dispatch_free(&table);
     free(choices);
     free(sources);

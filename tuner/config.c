@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lengths.h"
 #include "yaml_tree.h"
 
 static mt_status space_from_tree(const char *path, yt_node *root, mt_space_config *out);
@@ -132,11 +133,60 @@ static mt_status dtype_list(const char *path, const yt_node *n, const char *what
     return MT_OK;
 }
 
+/* 'lengths': one mix spec or a list of them (tuner/lengths.h); absent,
+ * uniform. */
+static mt_status length_mixes(const char *path, const yt_node *n, mt_lengths_mix *out, int *count) {
+    *count = 0;
+    if (!n) {
+        memset(&out[0], 0, sizeof out[0]);
+        out[0].kind = MT_LENGTHS_UNIFORM;
+        *count = 1;
+        return MT_OK;
+    }
+    const yt_node *const *items = &n;
+    int n_items = 1;
+    if (n->kind == YT_SEQUENCE) items = (const yt_node *const *)n->items, n_items = n->n_items;
+    if (n_items == 0 || n_items > MT_PLAN_MAX_MIXES)
+        return yt_error(path, n, "lengths: expected a mix or a list of 1 to %d", MT_PLAN_MAX_MIXES);
+    for (int i = 0; i < n_items; i++) {
+        if (items[i]->kind != YT_SCALAR) return yt_error(path, items[i], "lengths: expected a mix name");
+        if (mt_lengths_parse(items[i]->scalar, &out[i]) != MT_OK)
+            return yt_error(path, items[i], "%s", mt_last_error());
+        for (int j = 0; j < i; j++) {
+            char a[96], b[96];
+            mt_lengths_name(&out[i], a, sizeof a), mt_lengths_name(&out[j], b, sizeof b);
+            if (strcmp(a, b) == 0) return yt_error(path, items[i], "lengths: %s listed twice", a);
+        }
+    }
+    *count = n_items;
+    return MT_OK;
+}
+
+/* A key's lengths: the mix's name, and the mean and longest of the batch
+ * it makes (what dispatch compares calls with). */
+static mt_status key_lengths(const char *path, const yt_node *entry, const mt_lengths_mix *mix, int seq_len,
+                             mt_problem_key *k) {
+    int32_t *lens = malloc(sizeof *lens * (size_t)k->batch);
+    if (!lens) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    mt_status st = mt_lengths_make(mix, k->batch, seq_len, lens);
+    if (st == MT_OK) {
+        mt_lengths_stats(lens, k->batch, &k->seq_len, &k->max_len);
+        mt_lengths_name(mix, k->lengths, sizeof k->lengths);
+        if (strlen(k->lengths) + 1 >= sizeof k->lengths)
+            st = yt_error(path, entry, "lengths: the mix name '%s' is too long to record (under %zu bytes)",
+                          k->lengths, sizeof k->lengths - 1);
+    } else {
+        st = yt_error(path, entry, "lengths: %s", mt_last_error());
+    }
+    free(lens);
+    return st;
+}
+
 static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p) {
     if (!list || list->kind != YT_SEQUENCE || list->n_items == 0)
         return yt_error(path, list, "'problems' must be a non-empty list");
     static const char *const keys[] = {"kind", "heads", "sq", "d", "dl", "page_size", "q_dtype", "kv_dtype", "batch",
-                                       "seq_len", NULL};
+                                       "seq_len", "lengths", NULL};
     for (int e = 0; e < list->n_items; e++) {
         const yt_node *m = list->items[e];
         mt_status st = yt_check_keys(path, m, keys);
@@ -144,8 +194,17 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
         const yt_node *kind = yt_get(m, "kind");
         if (kind && (kind->kind != YT_SCALAR || strcmp(kind->scalar, "mla_decode") != 0))
             return yt_error(path, kind, "kind: only 'mla_decode' is supported");
-        for (const char *const *req = (const char *const[]){"heads", "batch", "seq_len", NULL}; *req; req++)
+        for (const char *const *req = (const char *const[]){"heads", "batch", NULL}; *req; req++)
             if (!yt_get(m, *req)) return yt_error(path, m, "problem entry lacks '%s'", *req);
+        mt_lengths_mix mixes[MT_PLAN_MAX_MIXES];
+        int n_mix = 0, n_uniform = 0;
+        if ((st = length_mixes(path, yt_get(m, "lengths"), mixes, &n_mix)) != MT_OK) return st;
+        for (int i = 0; i < n_mix; i++) n_uniform += mixes[i].kind == MT_LENGTHS_UNIFORM;
+        if (n_uniform && !yt_get(m, "seq_len"))
+            return yt_error(path, m, "problem entry lacks 'seq_len' (the uniform lengths need it)");
+        if (!n_uniform && yt_get(m, "seq_len"))
+            return yt_error(path, yt_get(m, "seq_len"), "seq_len: no uniform mix in 'lengths' to use it (the mixes "
+                            "make their own lengths)");
         int heads[16], sqs[8], pages[4], batches[16], lens[16], n_heads, n_sq = 1, n_pages = 1, n_batch, n_len;
         long d = 576, dl = 512;
         mt_dtype qt[3] = {MT_BF16}, kvt[3] = {MT_BF16};
@@ -170,8 +229,14 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
         if (yt_get(m, "kv_dtype") && (st = dtype_list(path, yt_get(m, "kv_dtype"), "kv_dtype", kvt, &n_kvt, 1)) != MT_OK)
             return st;
         if ((st = yt_int_list(path, yt_get(m, "batch"), "batch", 1, 65535, batches, 16, &n_batch)) != MT_OK) return st;
-        if ((st = yt_int_list(path, yt_get(m, "seq_len"), "seq_len", 1, 1000000, lens, 16, &n_len)) != MT_OK) return st;
-        long long add = (long long)n_heads * n_sq * n_pages * n_qt * n_kvt * n_batch * n_len;
+        n_len = 0;
+        if (n_uniform &&
+            (st = yt_int_list(path, yt_get(m, "seq_len"), "seq_len", 1, 1000000, lens, 16, &n_len)) != MT_OK)
+            return st;
+        /* a uniform mix makes a key per seq_len, any other one key */
+        long long per_mix = n_uniform ? n_len : 0;
+        per_mix += n_mix - n_uniform;
+        long long add = (long long)n_heads * n_sq * n_pages * n_qt * n_kvt * n_batch * per_mix;
         if (p->n_keys + add > MT_PLAN_MAX_KEYS)  /* one 400-byte entry once made 1.18 million keys */
             return yt_error(path, m, "this entry makes %lld problem keys (heads x sq x page_size x q_dtype x "
                             "kv_dtype x batch x seq_len) after %d from the entries before it; a plan may have at "
@@ -185,17 +250,19 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
                     for (int h = 0; h < n_heads; h++)
                         for (int s = 0; s < n_sq; s++)
                             for (int x = 0; x < n_batch; x++)
-                                for (int y = 0; y < n_len; y++) {
-                                    mt_problem_key *k = &p->keys[p->n_keys++];
-                                    memset(k, 0, sizeof *k);
-                                    snprintf(k->kind, sizeof k->kind, "mla_decode");
-                                    k->s = (mt_decode_static){.d = (int)d, .dl = (int)dl, .page_size = pages[c],
-                                                              .q_dtype = qt[a], .kv_dtype = kvt[b]};
-                                    k->n_heads = heads[h];
-                                    k->sq = sqs[s];
-                                    k->batch = batches[x];
-                                    k->seq_len = lens[y];
-                                }
+                                for (int mi = 0; mi < n_mix; mi++)
+                                    for (int y = 0; y < (mixes[mi].kind == MT_LENGTHS_UNIFORM ? n_len : 1); y++) {
+                                        mt_problem_key *k = &p->keys[p->n_keys++];
+                                        memset(k, 0, sizeof *k);
+                                        snprintf(k->kind, sizeof k->kind, "mla_decode");
+                                        k->s = (mt_decode_static){.d = (int)d, .dl = (int)dl, .page_size = pages[c],
+                                                                  .q_dtype = qt[a], .kv_dtype = kvt[b]};
+                                        k->n_heads = heads[h];
+                                        k->sq = sqs[s];
+                                        k->batch = batches[x];
+                                        st = key_lengths(path, m, &mixes[mi], n_len ? lens[y] : 0, k);
+                                        if (st != MT_OK) return st;
+                                    }
     }
     return MT_OK;
 }
@@ -206,9 +273,9 @@ static mt_status reject_duplicate_keys(const char *path, const yt_node *list, co
         for (int j = 0; j < i; j++) {
             const mt_problem_key *a = &p->keys[i], *b = &p->keys[j];
             if (memcmp(a, b, sizeof *a) != 0) continue;
-            return yt_error(path, list, "problem key heads=%d sq=%d page_size=%d %s/%s batch=%d seq_len=%d is listed "
+            return yt_error(path, list, "problem key heads=%d sq=%d page_size=%d %s/%s batch=%d seq_len=%d (%s) is listed "
                             "by more than one entry", a->n_heads, a->sq, a->s.page_size, mt_dtype_name(a->s.q_dtype),
-                            mt_dtype_name(a->s.kv_dtype), a->batch, a->seq_len);
+                            mt_dtype_name(a->s.kv_dtype), a->batch, a->seq_len, a->lengths);
         }
     return MT_OK;
 }

@@ -25,7 +25,7 @@ mt_status mt_parse_space(const char *name, const char *text, size_t size, mt_spa
 
 /* A plan's keys at most: a sweep spends minutes per key, and one short
  * entry of long lists once asked for 1.18 million. */
-enum { MT_PLAN_MAX_KEYS = 4096 };
+enum { MT_PLAN_MAX_KEYS = 4096, MT_PLAN_MAX_MIXES = 8 };
 
 typedef enum mt_search_strategy { MT_SEARCH_EXHAUSTIVE, MT_SEARCH_RANDOM, MT_SEARCH_HALVING } mt_search_strategy;
 

@@ -318,11 +318,14 @@ static int run_job_once(device_ctx *d, const mt_job *job, mt_job_result *r) {
     }
     char params[256], line[4096];
     mt_variant_format(&job->variant, params, sizeof params);
-    int n = snprintf(line, sizeof line, "JOB\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%.0f\t%u\n",
+    /* the lengths last: the mix name is the one free-text field (config.c
+     * keeps it printable, without tabs) */
+    int n = snprintf(line, sizeof line, "JOB\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%.0f\t%u\t%d\t%s\n",
                      mt_dtype_name(job->key.s.q_dtype), mt_dtype_name(job->key.s.kv_dtype), job->key.s.d,
                      job->key.s.dl, job->key.s.page_size, job->key.n_heads, job->key.sq, job->key.batch,
                      job->key.seq_len, job->variant.family->name, params, job->warmup, job->reps,
-                     job->verify_cpu_macs, job->seed);
+                     job->verify_cpu_macs, job->seed, job->key.max_len,
+                     job->key.lengths[0] ? job->key.lengths : "uniform");
     if (write(d->worker.to_fd, line, (size_t)n) != n) {  /* it died between jobs */
         int status = 0;
         worker_stop(&d->worker, 1, &status);
@@ -473,9 +476,9 @@ static mt_status sweep_one_key(device_ctx *d, int key_index) {
         char name[256] = "none";
         if (isfinite(rank[0].median)) mt_variant_format(&sk->candidates[rank[0].index], name, sizeof name);
         char what[512];
-        snprintf(what, sizeof what, "key %d/%d N=%d Sq=%d B=%d L=%d %s/%s: best %.4f ms %s", key_index + 1, sw->n_keys,
-                 sk->key.n_heads, sk->key.sq, sk->key.batch, sk->key.seq_len, mt_dtype_name(sk->key.s.q_dtype),
-                 mt_dtype_name(sk->key.s.kv_dtype), rank[0].median, name);
+        snprintf(what, sizeof what, "key %d/%d N=%d Sq=%d B=%d L=%d (%s) %s/%s: best %.4f ms %s", key_index + 1,
+                 sw->n_keys, sk->key.n_heads, sk->key.sq, sk->key.batch, sk->key.seq_len, sk->key.lengths,
+                 mt_dtype_name(sk->key.s.q_dtype), mt_dtype_name(sk->key.s.kv_dtype), rank[0].median, name);
         pthread_mutex_lock(&sw->lock);
         if (!sw->tty) progress(sw, what);
         pthread_mutex_unlock(&sw->lock);
@@ -600,16 +603,17 @@ static int plan_keys(sweep *sw, int shard, int shards) {
 static void print_plan(const sweep *sw) {
     printf("plan %s (%s), arch %s, search %s, %d keys\n", sw->plan.name, sw->plan.path, sw->target.arch,
            mt_search_strategy_name(sw->plan.strategy), sw->n_keys);
-    printf("%-4s %-5s %-3s %-5s %-6s %-5s %-9s %-10s %s\n", "#", "heads", "Sq", "page", "batch", "len", "q/kv",
-           "variants", "jobs");
+    printf("%-4s %-5s %-3s %-5s %-6s %-5s %-6s %-9s %-10s %-6s %s\n", "#", "heads", "Sq", "page", "batch", "len", "max",
+           "q/kv", "variants", "jobs", "lengths");
     int compiles = 0;
     /* distinct (static facts, variant) pairs are what gets compiled */
     for (int k = 0; k < sw->n_keys; k++) {
         const sweep_key *sk = &sw->keys[k];
         char dt[24];
         snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(sk->key.s.q_dtype), mt_dtype_name(sk->key.s.kv_dtype));
-        printf("%-4d %-5d %-3d %-5d %-6d %-5d %-9s %-10d %d\n", k, sk->key.n_heads, sk->key.sq, sk->key.s.page_size,
-               sk->key.batch, sk->key.seq_len, dt, sk->n_candidates, sk->jobs);
+        printf("%-4d %-5d %-3d %-5d %-6d %-5d %-6d %-9s %-10d %-6d %s\n", k, sk->key.n_heads, sk->key.sq,
+               sk->key.s.page_size, sk->key.batch, sk->key.seq_len, sk->key.max_len, dt, sk->n_candidates, sk->jobs,
+               sk->key.lengths[0] ? sk->key.lengths : "uniform");
         for (int c = 0; c < sk->n_candidates; c++) {
             int seen = 0;
             for (int j = 0; j < k && !seen; j++) {
@@ -652,7 +656,8 @@ static void print_summary(sweep *sw, mt_db *db) {
         for (int i = 0; i < n; i++) {
             const mt_choice *c = &choices[i];
             if (c->key.n_heads != key->n_heads || c->key.sq != key->sq || c->key.batch != key->batch ||
-                c->key.seq_len != key->seq_len || c->key.s.page_size != key->s.page_size ||
+                c->key.seq_len != key->seq_len || strcmp(c->key.lengths, key->lengths) != 0 ||
+                c->key.s.page_size != key->s.page_size ||
                 c->key.s.q_dtype != key->s.q_dtype || c->key.s.kv_dtype != key->s.kv_dtype || c->key.s.d != key->s.d)
                 continue;
             char dt[24], gain[16] = "-", dflt[16] = "-";
@@ -661,9 +666,10 @@ static void print_summary(sweep *sw, mt_db *db) {
                 snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
                 snprintf(gain, sizeof gain, "%.2fx", c->default_ms / c->median_ms);
             }
-            printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %7s  %s (%s)\n", key->n_heads, key->sq, key->batch,
+            printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %7s  %s (%s)%s%s\n", key->n_heads, key->sq, key->batch,
                    key->seq_len, dt, c->median_ms, key_bytes(key) / (c->median_ms * 1e-3) / 1e9, dflt, gain, c->params,
-                   c->reason);
+                   c->reason, strcmp(key->lengths, "uniform") != 0 ? " lengths " : "",
+                   strcmp(key->lengths, "uniform") != 0 ? key->lengths : "");
         }
     }
     free(choices);

@@ -4,7 +4,8 @@
  *
  * For each job: make (or reuse) the key's inputs - random data, never zeros:
  * q and KV uniform in [-1, 1) (fp8 KV quantised with a per-tensor scale), a
- * shuffled block table, every request seq_len keys long - and the reference
+ * shuffled block table, the requests' lengths as the key's mix makes them
+ * (every one seq_len keys long for "uniform"; tuner/lengths.h) - and the reference
  * output: the CPU reference in double precision when it costs at most
  * verify_cpu_macs multiply-adds, else the family's default variant on the
  * GPU (the trusted variant, itself checked against the CPU reference by the
@@ -37,6 +38,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "lengths.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "kernels/mla_decode.h"
@@ -58,8 +60,9 @@ static int split_tabs(char *line, char **fields, int max) {
 
 static mt_status parse_job(char *line, mt_job *job) {
     char *f[20];
+    line[strcspn(line, "\r\n")] = '\0';
     int n = split_tabs(line, f, 20);
-    if (n != 16 || strcmp(f[0], "JOB") != 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "bad job line (%d fields)", n);
+    if (n != 18 || strcmp(f[0], "JOB") != 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "bad job line (%d fields)", n);
     memset(job, 0, sizeof *job);
     snprintf(job->key.kind, sizeof job->key.kind, "mla_decode");
     if (mt_dtype_parse(f[1], &job->key.s.q_dtype) != MT_OK || mt_dtype_parse(f[2], &job->key.s.kv_dtype) != MT_OK)
@@ -79,7 +82,10 @@ static mt_status parse_job(char *line, mt_job *job) {
     job->reps = atoi(f[13]);
     job->verify_cpu_macs = atof(f[14]);
     job->seed = (unsigned)strtoul(f[15], NULL, 10);
-    return MT_OK;
+    job->key.max_len = atoi(f[16]);
+    snprintf(job->key.lengths, sizeof job->key.lengths, "%s", f[17]);
+    mt_lengths_mix mix;
+    return mt_lengths_parse(job->key.lengths, &mix); /* refused here, not half-way through a key */
 }
 
 static void reply(const mt_job_result *r) {
@@ -295,10 +301,27 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)job->seed << 20) ^ (uint64_t)job->key.batch * 1315423911u ^
           (uint64_t)job->key.seq_len;
     const mt_decode_static *s = &k->key.s;
-    const int page = s->page_size, blocks_per_req = (job->key.seq_len + page - 1) / page;
+    const int page = s->page_size;
+    /* the requests' lengths: the key's mix (the same for the same key and
+     * seed everywhere: the coordinator took the key's mean and longest
+     * from it) */
+    k->lens = malloc(sizeof(int32_t) * (size_t)job->key.batch);
+    mt_lengths_mix mix;
+    mt_status st = k->lens ? mt_lengths_parse(job->key.lengths[0] ? job->key.lengths : "uniform", &mix)
+                           : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == MT_OK) st = mt_lengths_make(&mix, job->key.batch, job->key.seq_len, k->lens);
+    if (st != MT_OK) return st;
+    long long total_keys = 0;
+    k->max_blocks = 1;
+    size_t pages = 0;
+    for (int b = 0; b < job->key.batch; b++) {
+        int blocks = (k->lens[b] + page - 1) / page;
+        if (blocks > k->max_blocks) k->max_blocks = blocks;
+        pages += (size_t)blocks;
+        total_keys += k->lens[b];
+    }
+    if (pages == 0) pages = 1;
     k->rows = job->key.sq * job->key.n_heads;
-    k->max_blocks = blocks_per_req > 0 ? blocks_per_req : 1;
-    size_t pages = (size_t)job->key.batch * k->max_blocks;
     k->q_elems = (size_t)job->key.batch * k->rows * s->d;
     k->kv_elems = pages * page * s->d;
     k->out_elems = (size_t)job->key.batch * k->rows * s->dl;
@@ -308,15 +331,14 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     size_t kv_size = mt_dtype_size(s->kv_dtype);
     k->q = malloc(k->q_elems * 2);
     k->kv = malloc(k->kv_elems * kv_size);
-    k->table = malloc(sizeof(int32_t) * pages);
-    k->lens = malloc(sizeof(int32_t) * (size_t)job->key.batch);
+    k->table = calloc((size_t)job->key.batch * (size_t)k->max_blocks, sizeof(int32_t));
     k->ref_out = malloc(sizeof(double) * k->out_elems);
     k->ref_lse = malloc(sizeof(double) * k->lse_elems);
     w->got_out = malloc(sizeof(double) * k->out_elems);
     w->got_lse = malloc(sizeof(double) * k->lse_elems);
     w->host_out = malloc(k->out_elems * 2);
     w->host_lse = malloc(k->lse_elems * 4);
-    if (!k->q || !k->kv || !k->table || !k->lens || !k->ref_out || !k->ref_lse || !w->got_out || !w->got_lse ||
+    if (!k->q || !k->kv || !k->table || !k->ref_out || !k->ref_lse || !w->got_out || !w->got_lse ||
         !w->host_out || !w->host_lse)
         return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory for batch %d x %d keys", job->key.batch,
                        job->key.seq_len);
@@ -330,29 +352,36 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
         else if (s->kv_dtype == MT_FP16) ((uint16_t *)k->kv)[i] = mt_host_f32_to_f16(x);
         else ((uint8_t *)k->kv)[i] = mt_host_f32_to_fp8e4m3(x / k->kv_scale);
     }
-    for (size_t i = 0; i < pages; i++) k->table[i] = (int32_t)i;
-    for (size_t i = pages - 1; i > 0; i--) {  /* pages in a shuffled order */
+    /* pages handed out in a shuffled order; each request's row of the
+     * table names its own */
+    int32_t *order = malloc(sizeof(int32_t) * pages);
+    if (!order) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < pages; i++) order[i] = (int32_t)i;
+    for (size_t i = pages - 1; i > 0; i--) {
         size_t j = (size_t)((uniform() + 1.0) * 0.5 * (double)(i + 1));
         if (j > i) j = i;
-        int32_t t = k->table[i];
-        k->table[i] = k->table[j], k->table[j] = t;
+        int32_t t = order[i];
+        order[i] = order[j], order[j] = t;
     }
-    for (int b = 0; b < job->key.batch; b++) k->lens[b] = job->key.seq_len;
-    mt_status st;
+    size_t next = 0;
+    for (int b = 0; b < job->key.batch; b++)
+        for (int c = 0; c < (k->lens[b] + page - 1) / page; c++) k->table[(size_t)b * k->max_blocks + c] = order[next++];
+    free(order);
     if ((st = mt_backend_mem_alloc(w->b, k->q_elems * 2, &k->dq)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, k->kv_elems * kv_size, &k->dkv)) != MT_OK ||
-        (st = mt_backend_mem_alloc(w->b, sizeof(int32_t) * pages, &k->dtable)) != MT_OK ||
+        (st = mt_backend_mem_alloc(w->b, sizeof(int32_t) * (size_t)job->key.batch * k->max_blocks, &k->dtable)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, sizeof(int32_t) * (size_t)job->key.batch, &k->dlens)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, k->out_elems * 2, &k->dout)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, k->lse_elems * 4, &k->dlse)) != MT_OK)
         return st;
     if ((st = mt_backend_copy_to_device(w->b, k->dq, k->q, k->q_elems * 2, w->stream)) != MT_OK ||
         (st = mt_backend_copy_to_device(w->b, k->dkv, k->kv, k->kv_elems * kv_size, w->stream)) != MT_OK ||
-        (st = mt_backend_copy_to_device(w->b, k->dtable, k->table, sizeof(int32_t) * pages, w->stream)) != MT_OK ||
+        (st = mt_backend_copy_to_device(w->b, k->dtable, k->table, sizeof(int32_t) * (size_t)job->key.batch * k->max_blocks,
+                                        w->stream)) != MT_OK ||
         (st = mt_backend_copy_to_device(w->b, k->dlens, k->lens, sizeof(int32_t) * (size_t)job->key.batch,
                                         w->stream)) != MT_OK)
         return st;
-    double macs = (double)job->key.batch * k->rows * job->key.seq_len * (s->d + s->dl);
+    double macs = (double)k->rows * (double)total_keys * (s->d + s->dl);
     if (macs <= job->verify_cpu_macs) {
         mt_mla_host_problem hp = {.s = *s, .batch = job->key.batch, .n_heads = job->key.n_heads, .sq = job->key.sq,
                                   .max_blocks = k->max_blocks, .scale = k->scale, .kv_scale = k->kv_scale, .q = k->q,
