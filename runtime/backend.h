@@ -61,6 +61,7 @@ typedef struct mt_kernel_resources {
     int spill_stores;   /* bytes (NVIDIA) */
     int spill_loads;
     int max_threads;    /* largest legal block */
+    int scalar_registers; /* per wave (SGPRs on AMD; -1 elsewhere) */
 } mt_kernel_resources;
 
 void mt_kernel_resources_unknown(mt_kernel_resources *r);

@@ -307,6 +307,7 @@ done:
 /* clang -Rpass-analysis=kernel-resource-usage writes, per kernel:
  *   remark: Function Name: NAME
  *   remark:     VGPRs: 7
+ *   remark:     SGPRs: 18
  *   remark:     ScratchSize [bytes/lane]: 0
  *   remark:     VGPRs Spill: 0
  *   remark:     LDS Size [bytes/block]: 1024 */
@@ -320,6 +321,7 @@ static void clang_parse_resources(mt_backend *b, const char *log, const char *ke
     const char *end = strstr(p + 1, "Function Name:");
     struct { const char *key; int *dst; } fields[] = {
         {"VGPRs: ", &out->registers},
+        {"SGPRs: ", &out->scalar_registers},
         {"ScratchSize [bytes/lane]: ", &out->local_bytes},
         {"VGPRs Spill: ", &out->spill_stores},
         {"LDS Size [bytes/block]: ", &out->shared_bytes},

@@ -14,7 +14,7 @@ log=compile-reports/$name.txt
 "$bin" compile --arch "$arch" --no-cache "$@" > "$log" 2>&1
 rc=$?
 tail -3 "$log"
-# rows: status ms origin regs shared stack spill variant
+# rows: status ms origin regs sgprs shared stack spill variant
 bad_regs=$(awk '$1 == "ok" && ($4 == "-1" || $4 == "0")' "$log" | wc -l)
 ok=$(awk '$1 == "ok"' "$log" | wc -l)
 failed=$(awk '$1 == "FAILED"' "$log" | wc -l)

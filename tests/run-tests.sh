@@ -21,16 +21,16 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON >/dev
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
 # what the AMD matrix-core (MFMA) variants use on gfx942 and gfx950: compiled
-# here, never run on AMD hardware (no AMD GPU); registers are VGPRs per lane,
-# shared is LDS bytes per group
+# here, never run on AMD hardware (no AMD GPU); VGPRs per lane, SGPRs per
+# wave, LDS bytes per group
 for arch in gfx942 gfx950; do
   echo "-- $arch MFMA variants (mma=1): registers and LDS, per variant shape and dtype"
   cat build/tests/compile-reports/$arch-mfma-space.txt build/tests/compile-reports/$arch-mfma-dtypes.txt |
-    awk '/^mla_decode_simt/ {dt = $5 " " $6} $1 == "ok" {v = $8; sub(/num_splits=[0-9]+,/, "", v); print dt, "regs", $4, "lds", $5, "scratch", $6, v}' |
+    awk '/^mla_decode_simt/ {dt = $5 " " $6} $1 == "ok" {v = $9; sub(/num_splits=[0-9]+,/, "", v); print dt, "vgprs", $4, "sgprs", $5, "lds", $6, "scratch", $7, v}' |
     sort -u
 done
 echo "-- AMD variants compiled (0 failed is required by the compile tests)"
-for f in build/tests/compile-reports/gfx9*.txt; do echo "$(basename "$f" .txt): $(tail -2 "$f" | head -1)"; done
+for f in build/tests/compile-reports/gfx9*.txt; do echo "$(basename "$f" .txt): $(grep -E '^[0-9]+ variants:' "$f")"; done
 # the AMD kernels run on the CPU (test_amd_emu) and hiprtc (compile_gfx90a_hiprtc):
 # their summaries, from ctest's log of this run
 echo "-- AMD kernels emulated on the CPU, and hiprtc"

@@ -291,8 +291,8 @@ int cmd_compile(int argc, char **argv) {
                 if (started == 0) compile_worker(&batch);
                 for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
                 pthread_mutex_destroy(&batch.lock);
-                printf("%-7s %9s %-8s %5s %7s %6s %6s  %s\n", "status", "ms", "origin", "regs", "shared", "stack",
-                       "spill", "variant");
+                printf("%-7s %9s %-8s %5s %5s %7s %6s %6s  %s\n", "status", "ms", "origin", "regs", "sgprs", "shared",
+                       "stack", "spill", "variant");
                 for (int i = 0; i < cc.n; i++) {
                     compile_job *job = &cc.jobs[i];
                     char name[256];
@@ -300,16 +300,17 @@ int cmd_compile(int argc, char **argv) {
                     total++;
                     if (job->status != MT_OK) {
                         failed++;
-                        printf("%-7s %9s %-8s %5s %7s %6s %6s  %s\n", "FAILED", "-", "-", "-", "-", "-", "-", name);
+                        printf("%-7s %9s %-8s %5s %5s %7s %6s %6s  %s\n", "FAILED", "-", "-", "-", "-", "-", "-", "-",
+                               name);
                         print_failure(job->error);
                         continue;
                     }
                     mt_kernel_resources *r = &job->res;
                     size_t dyn = mt_mla_decode_shared_bytes(job->variant.values, &job->problem, target.warp_size);
                     int spill = r->spill_stores < 0 ? -1 : r->spill_stores + (r->spill_loads > 0 ? r->spill_loads : 0);
-                    printf("%-7s %9.1f %-8s %5d %7zu %6d %6d  %s\n", "ok", job->ms, origin_name(job->origin),
-                           r->registers, dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0), r->local_bytes,
-                           spill, name);
+                    printf("%-7s %9.1f %-8s %5d %5d %7zu %6d %6d  %s\n", "ok", job->ms, origin_name(job->origin),
+                           r->registers, r->scalar_registers, dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0),
+                           r->local_bytes, spill, name);
                 }
                 free(cc.jobs);
             }
@@ -318,7 +319,8 @@ int cmd_compile(int argc, char **argv) {
     mt_jit_stats stats = mt_jit_get_stats(jit);
     printf("\n%d variants: %d ok, %d failed; %d pruned before compiling; %ld compiled, %ld from disk cache\n", total,
            total - failed, failed, pruned_total, stats.compiles, stats.disk_hits);
-    printf("(shared = dynamic + static bytes per group; -1 = not reported by this compiler)\n");
+    printf("(regs = registers per thread, VGPRs on AMD; sgprs = scalar registers per wave, AMD only; shared = dynamic\n"
+           " + static bytes per group; -1 = not reported by this compiler)\n");
     mt_jit_destroy(jit);
     mt_backend_close(b);
     return failed ? 1 : 0;
