@@ -160,16 +160,11 @@ static void run_case(test_case *tc) {
         return;
     }
     /* the variant's kernels, by the names the family gives them */
-#if defined(MT_MLA_SCHEDULE_KERNEL) /* the launch API with the GPU-side schedule (kernels/mla_decode.h) */
     const char *names[3];
     mt_mla_decode_entry_names(&u->v, names);
     mt_mla_decode_kernels fns = {0};
     mt_function *slots[3] = {&fns.decode, &fns.reduce, &fns.schedule};
-#else
-    const char *names[2] = {MT_MLA_DECODE_KERNEL, MT_MLA_REDUCE_KERNEL};
-    mt_function fdec = NULL, fred = NULL, *slots[2] = {&fdec, &fred};
-#endif
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+    for (int k = 0; k < 3; k++)
         if (names[k] && mt_jit_function(t->jit, u->obj, names[k], slots[k]) != MT_OK) {
             snprintf(tc->error, sizeof tc->error, "%.390s", mt_last_error());
             return;
@@ -217,12 +212,7 @@ static void run_case(test_case *tc) {
                             .kv_scale = (float)tc->kv_scale, .q = dq, .kv = dkv, .block_table = dtable,
                             .seq_lens = dlens, .out = dout, .lse = dlse, .workspace = dws, .workspace_bytes = ws,
                             .compute_units = t->info.compute_units};
-#if defined(MT_MLA_SCHEDULE_KERNEL)
     mt_status st = mt_mla_decode_launch(b, &fns, &u->v, s, &a, NULL);
-#else
-    a.seq_lens_host = tc->lens;
-    mt_status st = mt_mla_decode_launch(b, fdec, fred, &u->v, s, &a, NULL);
-#endif
     if (st != MT_OK) {
         snprintf(tc->error, sizeof tc->error, "launch: %.390s", mt_last_error());
     } else {
