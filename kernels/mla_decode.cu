@@ -2262,36 +2262,35 @@ __device__ __forceinline__ int red_units_per_tile(int n) {
     return (TILE_Q + rows_per_block - 1) / rows_per_block;
 }
 
-/* Inclusive prefix sum over the work-group of SCHED_THREADS threads, in
- * shared memory with three barriers: 32 threads scan 32 values each, one
- * scans their 32 totals, every thread adds its part's offset.  (A barrier
- * per doubling step, ten of them over 1024 threads, cost more.)  buf holds
- * SCHED_THREADS + 32 values: value i sits at i + i / 32, so the 32 scanning
- * threads read distinct banks. */
-#define SCAN_AT(i) ((i) + (i) / 32)
+/* Inclusive prefix sum over the work-group of SCHED_THREADS threads: each
+ * warp scans its lanes by shuffles, the first warp scans the warps' totals
+ * (part: one per warp), every lane adds the warps' before its own; two
+ * barriers and no serial loop (a scan by 32 threads over 32 values each
+ * through shared memory took ~1.5 us, three of them most of the kernel). */
+#define SCHED_WARPS (SCHED_THREADS / MT_WARP)
 template <typename T>
-__device__ __forceinline__ T block_scan(T v, T *buf, T *part, T *total) {
-    const int tid = threadIdx.x, per = SCHED_THREADS / 32;
-    buf[SCAN_AT(tid)] = v;
+__device__ __forceinline__ T warp_scan(T x, int lane) {
+#pragma unroll
+    for (int off = 1; off < MT_WARP; off <<= 1) {
+        const T y = mt_shfl_up(x, off);
+        if (lane >= off) x += y;
+    }
+    return x;
+}
+template <typename T>
+__device__ __forceinline__ T block_scan(T v, T *part, T *total) {
+    const int tid = threadIdx.x, lane = tid % MT_WARP, warp = tid / MT_WARP;
+    const T x = warp_scan(v, lane);
+    if (lane == MT_WARP - 1) part[warp] = x;
     __syncthreads();
-    if (tid < 32) {
-        T run = 0;
-        for (int i = tid * per; i < tid * per + per; i++) run += buf[SCAN_AT(i)], buf[SCAN_AT(i)] = run;
-        part[tid] = run;
+    if (warp == 0) {
+        const T w = warp_scan(lane < SCHED_WARPS ? part[lane] : (T)0, lane);
+        if (lane < SCHED_WARPS) part[lane] = w;
     }
     __syncthreads();
-    if (tid == 0) {
-        T run = 0;
-        for (int i = 0; i < 32; i++) {
-            const T x = part[i];
-            part[i] = run, run += x;
-        }
-        part[32] = run;
-    }
-    __syncthreads();
-    const T r = buf[SCAN_AT(tid)] + part[tid / per];
-    *total = part[32];
-    __syncthreads(); /* buf and part are free again */
+    const T r = x + (warp > 0 ? part[warp - 1] : (T)0);
+    *total = part[SCHED_WARPS - 1];
+    __syncthreads(); /* part is free again */
     return r;
 }
 
@@ -2301,8 +2300,8 @@ __device__ __forceinline__ T block_scan(T v, T *buf, T *part, T *total) {
  * binary search over the runs, then a walk inside one. */
 extern "C" __global__ void __launch_bounds__(SCHED_THREADS)
 mla_schedule(const int *__restrict__ seq_lens, int batch, int tiles, int n_stretches, int4 *__restrict__ sched) {
-    __shared__ unsigned long long runs[SCHED_THREADS + 1], scan_u64[SCHED_THREADS + 32], part_u64[33];
-    __shared__ int scan_i[SCHED_THREADS + 32], part_i[33], cut_first[SCHED_THREADS + 1];
+    __shared__ unsigned long long runs[SCHED_THREADS + 1], part_u64[SCHED_WARPS];
+    __shared__ int part_i[SCHED_WARPS], cut_first[SCHED_THREADS + 1];
     __shared__ int2 pos_s[SCHED_THREADS + 1];
     const int tid = threadIdx.x, S = n_stretches, per = (batch + SCHED_THREADS - 1) / SCHED_THREADS;
     auto cost = [&](int b) { return SCHED_OVERHEAD + (unsigned long long)max(0, seq_lens[b]); };
@@ -2311,7 +2310,7 @@ mla_schedule(const int *__restrict__ seq_lens, int batch, int tiles, int n_stret
     unsigned long long mine = 0;
     for (int b = tid * per; b < min(batch, tid * per + per); b++) mine += cost(b);
     unsigned long long total;
-    runs[tid + 1] = block_scan(mine, scan_u64, part_u64, &total);
+    runs[tid + 1] = block_scan(mine, part_u64, &total);
     if (tid == 0) runs[0] = 0;
     __syncthreads();
     const unsigned long long share = (total + S - 1) / S;
@@ -2363,7 +2362,7 @@ mla_schedule(const int *__restrict__ seq_lens, int batch, int tiles, int n_stret
         else if (last_cut) opens = 1, offset = first_cut;
     }
     int both;
-    const int incl = block_scan(pieces | opens << 16, scan_i, part_i, &both);
+    const int incl = block_scan(pieces | opens << 16, part_i, &both);
     const int first_piece = (incl & 0xffff) - pieces, cut_index = (incl >> 16) - opens;
     const int n_pieces = both & 0xffff, n_cut = both >> 16;
     if (tid <= S) {
@@ -2379,7 +2378,7 @@ mla_schedule(const int *__restrict__ seq_lens, int batch, int tiles, int n_stret
     const int n = opens ? cut_first[cut_index + 1] - cut_first[cut_index] : 0;
     const int units = opens ? tiles * red_units_per_tile(n) : 0;
     int n_units;
-    const int first_unit = block_scan(units, scan_i, part_i, &n_units) - units;
+    const int first_unit = block_scan(units, part_i, &n_units) - units;
     if (opens) {
         const int r = first_cut && pos_s[tid].y == 0 ? pos_s[tid].x : last;
         SCHED_CUT(sched, S, cut_index) = make_int4(r, cut_first[cut_index], n, first_unit);

@@ -10,6 +10,7 @@
  *   MT_WARP                 threads per warp / wavefront (32 or 64)
  *   mt_shfl_xor(v, m)       butterfly shuffle within a warp
  *   mt_shfl_xor32(v, m)     the same within groups of 32 lanes
+ *   mt_shfl_up(v, d)        lane i gets lane i - d's v (its own below d); any 32/64-bit type
  *   mt_warp_sum / max       reductions over a warp, result in every lane
  *   mt_exp2f, mt_log2f      fast base-2 exponent and logarithm
  *   mt_bf16_to_f32 ...      storage <-> float conversions, bit-exact and
@@ -73,6 +74,15 @@ __device__ __forceinline__ float mt_shfl_xor32(float v, int mask) {
     return __shfl_xor_sync(0xffffffffu, v, mask);
 #else
     return __shfl_xor(v, mask, 32);
+#endif
+}
+
+template <typename T>
+__device__ __forceinline__ T mt_shfl_up(T v, int delta) {
+#if MT_CUDA
+    return __shfl_up_sync(0xffffffffu, v, delta);
+#else
+    return __shfl_up(v, delta);
 #endif
 }
 
