@@ -2047,7 +2047,7 @@ mla_decode(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int 
 }
 #endif /* MMA */
 
-#if !GROUPS_PER_CU /* persistent variants have their own reduce, over the cut tiles only */
+#if !GROUPS_PER_CU /* length-aware variants have their own reduce, over the cut requests only */
 #if NUM_SPLITS < 8
 /* Few splits (2 or 4: the larger batches).  A group of 32 threads merges
  * one whole row: each lane takes REDUCE_VEC consecutive columns in every

@@ -72,7 +72,7 @@ __global__ void empty_smem(int *sink) {
     if (threadIdx.x == 1000) smem[0] = 1, *sink = smem[1];
 }
 
-// a launch argument the size of the persistent variants' work list (17424
+// a launch argument the size of session 8's host-built work list (17424
 // bytes) or of a quarter of it: does its size cost launch time?
 template <int BYTES>
 struct big_arg { int4 w[BYTES / 16]; };
