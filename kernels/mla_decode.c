@@ -53,20 +53,21 @@
 
 static const mt_param_desc mla_decode_params[] = {
     {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16,
-     "query rows (token x head pairs) one work-group handles", 0},
+     "query rows (token x head pairs) one work-group handles", 0, 0},
     {"kv_granularity", "KV_GRANULARITY", {16, 32, 64, 128, 256}, 5, 16,
-     "split boundaries fall on multiples of this many keys", 0},
-    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0},
-    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0},
-    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0},
+     "split boundaries fall on multiples of this many keys", 0, 0},
+    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0, 0},
+    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0, 0},
+    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0},
     {"mma", "MMA", {0, 1, 2}, 3, 0,
-     "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1},
-    {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1},
+     "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1, 0},
+    {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1, 0},
     {"split_reduce", "SPLIT_REDUCE", {0, 1}, 2, 0,
-     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1},
+     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1, 0},
     {"groups_per_cu", "GROUPS_PER_CU", {0, 1, 2}, 3, 0,
      "0: a work-group per (row tile, split, request); 1, 2: length-aware: compute units x this many work-groups, "
-     "each a stretch of the work cut on the GPU from the lengths", 1},
+     "each a stretch of the work cut on the GPU from the lengths", 1,
+     1 /* the kernel is the same for 1 and 2: only the grid differs */},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }

@@ -157,7 +157,8 @@ int mt_variant_defines(const mt_variant *v, const mt_decode_static *s, char stor
     snprintf(storage[n], 48, "Q_DTYPE=%d", (int)s->q_dtype), defines[n] = storage[n], n++;
     snprintf(storage[n], 48, "KV_DTYPE=%d", (int)s->kv_dtype), defines[n] = storage[n], n++;
     for (int i = 0; i < v->family->n_params; i++) {
-        snprintf(storage[n], 48, "%s=%d", v->family->params[i].define, v->values[i]);
+        const mt_param_desc *p = &v->family->params[i];
+        snprintf(storage[n], 48, "%s=%d", p->define, p->define_as_flag ? v->values[i] != 0 : v->values[i]);
         defines[n] = storage[n];
         n++;
     }

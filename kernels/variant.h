@@ -55,6 +55,10 @@ typedef struct mt_param_desc {
      * variant without it takes the default, which must be what the kernel
      * did before the parameter existed */
     int added_later;
+    /* 1 when the kernel only asks whether the value is non-zero (the host
+     * uses the value itself): its define is 0 or 1, so variants that differ
+     * in it alone compile to one code object */
+    int define_as_flag;
 } mt_param_desc;
 
 typedef struct mt_family {

@@ -22,11 +22,23 @@ typedef struct jit_entry {
     struct jit_entry *next;
 } jit_entry;
 
+/* A key some thread is building now (reading from disk or compiling):
+ * another thread asking for it waits for that result instead of compiling
+ * the same code again (variants that differ only in a parameter the kernel
+ * treats as a flag share a key, and the compile-ahead threads meet them side
+ * by side). */
+typedef struct in_flight {
+    uint8_t key[32];
+    struct in_flight *next;
+} in_flight;
+
 struct mt_jit {
     mt_backend *backend;
     char compiler_version[128];
     char cache_dir[PATH_MAX];       /* "" = no disk cache */
     pthread_mutex_t lock;
+    pthread_cond_t built;           /* signalled when an in_flight key is done */
+    in_flight *building;
     jit_entry *buckets[BUCKETS];
     mt_jit_stats stats;
 };
@@ -62,6 +74,7 @@ mt_status mt_jit_create(mt_backend *b, const char *cache_dir, mt_jit **out) {
         j->cache_dir[0] = '\0';
     }
     pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->built, NULL);
     *out = j;
     return MT_OK;
 }
@@ -80,6 +93,7 @@ void mt_jit_destroy(mt_jit *j) {
         }
     }
     pthread_mutex_destroy(&j->lock);
+    pthread_cond_destroy(&j->built);
     free(j);
 }
 
@@ -136,21 +150,19 @@ static jit_entry *insert(mt_jit *j, jit_entry *fresh) {
     return have;
 }
 
-mt_status mt_jit_compile(mt_jit *j, const mt_jit_request *req, const mt_code_object **out,
-                         mt_jit_origin *origin) {
-    if (!out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_jit_compile: null output");
-    *out = NULL;
-    uint8_t key[32];
-    mt_status st = mt_jit_key(j, req, key);
-    if (st != MT_OK) return st;
+static int building_locked(const mt_jit *j, const uint8_t key[32]) {
+    for (const in_flight *f = j->building; f; f = f->next)
+        if (memcmp(f->key, key, 32) == 0) return 1;
+    return 0;
+}
+
+/* Reads the code object of `key` from the disk cache, or compiles it, and
+ * puts it in the memory cache. */
+static mt_status build(mt_jit *j, const mt_jit_request *req, const uint8_t key[32], jit_entry **out,
+                       mt_jit_origin *origin) {
+    mt_status st;
+    jit_entry *e = NULL;
     mt_jit_origin where = MT_JIT_FROM_MEMORY;
-
-    pthread_mutex_lock(&j->lock);
-    jit_entry *e = find_locked(j, key);
-    if (e) j->stats.memory_hits++;
-    pthread_mutex_unlock(&j->lock);
-    if (e) goto found;
-
     jit_entry *fresh = calloc(1, sizeof *fresh);
     if (!fresh) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     memcpy(fresh->obj.key, key, 32);
@@ -223,6 +235,41 @@ mt_status mt_jit_compile(mt_jit *j, const mt_jit_request *req, const mt_code_obj
     e = insert(j, fresh);
 
 found:
+    *out = e;
+    *origin = where;
+    return MT_OK;
+}
+
+mt_status mt_jit_compile(mt_jit *j, const mt_jit_request *req, const mt_code_object **out,
+                         mt_jit_origin *origin) {
+    if (!out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_jit_compile: null output");
+    *out = NULL;
+    uint8_t key[32];
+    mt_status st = mt_jit_key(j, req, key);
+    if (st != MT_OK) return st;
+    mt_jit_origin where = MT_JIT_FROM_MEMORY;
+    jit_entry *e;
+    pthread_mutex_lock(&j->lock);
+    while (!(e = find_locked(j, key)) && building_locked(j, key)) pthread_cond_wait(&j->built, &j->lock);
+    if (e) {
+        j->stats.memory_hits++;
+        pthread_mutex_unlock(&j->lock);
+    } else {
+        in_flight mine;
+        memcpy(mine.key, key, 32);
+        mine.next = j->building, j->building = &mine;
+        pthread_mutex_unlock(&j->lock);
+        st = build(j, req, key, &e, &where);
+        pthread_mutex_lock(&j->lock);
+        for (in_flight **f = &j->building; *f; f = &(*f)->next)
+            if (*f == &mine) {
+                *f = mine.next;
+                break;
+            }
+        pthread_cond_broadcast(&j->built);
+        pthread_mutex_unlock(&j->lock);
+        if (st != MT_OK) return st;
+    }
     *out = &e->obj;
     if (origin) *origin = where;
     return MT_OK;

@@ -16,6 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include "check.h"
 #include "runtime/cache.h"
 #include "runtime/jit.h"
@@ -33,7 +36,8 @@ static mt_status fake_version_fn(mt_backend *b, char *buf, size_t n) {
 static mt_status fake_compile(mt_backend *b, const char *source, const char *name, const char *arch,
                               const char *const *options, int n_options, mt_compile_result *out) {
     (void)b; (void)name;
-    compiles++;
+    __atomic_fetch_add(&compiles, 1, __ATOMIC_SEQ_CST);
+    if (strstr(source, "#slow")) usleep(200000); /* long enough for the others to ask meanwhile */
     if (strstr(source, "#error")) {
         out->log = strdup("error: asked to fail");
         return mt_fail(MT_ERR_COMPILE, "fake compiler: #error in source");
@@ -332,12 +336,40 @@ static void test_two_writers(const char *dir) {
     free(payload);
 }
 
+/* Threads asking at once for a key that is being built wait for that one
+ * build (variants differing only in a flag-like parameter share a key, and
+ * the sweep's compile-ahead threads meet them side by side). */
+typedef struct same_key { mt_jit *jit; const mt_code_object *obj; mt_status st; } same_key;
+static void *ask(void *arg) {
+    same_key *k = arg;
+    mt_jit_request req = {.source = "kernel #slow", .source_name = "k.cu", .arch = "sm_90"};
+    k->st = mt_jit_compile(k->jit, &req, &k->obj, NULL);
+    return NULL;
+}
+static void test_one_build_per_key(void) {
+    mt_jit *jit = NULL;
+    CHECK_OK(mt_jit_create(&fake_backend, "", &jit));
+    int before = compiles;
+    pthread_t t[8];
+    same_key k[8];
+    for (int i = 0; i < 8; i++) {
+        k[i] = (same_key){jit, NULL, MT_ERR_VENDOR};
+        pthread_create(&t[i], NULL, ask, &k[i]);
+    }
+    for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+    int same = 1;
+    for (int i = 0; i < 8; i++) same &= k[i].st == MT_OK && k[i].obj == k[0].obj;
+    CHECK_MSG(same && compiles == before + 1, "%d compiles for 8 threads asking at once", compiles - before);
+    mt_jit_destroy(jit);
+}
+
 int main(void) {
     char dir[256];
     make_temp_dir(dir, sizeof dir);
     test_disk_format(dir);
     test_jit_order(dir);
     test_two_writers(dir);
+    test_one_build_per_key();
     char def[512];
     setenv("MLA_TUNE_CACHE_DIR", "", 1);
     setenv("XDG_CACHE_HOME", "/x/y", 1);
