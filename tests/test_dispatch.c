@@ -105,6 +105,19 @@ int main(void) {
     CHECK_MSG(splits_small == 64 && splits_large == 1, "heuristic splits %d / %d", splits_small, splits_large);
     CHECK(r.entry == NULL);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 1); /* sm_90: the matrix-unit base */
+    CHECK(table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 0);
+    /* a ragged call (the longest at least twice the mean) goes to the
+     * base's length-aware form; a nearly uniform one keeps fixed splits */
+    mt_dispatch_lookup(&table, 32, 2000, 32768, &r);
+    CHECK(!r.entry && table.aware_fallback >= 0 && r.variant == table.aware_fallback &&
+          table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 1 &&
+          table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
+    mt_dispatch_lookup(&table, 32, 2000, 3000, &r);
+    CHECK(table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 0);
+    char why[200];
+    mt_dispatch_lookup(&table, 32, 2000, 32768, &r);
+    mt_dispatch_explain(&table, &r, why, sizeof why);
+    CHECK_MSG(strstr(why, "ragged") != NULL, "%s", why);
     mt_dispatch_free(&table);
     /* 128 heads (64+ rows) on sm_90: the wgmma base; 32 requests x 2 tiles
      * of 64 rows fill a wave of 132 CUs with 2 splits (the tuned choice) */
