@@ -245,6 +245,20 @@ void *mt_dlopen_first(const char *const *names, int n, char *looked_for, size_t 
  * digit each.  Fails with MT_ERR_INVALID_ARGUMENT naming the text. */
 mt_status mt_parse_gfx_target(const char *arch, int *major, int *minor, int *stepping);
 
+/* For backends that run a compiler as a subprocess (compiler_process.c):
+ * mt_run_process runs argv with stdout and stderr into log_path and returns
+ * its exit status, or -1 when it could not run or was killed;
+ * mt_read_whole_file returns a file's bytes, NUL-terminated, malloc'd (NULL
+ * when unreadable), its size in *size when size is not NULL;
+ * mt_clang_version runs `cmd --version` (output to log_path) and returns
+ * clang's major version, 0 when the command ran but is not a clang, -1 when
+ * it did not run, with "X.Y.Z" in version; mt_remove_tree removes a
+ * temporary folder and everything in it. */
+int mt_run_process(char *const argv[], const char *log_path);
+char *mt_read_whole_file(const char *path, size_t *size);
+int mt_clang_version(const char *cmd, const char *log_path, char *version, size_t size);
+void mt_remove_tree(const char *dir);
+
 /* Appends formatted text to a bounded buffer (no overflow, always NUL-terminated). */
 void mt_append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

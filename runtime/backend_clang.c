@@ -31,13 +31,10 @@
 #include "backend.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 typedef struct clang_ctx {
@@ -53,53 +50,6 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
-/* Runs argv with stdout+stderr into `log_path`; returns the exit status or -1. */
-static int run_process(char *const argv[], const char *log_path) {
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static char *read_whole_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = (n + 4096 + 1) * 2;
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + n, 1, 4096, f);
-        n += got;
-        if (got < 4096) break;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    if (size) *size = n;
-    return buf;
-}
-
 static int find_clang(clang_ctx *c, char *looked_for, size_t size) {
     const char *override = getenv("MLA_TUNE_HIP_CLANG");
     const char *candidates[] = {override ? override : "clang-22", "clang-21", "clang-20", "clang-19", "clang"};
@@ -110,31 +60,24 @@ static int find_clang(clang_ctx *c, char *looked_for, size_t size) {
     snprintf(log, sizeof log, "%s/version.txt", tmpdir);
     int found = 0;
     for (int i = 0; i < n && !found; i++) {
-        char *argv[] = {(char *)candidates[i], "--version", NULL};
-        if (run_process(argv, log) == 0) {
-            char *text = read_whole_file(log, NULL);
-            /* clang 14 and older do not know gfx942 */
-            int major = 0;
-            const char *v = text ? strstr(text, "clang version ") : NULL;
-            if (v) major = atoi(v + 14);
-            if (major >= 17) {
-                snprintf(c->clang, sizeof c->clang, "%s", candidates[i]);
-                snprintf(c->version, sizeof c->version, "clang-%.*s", (int)strcspn(v + 14, " \n"), v + 14);
-                found = 1;
-            } else {
-                mt_append(looked_for, size, "%s%s (version %d too old, need >= 17)",
-                          looked_for[0] ? ", " : "", candidates[i], major);
-            }
-            free(text);
-        } else {
+        char number[64] = "";
+        int major = mt_clang_version(candidates[i], log, number, sizeof number);
+        if (major < 0) {
             mt_append(looked_for, size, "%s%s (not runnable)", looked_for[0] ? ", " : "", candidates[i]);
+        } else if (major >= 17) { /* clang 14 and older do not know gfx942 */
+            snprintf(c->clang, sizeof c->clang, "%s", candidates[i]);
+            snprintf(c->version, sizeof c->version, "clang-%s", number);
+            found = 1;
+        } else {
+            mt_append(looked_for, size, "%s%s (version %d too old, need >= 17)", looked_for[0] ? ", " : "",
+                      candidates[i], major);
         }
     }
     if (found) {
         /* does this clang still define the wavefront macro the old HIP headers use? */
         char *argv[] = {c->clang, "-x", "hip", "--offload-arch=gfx942", "--cuda-device-only", "-nogpulib",
                         "-nogpuinc", "-dM", "-E", "/dev/null", NULL};
-        char *text = run_process(argv, log) == 0 ? read_whole_file(log, NULL) : NULL;
+        char *text = mt_run_process(argv, log) == 0 ? mt_read_whole_file(log, NULL) : NULL;
         c->defines_wavefront = text && strstr(text, "#define __AMDGCN_WAVEFRONT_SIZE ") != NULL;
         free(text);
     }
@@ -176,11 +119,6 @@ static mt_status clang_compiler_version(mt_backend *b, char *buf, size_t n) {
     clang_ctx *c = b->context;
     snprintf(buf, n, "%s", c->version);
     return MT_OK;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
 }
 
 static mt_status clang_compile(mt_backend *b, const char *source, const char *source_name,
@@ -287,20 +225,20 @@ static mt_status clang_compile(mt_backend *b, const char *source, const char *so
             argv[n++] = lib_paths[i];
         }
         argv[n] = NULL;
-        int rc = run_process(argv, log_path);
-        out->log = read_whole_file(log_path, NULL);
+        int rc = mt_run_process(argv, log_path);
+        out->log = mt_read_whole_file(log_path, NULL);
         if (!out->log) out->log = strdup("");
         if (rc != 0) {
             st = mt_fail(MT_ERR_COMPILE, "%s failed to compile %s for %s (exit %d):\n%s", c->clang,
                          source_name, arch, rc, out->log ? out->log : "");
             goto done;
         }
-        out->code = read_whole_file(obj_path, &out->code_size);
+        out->code = mt_read_whole_file(obj_path, &out->code_size);
         if (!out->code || out->code_size == 0)
             st = mt_fail(MT_ERR_COMPILE, "%s wrote no code object for %s", c->clang, arch);
     }
 done:
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mt_remove_tree(dir);
     return st;
 }
 

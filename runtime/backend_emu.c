@@ -40,14 +40,11 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,49 +86,6 @@ typedef struct emu_event {
 } emu_event;
 
 static emu_ctx *ctx_of(mt_backend *b) { return b->context; }
-
-static int run_process(char *const argv[], const char *log_path) {
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static char *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (!buf) return NULL;
-    buf[n] = '\0';
-    if (size) *size = (size_t)n;
-    return buf;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
 
 /* --- devices, memory, streams, events ------------------------------------- */
 
@@ -383,15 +337,15 @@ static mt_status emu_compile(mt_backend *b, const char *source, const char *sour
         argv[n++] = "-o";
         argv[n++] = pre;
         argv[n] = NULL;
-        int rc = run_process(argv, log1);
+        int rc = mt_run_process(argv, log1);
         if (rc != 0) {
-            log_text = read_file(log1, NULL);
+            log_text = mt_read_whole_file(log1, NULL);
             st = mt_fail(MT_ERR_COMPILE, "%s failed to preprocess %s for %s on the CPU (exit %d):\n%s", c->cxx,
                          source_name, arch, rc, log_text ? log_text : "");
             goto done;
         }
     }
-    pre_text = read_file(pre, NULL);
+    pre_text = mt_read_whole_file(pre, NULL);
     if (!pre_text) {
         st = mt_fail(MT_ERR_IO, "cannot read %s", pre);
         goto done;
@@ -410,15 +364,15 @@ static mt_status emu_compile(mt_backend *b, const char *source, const char *sour
          * emulation's own cost (fiber switches) dominates anyway */
         char *argv[] = {c->cxx, "-x", "c++-cpp-output", "-std=c++17", "-O1", "-fPIC", "-shared",
                         "-fvisibility=hidden", "-Wno-everything", src2, "-o", so, NULL};
-        int rc = run_process(argv, log2);
-        log_text = read_file(log2, NULL);
+        int rc = mt_run_process(argv, log2);
+        log_text = mt_read_whole_file(log2, NULL);
         if (rc != 0) {
             st = mt_fail(MT_ERR_COMPILE, "%s failed to compile %s for %s on the CPU (exit %d):\n%s", c->cxx,
                          source_name, arch, rc, log_text ? log_text : "");
             goto done;
         }
     }
-    out->code = read_file(so, &out->code_size);
+    out->code = mt_read_whole_file(so, &out->code_size);
     if (!out->code || out->code_size == 0) {
         st = mt_fail(MT_ERR_COMPILE, "%s wrote no shared object for %s", c->cxx, arch);
         goto done;
@@ -429,7 +383,7 @@ done:
     free(pre_text);
     free(log_text);
     free(host.s);
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mt_remove_tree(dir);
     return st;
 }
 
@@ -586,17 +540,15 @@ mt_status mt_backend_emu_open(mt_backend *b) {
     char log[600];
     snprintf(log, sizeof log, "%s/version.txt", dir);
     for (int i = 0; i < n && !c->cxx[0]; i++) {
-        char *argv[] = {(char *)candidates[i], "--version", NULL};
-        char *text = run_process(argv, log) == 0 ? read_file(log, NULL) : NULL;
-        const char *v = text ? strstr(text, "clang version ") : NULL;
-        if (v && atoi(v + 14) >= 17) {
+        char number[64] = "";
+        int major = mt_clang_version(candidates[i], log, number, sizeof number);
+        if (major >= 17) {
             snprintf(c->cxx, sizeof c->cxx, "%s", candidates[i]);
-            snprintf(c->version, sizeof c->version, "clang++-%.*s", (int)strcspn(v + 14, " \n"), v + 14);
+            snprintf(c->version, sizeof c->version, "clang++-%s", number);
         } else {
             mt_append(b->looked_for, sizeof b->looked_for, "%s%s (%s)", b->looked_for[0] ? ", " : "", candidates[i],
-                      text ? "not clang 17 or newer" : "not runnable");
+                      major >= 0 ? "not clang 17 or newer" : "not runnable");
         }
-        free(text);
     }
     unlink(log);
     rmdir(dir);
