@@ -200,6 +200,36 @@ done:
     return visited;
 }
 
+typedef struct variant_list {
+    mt_variant *items;
+    int n, cap, out_of_memory;
+} variant_list;
+
+static int append_variant(const mt_variant *v, void *user) {
+    variant_list *l = user;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 128;
+        mt_variant *grown = realloc(l->items, sizeof *grown * (size_t)cap);
+        if (!grown) return l->out_of_memory = 1;
+        l->items = grown, l->cap = cap;
+    }
+    l->items[l->n++] = *v;
+    return 0;
+}
+
+mt_status mt_space_list(const mt_space *sp, const mt_decode_static *s, const mt_target *t, mt_variant **out, int *n,
+                        int *rejected) {
+    variant_list l = {0};
+    mt_space_enumerate(sp, s, t, append_variant, &l, rejected);
+    if (l.out_of_memory) {
+        free(l.items);
+        *out = NULL, *n = 0;
+        return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory listing a search space");
+    }
+    *out = l.items, *n = l.n;
+    return MT_OK;
+}
+
 typedef struct nearest_ctx {
     const mt_variant *want;
     mt_variant best;

@@ -121,6 +121,13 @@ void mt_space_full(const mt_family *f, mt_space *sp);
 int mt_space_enumerate(const mt_space *sp, const mt_decode_static *s, const mt_target *t,
                        int (*visit)(const mt_variant *v, void *user), void *user, int *rejected);
 
+/* The points mt_space_enumerate visits, in its order, as a malloc'd array
+ * (*out, *n; the caller frees it; NULL and 0 when none is valid).
+ * `rejected` (optional) counts the pruned points.  Fails only when out of
+ * memory, with nothing allocated. */
+mt_status mt_space_list(const mt_space *sp, const mt_decode_static *s, const mt_target *t, mt_variant **out, int *n,
+                        int *rejected);
+
 /* The families built into the library, NULL-terminated. */
 extern const mt_family *const mt_families[];
 const mt_family *mt_family_find(const char *name);

@@ -92,18 +92,8 @@ static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct variant_list {
     mt_variant *items;
-    int n, cap;
+    int n;
 } variant_list;
-
-static int collect(const mt_variant *v, void *user) {
-    variant_list *l = user;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 256;
-        l->items = realloc(l->items, sizeof *l->items * (size_t)l->cap);
-    }
-    l->items[l->n++] = *v;
-    return 0;
-}
 
 static int take_job(int n) {
     pthread_mutex_lock(&job_lock);
@@ -380,7 +370,7 @@ int main(void) {
                 variant_list vl = {0};
                 mt_space sp;
                 mt_space_full(&mt_family_mla_decode_simt, &sp);
-                mt_space_enumerate(&sp, &s, &targets[ti].target, collect, &vl, NULL);
+                CHECK_OK(mt_space_list(&sp, &s, &targets[ti].target, &vl.items, &vl.n, NULL));
                 int n_path = 0;
                 for (int i = 0; i < vl.n; i++) n_path += vl.items[i].values[MT_P_MMA] == path;
                 CHECK_MSG(n_path > 0, "%s has no mma=%d variant for page %d", targets[ti].arch, path, s.page_size);

@@ -84,18 +84,8 @@ static void *compile_worker(void *arg) {
 
 typedef struct variant_list {
     mt_variant *items;
-    int n, cap;
+    int n;
 } variant_list;
-
-static int collect(const mt_variant *v, void *user) {
-    variant_list *l = user;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 256;
-        l->items = realloc(l->items, sizeof *l->items * (size_t)l->cap);
-    }
-    l->items[l->n++] = *v;
-    return 0;
-}
 
 static void fill_storage(void *dst, mt_dtype t, size_t n, double kv_scale) {
     for (size_t i = 0; i < n; i++) {
@@ -245,7 +235,7 @@ int main(void) {
         if (!vl->n) {
             mt_space sp;
             mt_space_full(&mt_family_mla_decode_simt, &sp);
-            mt_space_enumerate(&sp, &tc->s, &target, collect, vl, NULL);
+            CHECK_OK(mt_space_list(&sp, &tc->s, &target, &vl->items, &vl->n, NULL));
         }
         /* every other case from the matrix-unit paths when this GPU has
          * them (a small part of the space, and the newest code): mma=1, and

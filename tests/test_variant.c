@@ -425,6 +425,15 @@ int main(void) {
     for (int i = 0; i < f->n_params; i++) total *= sp.n_values[i];
     int n = mt_space_enumerate(&sp, &s, &gfx942, count_visits, &visited, &pruned);
     CHECK(n == visited && n + pruned == total && pruned > 0 && n > 0);
+    /* the same points as a list, in the same order */
+    mt_variant *listed = NULL;
+    int n_listed = 0, pruned_listed = 0;
+    CHECK_OK(mt_space_list(&sp, &s, &gfx942, &listed, &n_listed, &pruned_listed));
+    CHECK(n_listed == n && pruned_listed == pruned && listed);
+    int all_valid = 1;
+    for (int i = 0; listed && i < n_listed; i++) all_valid &= mt_variant_validate(&listed[i], &s, &gfx942) == MT_OK;
+    CHECK(all_valid);
+    free(listed);
     sp.n_values[MT_P_TILE_Q] = 1;
     sp.values[MT_P_TILE_Q][0] = 16;
     visited = 0;

@@ -61,23 +61,6 @@
 
 /* --- candidates ------------------------------------------------------------------ */
 
-typedef struct variant_list {
-    mt_variant *items;
-    int n, cap;
-} variant_list;
-
-static int collect_variant(const mt_variant *v, void *user) {
-    variant_list *l = user;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 128;
-        mt_variant *grown = realloc(l->items, sizeof *grown * (size_t)l->cap);
-        if (!grown) return 1;
-        l->items = grown;
-    }
-    l->items[l->n++] = *v;
-    return 0;
-}
-
 static uint64_t mix(uint64_t x) {
     x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
     return x;
@@ -85,14 +68,17 @@ static uint64_t mix(uint64_t x) {
 
 int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
                         int key_index, mt_variant **out) {
-    variant_list all = {0};
-    mt_space_enumerate(space, &key->s, t, collect_variant, &all, NULL);
+    struct { mt_variant *items; int n; } all = {NULL, 0};
+    if (mt_space_list(space, &key->s, t, &all.items, &all.n, NULL) != MT_OK) mt_clear_error();
     mt_variant dflt;
     int default_valid = mt_variant_default_for(space->family, &key->s, t, &dflt) == MT_OK;
     mt_clear_error();
     int has_default = 0;
     for (int i = 0; i < all.n; i++) has_default |= memcmp(all.items[i].values, dflt.values, sizeof dflt.values) == 0;
-    if (default_valid && !has_default) collect_variant(&dflt, &all);
+    if (default_valid && !has_default) { /* the default outside the space: measured all the same */
+        mt_variant *grown = realloc(all.items, sizeof *grown * (size_t)(all.n + 1));
+        if (grown) all.items = grown, all.items[all.n++] = dflt;
+    }
     if (plan->strategy != MT_SEARCH_EXHAUSTIVE && plan->budget < all.n) {
         /* seeded Fisher-Yates over the points, default kept in front */
         uint64_t state = mix(plan->seed * 0x9e3779b97f4a7c15ull + (uint64_t)key_index + 1);
