@@ -17,13 +17,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "db_query.h"
 #include "db/db.h"
 #include "kernels/mla_decode.h"
-
-static char dir[256];
-
-static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+#include "test_folder.h"
 
 static mt_device_info fake_device(const char *arch) {
     mt_device_info d = {.compute_units = 132, .total_memory = 80ull << 30};

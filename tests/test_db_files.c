@@ -28,14 +28,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "db_query.h"
 #include "db/db.h"
 #include "kernels/mla_decode.h"
+#include "test_folder.h"
 
-static char dir[256];
 static const char *bin;
-
-static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
 
 static int exists(const char *name) {
     char p[600];
@@ -48,11 +45,7 @@ static int exists(const char *name) {
 static int run(const char *args, char *out, size_t size) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "cd '%s' && timeout -s KILL 20 env %s 2>&1", dir, args);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, size - 1, p) : 0;
-    out[n] = '\0';
-    int status = p ? pclose(p) : -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run_capture(cmd, out, size);
 }
 
 static int sql(const char *name, const char *text) {

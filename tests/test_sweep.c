@@ -20,34 +20,15 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "db_query.h"
+#include "test_folder.h"
 
-static char dir[256];
 static const char *bin;
 
+/* mla-tune with `args`, in the test's folder */
 static int run(const char *args, char *out, size_t out_size) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, bin, args);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, out_size - 1, p) : 0;
-    out[n] = '\0';
-    int status = p ? pclose(p) : -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* one value from the database file `db` in the test's folder */
-static int count(const char *db, const char *sql) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, db);
-    return db_query_int(path, sql);
-}
-
-static void write_file(const char *name, const char *text) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
+    return run_capture(cmd, out, out_size);
 }
 
 #define FAULTS "crash:tile_q=32,hang:tile_q=4+num_splits=16,wrong:tile_q=8+num_splits=2"
@@ -156,11 +137,7 @@ int main(void) {
     /* no GPU and no fake: a plain message, non-zero */
     snprintf(cmd, sizeof cmd, "cd '%s' && MLA_TUNE_CUDA_DRIVER=/nonexistent MLA_TUNE_HIP_RUNTIME=/nonexistent '%s' "
                               "sweep --config plan.yaml --db nogpu.db 2>&1", dir, bin);
-    FILE *p = popen(cmd, "r");
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    status = pclose(p);
-    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "no GPU"), "%s", out);
+    CHECK_MSG(run_capture(cmd, out, sizeof out) == 1 && strstr(out, "no GPU"), "%s", out);
     CHECK(count("nogpu.db", "SELECT 1") == -1 || count("nogpu.db", "SELECT count(*) FROM measurements") <= 0);
 
     /* issue 22: a plan of length mixes.  Each mix is its own key (with its

@@ -23,33 +23,15 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "db_query.h"
+#include "test_folder.h"
 
-static char dir[256];
 static const char *bin;
 
+/* mla-tune with `args`, in the test's folder, killed after 120 s */
 static int run(const char *args, char *out, size_t out_size) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "cd '%s' && timeout -s KILL 120 '%s' %s 2>&1", dir, bin, args);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, out_size - 1, p) : 0;
-    out[n] = '\0';
-    int status = p ? pclose(p) : -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static int count(const char *db, const char *sql) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, db);
-    return db_query_int(path, sql);
-}
-
-static void write_file(const char *name, const char *text) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
+    return run_capture(cmd, out, out_size);
 }
 
 static double now_ms(void) {
