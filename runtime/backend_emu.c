@@ -48,18 +48,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emu/mt_emu_launch.h"
+
 #ifndef MT_EMU_INCLUDE_DIR
 #define MT_EMU_INCLUDE_DIR ""
 #endif
-
-/* kept equal to the header's copy */
-typedef struct mt_emu_launch_desc {
-    void (*entry)(void **args);
-    unsigned grid[3], block[3];
-    size_t shared_bytes;
-    void **args;
-    char error[512];
-} mt_emu_launch_desc;
 
 typedef struct emu_ctx {
     char cxx[256];

@@ -470,17 +470,8 @@ static inline mt_emu_f32x4 __builtin_amdgcn_mfma_f32_16x16x32_f16(mt_emu_h16x8 a
 #endif
 
 /* --- the launch ----------------------------------------------------------- */
-extern "C" {
-/* what backend_emu.c passes (kept equal to its copy there) */
-typedef struct mt_emu_launch_desc {
-    void (*entry)(void **args);
-    unsigned grid[3], block[3];
-    size_t shared_bytes;
-    void **args;
-    char error[512];
-} mt_emu_launch_desc;
-__attribute__((visibility("default"))) int mt_emu_launch(mt_emu_launch_desc *d);
-}
+#include "mt_emu_launch.h" /* what backend_emu.c passes (the include folder is runtime/emu) */
+extern "C" __attribute__((visibility("default"))) int mt_emu_launch(mt_emu_launch_desc *d);
 
 namespace mt_emu {
 enum { STACK_BYTES = 256 << 10 };
