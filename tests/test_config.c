@@ -220,6 +220,20 @@ int main(void) {
         CHECK_OK(mt_lengths_parse(spec, &m));
         CHECK_STATUS(mt_lengths_make(&m, 3, 0, a), MT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(mt_last_error(), "lens_bad.txt:1") != NULL, "%s", mt_last_error());
+        /* the block table: each request its own pages, every page once */
+        int32_t lens4[4] = {130, 0, 64, 1}, *table = NULL;
+        int blocks = 0, seen[8] = {0}, once = 1;
+        size_t pages = 0;
+        uint64_t rng = 7;
+        CHECK_OK(mt_lengths_page_table(lens4, 4, 64, &rng, &table, &blocks, &pages));
+        CHECK(blocks == 3 && pages == 5 && table);
+        for (int r = 0; table && r < 4; r++)
+            for (int c = 0; c < (lens4[r] + 63) / 64; c++) {
+                int32_t pg = table[r * blocks + c];
+                once &= pg >= 0 && pg < 5 && !seen[pg]++;
+            }
+        CHECK(once && table && table[1 * blocks] == 0 && table[0 * blocks + 2] != table[0 * blocks + 1]);
+        free(table);
     }
     expect_space_error("s_twice.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt: {tile_q: [16]}\n"
                        "  mla_decode_simt: {tile_q: [8]}\n", ":4:3:", "family 'mla_decode_simt' listed twice");

@@ -175,33 +175,16 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
     mlt_plan_explain(plan, batch, hint, max_hint, &r->choice);
 
     /* each request gets its own pages, in a shuffled order */
+    int32_t *table = NULL;
     int blocks = 1;
-    size_t pages = 0;
-    for (int i = 0; i < batch; i++) {
-        int n = (lens[i] + page - 1) / page;
-        pages += (size_t)n;
-        if (n > blocks) blocks = n;
-    }
-    if (pages == 0) pages = 1;
+    size_t pages = 1;
+    uint64_t shuffle = 0x243f6a8885a308d3ull;
+    mt_status st = mt_lengths_page_table(lens, batch, page, &shuffle, &table, &blocks, &pages);
     const size_t rows = (size_t)batch * sq * heads;
     const size_t q_bytes = rows * d * 2, kv_bytes = pages * page * d * mt_dtype_size(kv_dtype);
     const size_t out_bytes = rows * dl * 2, ws = mlt_plan_workspace_size(plan);
-    int32_t *order = malloc(sizeof(int32_t) * pages), *table = calloc((size_t)batch * blocks, sizeof(int32_t));
     uint16_t *host_out = malloc(out_bytes);
-    mt_status st = order && table && host_out ? MT_OK : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (st == MT_OK) {
-        for (size_t i = 0; i < pages; i++) order[i] = (int32_t)i;
-        unsigned long long s = 0x243f6a8885a308d3ull;
-        for (size_t i = pages - 1; i > 0; i--) {
-            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-            size_t j = (size_t)(s % (i + 1));
-            int32_t t = order[i];
-            order[i] = order[j], order[j] = t;
-        }
-        size_t next = 0;
-        for (int i = 0; i < batch; i++)
-            for (int k = 0; k < (lens[i] + page - 1) / page; k++) table[(size_t)i * blocks + k] = order[next++];
-    }
+    if (st == MT_OK && !host_out) st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     mt_devptr dq = 0, dkv = 0, dtable = 0, dlens = 0, dout = 0, dlse = 0, dws = 0;
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, q_bytes, &dq);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, kv_bytes, &dkv);
@@ -254,7 +237,7 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
             r->non_finite += !isfinite(f);
         }
     }
-    free(ms), free(order), free(table), free(host_out);
+    free(ms), free(table), free(host_out);
     mt_backend_mem_free(g->b, dq), mt_backend_mem_free(g->b, dkv), mt_backend_mem_free(g->b, dtable);
     mt_backend_mem_free(g->b, dlens), mt_backend_mem_free(g->b, dout), mt_backend_mem_free(g->b, dlse);
     mt_backend_mem_free(g->b, dws);

@@ -192,3 +192,33 @@ void mt_lengths_stats(const int32_t *lens, int batch, int *mean, int *longest) {
     *mean = batch > 0 ? (int)((sum + batch / 2) / batch) : 0;
     *longest = mx;
 }
+
+mt_status mt_lengths_page_table(const int32_t *lens, int batch, int page, uint64_t *rng, int32_t **table,
+                                int *max_blocks, size_t *pages) {
+    int blocks = 1;
+    size_t n = 0;
+    for (int i = 0; i < batch; i++) {
+        int b = (lens[i] + page - 1) / page;
+        n += (size_t)b;
+        if (b > blocks) blocks = b;
+    }
+    if (n == 0) n = 1;
+    int32_t *order = malloc(sizeof *order * n), *t = calloc((size_t)batch * (size_t)blocks, sizeof *t);
+    if (!order || !t) {
+        free(order), free(t);
+        return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory for a block table of %zu pages", n);
+    }
+    for (size_t i = 0; i < n; i++) order[i] = (int32_t)i;
+    for (size_t i = n - 1; i > 0; i--) {
+        *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
+        size_t j = (size_t)(*rng % (i + 1));
+        int32_t x = order[i];
+        order[i] = order[j], order[j] = x;
+    }
+    size_t next = 0;
+    for (int i = 0; i < batch; i++)
+        for (int k = 0; k < (lens[i] + page - 1) / page; k++) t[(size_t)i * blocks + k] = order[next++];
+    free(order);
+    *table = t, *max_blocks = blocks, *pages = n;
+    return MT_OK;
+}

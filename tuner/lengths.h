@@ -58,4 +58,12 @@ mt_status mt_lengths_make(const mt_lengths_mix *m, int batch, int seq_len, int32
 /* Mean (rounded) and longest of a batch's lengths. */
 void mt_lengths_stats(const int32_t *lens, int batch, int *mean, int *longest);
 
+/* The block table of a batch of these lengths on pages of `page` keys, as
+ * bench and the sweep's workers lay a KV cache out: each request its own
+ * pages, all of them handed out in a shuffled order (*rng, a xorshift
+ * state, advances).  *table is [batch][*max_blocks] (unused entries 0),
+ * malloc'd; *pages counts the pages, at least 1. */
+mt_status mt_lengths_page_table(const int32_t *lens, int batch, int page, uint64_t *rng, int32_t **table,
+                                int *max_blocks, size_t *pages);
+
 #endif

@@ -312,15 +312,10 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     if (st == MT_OK) st = mt_lengths_make(&mix, job->key.batch, job->key.seq_len, k->lens);
     if (st != MT_OK) return st;
     long long total_keys = 0;
-    k->max_blocks = 1;
-    size_t pages = 0;
-    for (int b = 0; b < job->key.batch; b++) {
-        int blocks = (k->lens[b] + page - 1) / page;
-        if (blocks > k->max_blocks) k->max_blocks = blocks;
-        pages += (size_t)blocks;
-        total_keys += k->lens[b];
-    }
-    if (pages == 0) pages = 1;
+    for (int b = 0; b < job->key.batch; b++) total_keys += k->lens[b];
+    size_t pages = 1;
+    if ((st = mt_lengths_page_table(k->lens, job->key.batch, page, &rng, &k->table, &k->max_blocks, &pages)) != MT_OK)
+        return st;
     k->rows = job->key.sq * job->key.n_heads;
     k->q_elems = (size_t)job->key.batch * k->rows * s->d;
     k->kv_elems = pages * page * s->d;
@@ -331,7 +326,6 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     size_t kv_size = mt_dtype_size(s->kv_dtype);
     k->q = malloc(k->q_elems * 2);
     k->kv = malloc(k->kv_elems * kv_size);
-    k->table = calloc((size_t)job->key.batch * (size_t)k->max_blocks, sizeof(int32_t));
     k->ref_out = malloc(sizeof(double) * k->out_elems);
     k->ref_lse = malloc(sizeof(double) * k->lse_elems);
     w->got_out = malloc(sizeof(double) * k->out_elems);
@@ -352,21 +346,6 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
         else if (s->kv_dtype == MT_FP16) ((uint16_t *)k->kv)[i] = mt_host_f32_to_f16(x);
         else ((uint8_t *)k->kv)[i] = mt_host_f32_to_fp8e4m3(x / k->kv_scale);
     }
-    /* pages handed out in a shuffled order; each request's row of the
-     * table names its own */
-    int32_t *order = malloc(sizeof(int32_t) * pages);
-    if (!order) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (size_t i = 0; i < pages; i++) order[i] = (int32_t)i;
-    for (size_t i = pages - 1; i > 0; i--) {
-        size_t j = (size_t)((uniform() + 1.0) * 0.5 * (double)(i + 1));
-        if (j > i) j = i;
-        int32_t t = order[i];
-        order[i] = order[j], order[j] = t;
-    }
-    size_t next = 0;
-    for (int b = 0; b < job->key.batch; b++)
-        for (int c = 0; c < (k->lens[b] + page - 1) / page; c++) k->table[(size_t)b * k->max_blocks + c] = order[next++];
-    free(order);
     if ((st = mt_backend_mem_alloc(w->b, k->q_elems * 2, &k->dq)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, k->kv_elems * kv_size, &k->dkv)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, sizeof(int32_t) * (size_t)job->key.batch * k->max_blocks, &k->dtable)) != MT_OK ||
