@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 
 const mt_family *const mt_families[] = {&mt_family_mla_decode_simt, NULL};
 

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "../runtime/error.h"
+#include "runtime/base/error.h"
 
 enum { MT_MAX_PARAMS = 9, MT_MAX_VALUES = 16 };
 

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "kernels/mla_decode.h"
-#include "runtime/backend.h"
-#include "runtime/dispatch.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "runtime/gpu/backend.h"
+#include "runtime/api/dispatch.h"
 
 static double now_ns(void) {
     struct timespec t;

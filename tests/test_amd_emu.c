@@ -37,10 +37,10 @@
 
 #include "check.h"
 #include "kernels/dtype.h"
-#include "kernels/kernels.h"
-#include "kernels/mla_decode.h"
-#include "kernels/mla_reference.h"
-#include "runtime/jit.h"
+#include "kernels/sources.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "kernels/mla_decode/mla_reference.h"
+#include "runtime/gpu/jit.h"
 
 enum { CASES_PER_UNIT = 5, MAX_UNITS = 256, MAX_CASES = MAX_UNITS * CASES_PER_UNIT };
 
@@ -416,7 +416,7 @@ int main(void) {
 
     for (int ti = 0; ti < 2; ti++) self_check(&targets[ti]);
 
-    CHECK_OK(mt_kernel_source("mla_decode.cu", &source));
+    CHECK_OK(mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &source));
     double t0 = now();
     run_parallel(compile_worker);
     double t1 = now();

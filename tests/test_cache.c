@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "runtime/cache.h"
-#include "runtime/jit.h"
-#include "runtime/sha256.h"
+#include "runtime/gpu/cache.h"
+#include "runtime/gpu/jit.h"
+#include "runtime/base/sha256.h"
 
 static int compiles;
 static const char *fake_version = "fake-1.0";

@@ -18,7 +18,7 @@
 
 #include "check.h"
 #include "db/db.h"
-#include "kernels/mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "test_folder.h"
 
 static mt_device_info fake_device(const char *arch) {

@@ -29,7 +29,7 @@
 
 #include "check.h"
 #include "db/db.h"
-#include "kernels/mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "test_folder.h"
 
 static const char *bin;

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
-#include "runtime/backend.h"
+#include "runtime/gpu/backend.h"
 
 int main(void) {
     setenv("MLA_TUNE_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);

@@ -7,9 +7,9 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
-#include "kernels/mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "mlatune.h"
-#include "runtime/dispatch.h"
+#include "runtime/api/dispatch.h"
 
 static mt_choice entry(int heads, int batch, int len, const char *params, mt_dtype kv) {
     mt_choice c = {.arch = "sm_90", .key = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, kv}, .n_heads = heads,

@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "kernels/kernels.h"
-#include "runtime/jit.h"
+#include "kernels/sources.h"
+#include "tuner/kernels/tuner_kernels.h"
+#include "runtime/gpu/jit.h"
 
 static double now_ms(void) {
     struct timespec t;
@@ -43,7 +44,7 @@ int main(void) {
     char dir[] = "/tmp/mla-tune-gpu-cache-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char *source = NULL;
-    CHECK_OK(mt_kernel_source("test_kernels.cu", &source));
+    CHECK_OK(mt_kernel_source(mt_tuner_kernel_files, "test_kernels.cu", &source));
     const char *defines[] = {"TEST_BLOCK=256"};
     mt_jit_request req = {.source = source, .source_name = "test_kernels.cu", .arch = info.arch,
                           .defines = defines, .n_defines = 1};

@@ -30,11 +30,11 @@
 
 #include "check.h"
 #include "kernels/dtype.h"
-#include "kernels/kernels.h"
-#include "kernels/mla_decode.h"
-#include "kernels/mla_reference.h"
-#include "kernels/schedule.h"
-#include "runtime/jit.h"
+#include "kernels/sources.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "kernels/mla_decode/mla_reference.h"
+#include "kernels/mla_decode/schedule.h"
+#include "runtime/gpu/jit.h"
 
 static uint64_t rng_state;
 static uint64_t rnd(void) {
@@ -282,7 +282,7 @@ int main(void) {
 
     /* compile every case's variant on all cores first */
     char *source = NULL;
-    CHECK_OK(mt_kernel_source("mla_decode.cu", &source));
+    CHECK_OK(mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &source));
     mt_jit *jit = NULL;
     CHECK_OK(mt_jit_create(b, NULL, &jit));
     compile_ctx cc = {.jit = jit, .source = source, .arch = info.arch, .cases = cases, .n = n_cases, .only = only};

@@ -5,9 +5,10 @@
  * message.  Skipped (exit 77) only where libnvrtc cannot be loaded.
  */
 #include "check.h"
-#include "kernels/kernels.h"
-#include "kernels/mla_decode.h"
-#include "runtime/backend.h"
+#include "kernels/sources.h"
+#include "tuner/kernels/tuner_kernels.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "runtime/gpu/backend.h"
 
 int main(void) {
     mt_backend *b = NULL;
@@ -20,7 +21,7 @@ int main(void) {
     CHECK(strncmp(version, "nvrtc-", 6) == 0);
 
     char *source = NULL;
-    CHECK_OK(mt_kernel_source("test_kernels.cu", &source));
+    CHECK_OK(mt_kernel_source(mt_tuner_kernel_files, "test_kernels.cu", &source));
     mt_compile_result r;
     const char *opts[] = {"-DTEST_BLOCK=128"};
     CHECK_OK(mt_backend_compile(b, source, "test_kernels.cu", "sm_90", opts, 1, &r));
@@ -34,7 +35,7 @@ int main(void) {
     free(source);
 
     /* the real kernel, default variant */
-    CHECK_OK(mt_kernel_source("mla_decode.cu", &source));
+    CHECK_OK(mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &source));
     mt_variant v;
     mt_variant_default(&mt_family_mla_decode_simt, &v);
     mt_decode_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_FP8_E4M3};

@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "kernels/dtype.h"
-#include "kernels/mla_reference.h"
+#include "kernels/mla_decode/mla_reference.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
 

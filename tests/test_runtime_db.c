@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "db/db.h"
-#include "kernels/mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "runtime/include/mlatune.h"
 
 static char dir[256];

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "kernels/schedule.h"
+#include "kernels/mla_decode/schedule.h"
 
 static uint64_t rng = 88172645463325252ull;
 static int rnd(int lo, int hi) {

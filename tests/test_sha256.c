@@ -1,8 +1,8 @@
 /* SHA-256 against the FIPS 180-4 example vectors, and incremental hashing
  * that must give the same digest however the input is cut. */
 #include "check.h"
-#include "runtime/error.h"
-#include "runtime/sha256.h"
+#include "runtime/base/error.h"
+#include "runtime/base/sha256.h"
 
 static void hex_of(const void *data, size_t n, char hex[65]) {
     uint8_t d[32];

@@ -5,8 +5,8 @@
  * reaches the GPU (a counting backend proves no launch happened).
  */
 #include "check.h"
-#include "kernels/mla_decode.h"
-#include "kernels/schedule.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "kernels/mla_decode/schedule.h"
 
 /* the launches counted, and what the last of each kind was given */
 static int launches, last_grid[3], schedule_launches;

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/kernels.h"
+#include "kernels/sources.h"
+#include "tuner/kernels/tuner_kernels.h"
 #include "timing.h"
 
 /* Median ms of `n` (<= 16) runs of fn after one warm-up run, or -1. */
@@ -52,7 +53,7 @@ static double matrix_peak_tflops(mt_backend *b, mt_jit *jit, const char *arch, c
     char *src = NULL;
     const mt_code_object *obj = NULL;
     mma_job m = {.b = b, .groups = groups, .iters = iters};
-    mt_status st = mt_kernel_source("bench_kernels.cu", &src);
+    mt_status st = mt_kernel_source(mt_tuner_kernel_files, "bench_kernels.cu", &src);
     mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = arch};
     if (st == MT_OK) st = mt_jit_compile(jit, &req, &obj, NULL);
     if (st == MT_OK) st = mt_jit_function(jit, obj, kernel, &m.f);

@@ -8,8 +8,8 @@
 #ifndef MT_CEILINGS_H
 #define MT_CEILINGS_H
 
-#include "../runtime/backend.h"
-#include "../runtime/jit.h"
+#include "runtime/gpu/backend.h"
+#include "runtime/gpu/jit.h"
 
 /* GB/s of a 1 GiB device-to-device copy (bytes read + bytes written), the
  * median of 9 after a warm-up.  0 when it cannot run (the message says why). */

@@ -30,9 +30,10 @@
 #include "commands.h"
 #include "lengths.h"
 #include "kernels/dtype.h"
-#include "kernels/kernels.h"
-#include "kernels/mla_decode.h"
-#include "runtime/api_internal.h"
+#include "kernels/sources.h"
+#include "tuner/kernels/tuner_kernels.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "runtime/api/api_internal.h"
 
 enum { MAX_LIST = 16 };
 
@@ -342,7 +343,7 @@ int cmd_bench(int argc, char **argv) {
     const mt_device_info *info = mt_runtime_device(g.rt);
     char *src = NULL;
     const mt_code_object *obj = NULL;
-    mt_status st = mt_kernel_source("bench_kernels.cu", &src);
+    mt_status st = mt_kernel_source(mt_tuner_kernel_files, "bench_kernels.cu", &src);
     mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = info->arch};
     if (st == MT_OK) st = mt_jit_compile(mt_runtime_jit(g.rt), &req, &obj, NULL);
     if (st == MT_OK) st = mt_jit_function(mt_runtime_jit(g.rt), obj, "mt_fill_random", &g.fill);

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "kernels/kernels.h"
-#include "kernels/mla_decode.h"
-#include "runtime/jit.h"
+#include "kernels/sources.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "runtime/gpu/jit.h"
 #include "config.h"
 
 typedef struct compile_job {
@@ -244,7 +244,7 @@ int cmd_compile(int argc, char **argv) {
         const mt_family *f = spaces.spaces[fi].family;
         if (family_name && strcmp(family_name, f->name) != 0) continue;
         char *source = NULL;
-        if (mt_kernel_source(f->source, &source) != MT_OK) {
+        if (mt_kernel_source(NULL, f->source, &source) != MT_OK) {
             mt_cli_error("compile: %s", mt_last_error());
             failed++;
             continue;

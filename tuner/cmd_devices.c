@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "runtime/backend.h"
+#include "runtime/gpu/backend.h"
 
 int cmd_devices(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {

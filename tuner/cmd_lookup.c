@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "runtime/dispatch.h"
+#include "runtime/api/dispatch.h"
 
 static void usage(FILE *to) {
     fprintf(to, "usage: mla-tune lookup --heads N --batch B --seq-len L|unknown [options]\n\n"

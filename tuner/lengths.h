@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/error.h"
+#include "runtime/base/error.h"
 
 typedef enum mt_lengths_kind {
     MT_LENGTHS_UNIFORM,

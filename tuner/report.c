@@ -34,7 +34,7 @@
 
 #include "commands.h"
 #include "db/db.h"
-#include "kernels/mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "svg.h"
 
 /* Every plot, by file name, to inline where the Markdown refers to it. */

@@ -54,10 +54,10 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "kernels/kernels.h"
-#include "kernels/mla_decode.h"
+#include "kernels/sources.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "protocol.h"
-#include "runtime/jit.h"
+#include "runtime/gpu/jit.h"
 
 /* --- candidates ------------------------------------------------------------------ */
 
@@ -830,7 +830,7 @@ int cmd_sweep(int argc, char **argv) {
     pthread_t compile_threads[64];
     int n_compile = 0;
     if (!sw.fake && mt_backend_open_for_arch(sw.target.arch, &compiler) == MT_OK &&
-        mt_jit_create(compiler, sw.cache_dir, &ca.jit) == MT_OK && mt_kernel_source("mla_decode.cu", &ca.source) == MT_OK) {
+        mt_jit_create(compiler, sw.cache_dir, &ca.jit) == MT_OK && mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &ca.source) == MT_OK) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN) - n_devices;
         if (cores < 1) cores = 1;
         if (cores > 64) cores = 64;

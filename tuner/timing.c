@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/kernels.h"
+#include "kernels/sources.h"
+#include "tuner/kernels/tuner_kernels.h"
 
 mt_status mt_l2_flush_create(mt_backend *b, mt_jit *jit, const char *arch, size_t bytes, mt_flush_mode mode,
                              mt_l2_flush *f) {
@@ -14,7 +15,7 @@ mt_status mt_l2_flush_create(mt_backend *b, mt_jit *jit, const char *arch, size_
     f->b = b, f->mode = mode, f->bytes = bytes & ~(size_t)7;
     char *src = NULL;
     const mt_code_object *obj = NULL;
-    mt_status st = mt_kernel_source("bench_kernels.cu", &src);
+    mt_status st = mt_kernel_source(mt_tuner_kernel_files, "bench_kernels.cu", &src);
     mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = arch};
     if (st == MT_OK) st = mt_jit_compile(jit, &req, &obj, NULL);
     if (st == MT_OK) st = mt_jit_function(jit, obj, "mt_l2_evict_read", &f->evict);

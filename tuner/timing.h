@@ -16,8 +16,8 @@
 
 #include <stddef.h>
 
-#include "../runtime/backend.h"
-#include "../runtime/jit.h"
+#include "runtime/gpu/backend.h"
+#include "runtime/gpu/jit.h"
 
 typedef enum mt_flush_mode { MT_FLUSH_READ, MT_FLUSH_WRITE } mt_flush_mode;
 

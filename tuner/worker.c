@@ -40,13 +40,14 @@
 #include "commands.h"
 #include "lengths.h"
 #include "kernels/dtype.h"
-#include "kernels/kernels.h"
-#include "kernels/mla_decode.h"
-#include "kernels/mla_reference.h"
+#include "kernels/sources.h"
+#include "tuner/kernels/tuner_kernels.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "kernels/mla_decode/mla_reference.h"
 #include "ceilings.h"
 #include "timing.h"
 #include "protocol.h"
-#include "runtime/jit.h"
+#include "runtime/gpu/jit.h"
 
 /* --- parsing the protocol ------------------------------------------------------ */
 
@@ -411,7 +412,7 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
         char *src = NULL;
         const mt_code_object *obj = NULL;
         mt_function oob = NULL;
-        st = mt_kernel_source("test_kernels.cu", &src);
+        st = mt_kernel_source(mt_tuner_kernel_files, "test_kernels.cu", &src);
         mt_jit_request req = {.source = src, .source_name = "test_kernels.cu", .arch = w->info.arch};
         if (st == MT_OK) st = mt_jit_compile(w->jit, &req, &obj, NULL);
         if (st == MT_OK) st = mt_jit_function(w->jit, obj, "mt_test_oob_write", &oob);
@@ -492,7 +493,7 @@ int cmd_worker(int argc, char **argv) {
     if (st == MT_OK) st = mt_jit_create(w.b, cache_dir, &w.jit);
     if (st == MT_OK) st = mt_backend_compiler_version(w.b, compiler, sizeof compiler);
     if (st == MT_OK) st = mt_backend_stream_create(w.b, &w.stream);
-    if (st == MT_OK) st = mt_kernel_source("mla_decode.cu", &w.source);
+    if (st == MT_OK) st = mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &w.source);
     size_t flush_bytes = w.info.l2_bytes ? 4 * (size_t)w.info.l2_bytes : ((size_t)256 << 20);
     if (st == MT_OK) st = mt_l2_flush_create(w.b, w.jit, w.info.arch, flush_bytes, MT_FLUSH_READ, &w.flush);
     if (st != MT_OK) {

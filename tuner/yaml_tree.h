@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 typedef enum yt_kind { YT_SCALAR, YT_SEQUENCE, YT_MAPPING } yt_kind;
 

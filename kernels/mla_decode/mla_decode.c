@@ -319,7 +319,7 @@ static mt_status mla_decode_check(const int *values, const mt_decode_static *s, 
 
 const mt_family mt_family_mla_decode_simt = {
     .name = "mla_decode_simt",
-    .source = "mla_decode.cu",
+    .source = "mla_decode/mla_decode.cu",
     .params = mla_decode_params,
     .n_params = (int)(sizeof mla_decode_params / sizeof mla_decode_params[0]),
     .check = mla_decode_check,

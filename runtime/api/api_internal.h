@@ -9,10 +9,10 @@
 #ifndef MT_API_INTERNAL_H
 #define MT_API_INTERNAL_H
 
-#include "../kernels/variant.h"
-#include "backend.h"
-#include "include/mlatune.h"
-#include "jit.h"
+#include "kernels/variant.h"
+#include "runtime/gpu/backend.h"
+#include "runtime/include/mlatune.h"
+#include "runtime/gpu/jit.h"
 
 mt_backend *mt_runtime_backend(mlt_runtime *rt);
 mt_jit *mt_runtime_jit(mlt_runtime *rt);

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dtype.h"
+#include "kernels/dtype.h"
 
 static double load(const void *base, mt_dtype t, size_t i) {
     switch (t) {

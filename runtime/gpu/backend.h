@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "runtime/base/error.h"
 
 typedef uint64_t mt_devptr;             /* a device address */
 typedef struct mt_stream_s *mt_stream;  /* NULL is the default stream */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 
 static const int heuristic_splits[] = {1, 2, 4, 8, 16, 32, 64, 128};
 

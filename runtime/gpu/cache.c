@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sha256.h"
+#include "runtime/base/sha256.h"
 
 #define CACHE_MAGIC "MLTCACHE"
 enum {

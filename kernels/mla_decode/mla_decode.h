@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/backend.h"
-#include "variant.h"
+#include "runtime/gpu/backend.h"
+#include "kernels/variant.h"
 
 extern const mt_family mt_family_mla_decode_simt;
 

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "runtime/base/error.h"
 
 /* The folder used when none is given: $MLA_TUNE_CACHE_DIR, else
  * $XDG_CACHE_HOME/mla-tune, else $HOME/.cache/mla-tune. */

@@ -23,7 +23,7 @@
 #ifndef MT_DISPATCH_H
 #define MT_DISPATCH_H
 
-#include "../db/db.h"
+#include "db/db.h"
 
 enum { MT_DISPATCH_MAX_VARIANTS = 64 };
 

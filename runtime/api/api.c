@@ -11,7 +11,7 @@
  *     no lock, no I/O.
  */
 #define _GNU_SOURCE
-#include "include/mlatune.h"
+#include "runtime/include/mlatune.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,13 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../db/db.h"
-#include "../kernels/kernels.h"
-#include "../kernels/mla_decode.h"
+#include "db/db.h"
+#include "kernels/sources.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "api_internal.h"
-#include "backend.h"
+#include "runtime/gpu/backend.h"
 #include "dispatch.h"
-#include "jit.h"
+#include "runtime/gpu/jit.h"
 
 struct mlt_runtime {
     mt_backend *backend;
@@ -116,7 +116,7 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
     if (st == MT_OK) st = mt_backend_device_info(rt->backend, o.device, &rt->info);
     if (st == MT_OK) st = mt_backend_set_device(rt->backend, o.device);
     if (st == MT_OK) st = mt_jit_create(rt->backend, o.cache_dir, &rt->jit);
-    if (st == MT_OK) st = mt_kernel_source("mla_decode.cu", &rt->source);
+    if (st == MT_OK) st = mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &rt->source);
     if (st == MT_OK) {
         snprintf(rt->target.arch, sizeof rt->target.arch, "%s", rt->info.arch);
         rt->target.warp_size = rt->info.warp_size;

@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/error.h"
+#include "runtime/base/error.h"
 
 enum {
     MT_SCHEDULE_MAX_STRETCHES = 1023, /* the scheduling kernel's work-group, one thread each (+1) */

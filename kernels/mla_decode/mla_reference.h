@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "variant.h"
+#include "kernels/variant.h"
 
 typedef struct mt_mla_host_problem {
     mt_decode_static s;

@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emu/mt_emu_launch.h"
+#include "runtime/gpu/emu/mt_emu_launch.h"
 
 #ifndef MT_EMU_INCLUDE_DIR
 #define MT_EMU_INCLUDE_DIR ""

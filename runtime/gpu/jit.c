@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "cache.h"
-#include "sha256.h"
+#include "runtime/base/sha256.h"
 
 enum { BUCKETS = 256 };
 
