@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../kernels/mla_decode.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "db_internal.h"
 
 #define MT_APPLICATION_ID 0x4d4c4154 /* "MLAT" */

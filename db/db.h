@@ -27,8 +27,8 @@
 
 #include <stdint.h>
 
-#include "../kernels/variant.h"
-#include "../runtime/backend.h"
+#include "kernels/variant.h"
+#include "runtime/gpu/backend.h"
 
 enum { MT_DB_SCHEMA_VERSION = 4 };
 
