@@ -1,6 +1,7 @@
 /*
  * transfer.c - moving measurements between databases (export, import,
- * merge) and the default database paths.
+ * merge) and the default database paths (the system DB is found relative
+ * to the installed binary or library: installed_datadir).
  *
  * Merge rule: a measurement is identified by its uid (a random 128-bit id
  * given when it was first recorded), so copying A into B twice, or merging
@@ -12,9 +13,13 @@
  * from the union (choices.c: the latest measurement per variant counts).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "db_internal.h"
@@ -22,6 +27,51 @@
 #ifndef MT_INSTALL_DATADIR
 #define MT_INSTALL_DATADIR "/usr/local/share"
 #endif
+/* PREFIX/share seen from PREFIX/lib (the library) and PREFIX/bin (the tool,
+ * which links this code statically); cmake/install.cmake sets both from the
+ * configured layout (lib/x86_64-linux-gnu is two levels deep) */
+#ifndef MT_LIBDIR_TO_DATADIR
+#define MT_LIBDIR_TO_DATADIR "../share"
+#endif
+#ifndef MT_BINDIR_TO_DATADIR
+#define MT_BINDIR_TO_DATADIR "../share"
+#endif
+
+/* The share folder of the installation this code was loaded from, found at
+ * run time so that an installed tree works wherever it is moved to
+ * (cmake --install --prefix P, a tarball unpacked anywhere, a Python
+ * wheel).  The code lives either in libmlatune.so (an engine) or in the
+ * mla-tune executable: dladdr names the file, and the main program's
+ * link-map entry has an empty name, for which /proc/self/exe is read.
+ * Returns 0 unless DIR/mla-tune exists, i.e. unless this really is an
+ * installed tree (a build tree has no share/mla-tune beside it). */
+static int installed_datadir(char *out, size_t size) {
+    Dl_info info;
+    struct link_map *map = NULL;
+    char file[PATH_MAX];
+    if (!dladdr1((void *)installed_datadir, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return 0;
+    int is_program = !map->l_name || !map->l_name[0];
+    if (is_program) {
+        ssize_t n = readlink("/proc/self/exe", file, sizeof file - 1);
+        if (n <= 0) return 0;
+        file[n] = '\0';
+    } else if (!realpath(map->l_name, file)) {
+        return 0;
+    }
+    char *slash = strrchr(file, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/%s/mla-tune", file, is_program ? MT_BINDIR_TO_DATADIR : MT_LIBDIR_TO_DATADIR);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    dir[strlen(dir) - strlen("/mla-tune")] = '\0';
+    char *real = realpath(dir, NULL);
+    if (!real) return 0;
+    snprintf(out, size, "%s", real);
+    free(real);
+    return 1;
+}
 
 void mt_db_default_paths(char *user, size_t user_size, char *system_db, size_t system_size) {
     const char *env = getenv("MLA_TUNE_DB");
@@ -48,7 +98,11 @@ void mt_db_default_paths(char *user, size_t user_size, char *system_db, size_t s
             }
         free(copy);
     }
-    snprintf(system_db, system_size, "%s/mla-tune/tuning.db", MT_INSTALL_DATADIR);
+    /* the installation this code runs from, wherever it was moved; the
+     * configured prefix only when that is not one (a build tree) */
+    char datadir[PATH_MAX];
+    if (!installed_datadir(datadir, sizeof datadir)) snprintf(datadir, sizeof datadir, "%s", MT_INSTALL_DATADIR);
+    snprintf(system_db, system_size, "%s/mla-tune/tuning.db", datadir);
 }
 
 mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied) {

@@ -297,6 +297,14 @@ static void plan_defaults(const char *path, mt_plan *p) {
 }
 
 mt_status mt_load_plan(const char *path, mt_plan *p) {
+    /* a bare name ("quick") that is not a file here names a shipped plan,
+     * so that an installed tool needs no path into share/ */
+    char shipped[2048];
+    if (!strchr(path, '/') && access(path, F_OK) != 0) {
+        char rel[300];
+        snprintf(rel, sizeof rel, "plans/%s%s", path, strstr(path, ".yaml") ? "" : ".yaml");
+        if (mt_config_file(rel, shipped, sizeof shipped) == MT_OK) path = shipped;
+    }
     plan_defaults(path, p);
     yt_node *root = NULL;
     mt_status st = yt_parse_file(path, &root);
@@ -394,10 +402,37 @@ out:
     return st;
 }
 
+#ifndef MT_BINDIR_TO_DATADIR
+#define MT_BINDIR_TO_DATADIR "../share"
+#endif
+
+/* PREFIX/share/mla-tune/configs of the installation the running program
+ * belongs to, wherever that tree was moved; "" when the program is not
+ * installed (a build tree has no share/ beside it). */
+static void installed_config_dir(char *out, size_t size) {
+    out[0] = '\0';
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    *slash = '\0';
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/%s/mla-tune/configs", exe, MT_BINDIR_TO_DATADIR);
+    char *real = access(dir, R_OK | X_OK) == 0 ? realpath(dir, NULL) : NULL;
+    if (real) snprintf(out, size, "%s", real);
+    free(real);
+}
+
 mt_status mt_config_file(const char *rel, char *buf, size_t size) {
-    const char *dirs[3] = {getenv("MLA_TUNE_CONFIG_DIR"), MT_SOURCE_CONFIG_DIR, MT_INSTALL_CONFIG_DIR};
-    char tried[1500] = "";
-    for (int i = 0; i < 3; i++) {
+    /* the installed tree comes before the source tree: an installed tool
+     * reads its own configs even while the tree it was built from exists */
+    char installed[1200];
+    installed_config_dir(installed, sizeof installed);
+    const char *dirs[4] = {getenv("MLA_TUNE_CONFIG_DIR"), installed, MT_SOURCE_CONFIG_DIR, MT_INSTALL_CONFIG_DIR};
+    char tried[2500] = "";
+    for (int i = 0; i < 4; i++) {
         if (!dirs[i] || !dirs[i][0]) continue;
         snprintf(buf, size, "%s/%s", dirs[i], rel);
         if (access(buf, R_OK) == 0) return MT_OK;  /* (fopen would block on a FIFO) */

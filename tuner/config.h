@@ -44,6 +44,8 @@ typedef struct mt_plan {
     unsigned seed;
 } mt_plan;
 
+/* `path` is a file, or the name of a shipped plan ("quick": plans/quick.yaml
+ * found by mt_config_file) when no such file exists here. */
 mt_status mt_load_plan(const char *path, mt_plan *out);
 mt_status mt_parse_plan(const char *name, const char *text, size_t size, mt_plan *out);
 void mt_plan_free(mt_plan *p);
@@ -51,7 +53,8 @@ const char *mt_search_strategy_name(mt_search_strategy s);
 
 
 
-/* Finds configs/REL: under $MLA_TUNE_CONFIG_DIR, else the source tree's
- * configs/ (a development build), else the installed share/mla-tune/configs. */
+/* Finds configs/REL: under $MLA_TUNE_CONFIG_DIR, else PREFIX/share/mla-tune/
+ * configs beside the running (installed) program, else the source tree's
+ * configs/ (a development build), else the configured install prefix's. */
 mt_status mt_config_file(const char *rel, char *buf, size_t size);
 #endif

@@ -1,13 +1,20 @@
 /*
- * main.c - the mla-tune command: dispatches to a subcommand.
+ * main.c - the mla-tune command: dispatches to a subcommand, after turning
+ * the accepted alternative spellings of options into the one each command
+ * parses (aliases below).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
+#include "db/db.h"
 #include "protocol.h"
 #include "sweep.h"
+
+#ifndef MT_VERSION
+#define MT_VERSION "0.1.0"
+#endif
 
 void mt_cli_error(const char *fmt, ...) {
     /* messages quote files (a database row, a config value): control bytes
@@ -43,11 +50,34 @@ static const struct {
     {"report", cmd_report, "write an HTML + Markdown report (SVG plots) of a tuning database"},
 };
 
+/* One name per meaning across commands, the older spellings kept: `-o`
+ * and `--output`; `--devices` (sweep, a list) and `--device` (bench, one
+ * GPU) each accepted where the other is parsed; `--plan` for sweep's
+ * `--config`.  Rewritten in place before the command sees argv. */
+static const struct {
+    const char *command, *alias, *parsed;
+} aliases[] = {
+    {"sweep", "--device", "--devices"},
+    {"sweep", "--plan", "--config"},
+    {"bench", "--devices", "--device"},
+    {"report", "--output", "-o"},
+};
+
+static void apply_aliases(const char *command, int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        for (size_t a = 0; a < sizeof aliases / sizeof aliases[0]; a++)
+            if (strcmp(command, aliases[a].command) == 0 && strcmp(argv[i], aliases[a].alias) == 0)
+                argv[i] = (char *)aliases[a].parsed;
+}
+
 static void usage(FILE *to) {
     fprintf(to, "usage: mla-tune COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(to, "\n'mla-tune COMMAND --help' describes a command's arguments.\n");
+    fprintf(to, "\n'mla-tune COMMAND --help' describes a command's arguments.\n"
+                "Read commands (show, lookup, devices, compile, bench) take --json.\n"
+                "Also: -o = --output, --devices = --device (sweep, bench), --plan = --config (sweep).\n"
+                "'mla-tune --version' prints the version.\n");
 }
 
 int main(int argc, char **argv) {
@@ -59,9 +89,16 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+        printf("mla-tune %s (tuning database schema %d)\n", MT_VERSION, MT_DB_SCHEMA_VERSION);
+        return 0;
+    }
     if (strcmp(argv[1], "__worker") == 0) return cmd_worker(argc - 1, argv + 1);  /* internal: see protocol.h */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            apply_aliases(argv[1], argc - 1, argv + 1);
+            return commands[i].run(argc - 1, argv + 1);
+        }
     mt_cli_error("unknown command '%s'", argv[1]);
     usage(stderr);
     return 2;
