@@ -4,11 +4,12 @@
  *   mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json]
  *   mla-tune export --arch ARCH -o FILE [--db FILE]
  *   mla-tune import FILE [--db FILE]
- *   mla-tune merge A B -o C
+ *   mla-tune merge A B [C ...] -o OUT
  *
  * Files that are read are never written; a file that is to be created by
  * export or merge must not exist yet, and is removed again if anything
- * fails, so a failed command leaves nothing behind.
+ * fails (nothing to copy included), so a failed command leaves nothing
+ * behind.  -o has the long form --output everywhere.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -16,18 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "commands.h"
 #include "db/db.h"
-
-static void json_string(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-        else putchar(*s);
-    }
-    putchar('"');
-}
+#include "json.h"
 
 /* Stored text for the terminal: control bytes (an escape sequence in a
  * hostile file would drive the terminal) shown as \xNN.  The arch, family
@@ -59,6 +53,11 @@ int cmd_show(int argc, char **argv) {
             return 2;
         }
     }
+    mt_target target;
+    if (arch && mt_target_for_arch(arch, &target) != MT_OK) {  /* a typo is not "0 choices" */
+        mt_cli_error("show: %s", mt_last_error());
+        return 2;
+    }
     char user_default[1024], sys_default[1024];
     mt_db_default_paths(user_default, sizeof user_default, sys_default, sizeof sys_default);
     const char *u = user ? user : user_default, *s = sys ? sys : sys_default;
@@ -78,21 +77,27 @@ int cmd_show(int argc, char **argv) {
     if (json) {
         printf("[");
         for (int i = 0; i < n; i++) {
+            const mt_choice *ci = &c[i];
             printf("%s\n  {\"arch\": ", i ? "," : "");
-            json_string(c[i].arch);
+            mt_json_string(stdout, ci->arch);
             printf(", \"kind\": ");
-            json_string(c[i].key.kind);
+            mt_json_string(stdout, ci->key.kind);
             printf(", \"q_dtype\": \"%s\", \"kv_dtype\": \"%s\", \"heads\": %d, \"sq\": %d, \"d\": %d, \"dl\": %d, "
-                   "\"page_size\": %d, \"batch\": %d, \"seq_len\": %d, \"family\": ",
-                   mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype), c[i].key.n_heads,
-                   c[i].key.sq, c[i].key.s.d, c[i].key.s.dl, c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len);
-            json_string(c[i].family);
-            printf(", \"max_len\": %d, \"lengths\": ", c[i].key.max_len);
-            json_string(c[i].key.lengths);
+                   "\"page_size\": %d, \"batch\": %d, \"seq_len\": %d, \"max_len\": %d, \"lengths\": ",
+                   mt_dtype_name(ci->key.s.q_dtype), mt_dtype_name(ci->key.s.kv_dtype), ci->key.n_heads, ci->key.sq,
+                   ci->key.s.d, ci->key.s.dl, ci->key.s.page_size, ci->key.batch, ci->key.seq_len, ci->key.max_len);
+            mt_json_string(stdout, ci->key.lengths);
+            printf(", \"family\": ");
+            mt_json_string(stdout, ci->family);
             printf(", \"params\": ");
-            json_string(c[i].params);
-            printf(", \"median_ms\": %.6f, \"default_ms\": %.6f, \"reason\": ", c[i].median_ms, c[i].default_ms);
-            json_string(c[i].reason);
+            mt_json_params(stdout, ci->params);
+            printf(", \"median_ms\": ");
+            mt_json_number(stdout, ci->median_ms);
+            printf(", \"default_ms\": ");
+            if (ci->default_ms > 0) mt_json_number(stdout, ci->default_ms);
+            else printf("null");
+            printf(", \"reason\": ");
+            mt_json_string(stdout, ci->reason);
             printf(", \"source\": \"%s\"}", src[i] == MT_FROM_USER_DB ? "user" : "system");
         }
         printf("%s]\n", n ? "\n" : "");
@@ -117,6 +122,24 @@ int cmd_show(int argc, char **argv) {
     return 0;
 }
 
+/* Appends the architectures `db` has measurements for to `list`
+ * ("sm_90, gfx942"), each once. */
+static void list_archs(mt_db *db, char *list, size_t size) {
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(mt_db_handle(db), "SELECT DISTINCT d.arch FROM measurements m JOIN devices d ON "
+                           "d.id = m.device_id ORDER BY 1", -1, &q, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        const char *a = (const char *)sqlite3_column_text(q, 0);
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "%s", a ? a : "?");
+        if (strstr(list, quoted)) continue;
+        size_t n = strlen(list);
+        snprintf(list + n, size - n, "%s%s", n ? ", " : "", quoted);
+    }
+    sqlite3_finalize(q);
+}
+
 /* Copies `arch` (NULL = all) of each source into `out`, which must not
  * exist; removes `out` again on failure. */
 static int copy_to_new(const char *const *sources, int n_sources, const char *arch, const char *out, const char *cmd) {
@@ -124,11 +147,16 @@ static int copy_to_new(const char *const *sources, int n_sources, const char *ar
         mt_cli_error("%s: %s already exists; choose a new file (or use import to add to a database)", cmd, out);
         return 1;
     }
-    mt_db *src[8] = {0};
+    mt_db **src = calloc((size_t)n_sources, sizeof *src);
+    if (!src) {
+        mt_cli_error("%s: out of memory", cmd);
+        return 1;
+    }
     for (int i = 0; i < n_sources; i++)
         if (mt_db_open(sources[i], MT_DB_READ, &src[i]) != MT_OK) {
             mt_cli_error("%s: %s", cmd, mt_last_error());
             for (int j = 0; j < i; j++) mt_db_close(src[j]);
+            free(src);
             return 1;
         }
     mt_db *dst = NULL;
@@ -147,6 +175,17 @@ static int copy_to_new(const char *const *sources, int n_sources, const char *ar
         printf("%s: %d measurements from %s\n", cmd, copied, sources[i]);
         total += copied;
     }
+    /* an empty file would install as a system DB that silently answers
+     * nothing: say what the sources do hold instead */
+    if (rc == 0 && total == 0) {
+        char held[512] = "";
+        for (int i = 0; i < n_sources; i++) list_archs(src[i], held, sizeof held);
+        mt_cli_error("%s: nothing to write: %s would hold no measurements%s%s (%s%s)", cmd, out,
+                     arch ? " for " : "", arch ? arch : "",
+                     held[0] ? (n_sources > 1 ? "the inputs hold measurements for: " : "it holds measurements for: ")
+                             : "the input holds no measurements at all", held);
+        rc = 1;
+    }
     /* the new file is read where it is installed, often read-only */
     if (rc == 0 && mt_db_make_shippable(dst) != MT_OK) {
         mt_cli_error("%s: %s", cmd, mt_last_error());
@@ -154,6 +193,7 @@ static int copy_to_new(const char *const *sources, int n_sources, const char *ar
     }
     mt_db_close(dst);
     for (int i = 0; i < n_sources; i++) mt_db_close(src[i]);
+    free(src);
     if (rc != 0) {
         char path[1100];
         unlink(out);
@@ -171,11 +211,12 @@ int cmd_export(int argc, char **argv) {
     const char *arch = NULL, *out = NULL, *user = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: mla-tune export --arch ARCH -o FILE [--db FILE]\n\n"
-                   "Writes a new database holding what the user DB measured on ARCH, ready to ship.\n");
+            printf("usage: mla-tune export --arch ARCH -o|--output FILE [--db FILE]\n\n"
+                   "Writes a new database holding what the user DB measured on ARCH, ready to ship.\n"
+                   "Fails, writing nothing, when the user DB holds no measurement for ARCH.\n");
             return 0;
         } else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "-o") == 0) out = argv[++i];
+        else if (i + 1 < argc && (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)) out = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
         else {
             mt_cli_error("export: unexpected argument '%s'", argv[i]);
@@ -236,23 +277,33 @@ int cmd_import(int argc, char **argv) {
 }
 
 int cmd_merge(int argc, char **argv) {
-    const char *in[2] = {NULL, NULL}, *out = NULL;
+    const char *out = NULL;
+    const char **in = calloc((size_t)argc, sizeof *in);
     int n_in = 0;
+    if (!in) return 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: mla-tune merge A B -o C\n\n"
-                   "Writes a new database C with every measurement of A and B, each once, provenance kept.\n");
+            printf("usage: mla-tune merge A B [C ...] -o|--output OUT\n\n"
+                   "Writes a new database OUT with every measurement of the inputs (the shards of a\n"
+                   "sweep, several hosts' results), each once, provenance kept; choices recomputed\n"
+                   "from the union.\n");
+            free(in);
             return 0;
-        } else if (i + 1 < argc && strcmp(argv[i], "-o") == 0) out = argv[++i];
-        else if (n_in < 2 && argv[i][0] != '-') in[n_in++] = argv[i];
+        } else if (i + 1 < argc && (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)) out = argv[++i];
+        else if (argv[i][0] != '-') in[n_in++] = argv[i];
         else {
             mt_cli_error("merge: unexpected argument '%s'", argv[i]);
+            free(in);
             return 2;
         }
     }
-    if (n_in != 2 || !out) {
-        mt_cli_error("merge: usage: mla-tune merge A B -o C");
+    if (n_in < 2 || !out) {
+        mt_cli_error("merge: usage: mla-tune merge A B [C ...] -o OUT (two or more inputs, %d given%s)", n_in,
+                     out ? "" : ", and no -o");
+        free(in);
         return 2;
     }
-    return copy_to_new(in, 2, NULL, out, "merge");
+    int rc = copy_to_new(in, n_in, NULL, out, "merge");
+    free(in);
+    return rc;
 }
