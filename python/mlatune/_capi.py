@@ -1,0 +1,180 @@
+"""ctypes mirrors of the types in mlatune.h.
+
+Every struct, enum and constant of the public header has its mirror here,
+field for field and in the header's order.  tests/test_layout.py parses the
+header, compiles a C program that prints sizeof and offsetof of every field
+it finds, and compares the result with these classes: a field added to the C
+side and not here (or a changed type) fails that test.
+
+Nothing in this module loads the library: it is the shape of the ABI only.
+"""
+
+import ctypes
+import enum
+import struct
+
+# the header's MLT_VERSION_MAJOR / MLT_VERSION_MINOR at the time these
+# mirrors were last compared with it
+HEADER_VERSION = (0, 1)
+
+# MLT_LENGTHS_UNKNOWN: seq_len_hint for a call whose lengths are not known on
+# the host (CUDA-graph capture); the plan then runs a length-aware variant
+LENGTHS_UNKNOWN = -1
+
+
+class Status(enum.IntEnum):
+    """mlt_status."""
+    OK = 0
+    ERR_INVALID_ARGUMENT = 1
+    ERR_NO_BACKEND = 2
+    ERR_NO_DEVICE = 3
+    ERR_COMPILE = 4
+    ERR_DATABASE = 5
+    ERR_OUT_OF_MEMORY = 6
+    ERR_LAUNCH = 7
+    ERR_IO = 8
+    ERR_INTERNAL = 9
+
+
+class LogLevel(enum.IntEnum):
+    """mlt_log_level."""
+    QUIET = 0
+    WARN = 1
+    INFO = 2
+
+
+class DType(enum.IntEnum):
+    """mlt_dtype."""
+    BF16 = 0
+    FP16 = 1
+    FP8_E4M3 = 2
+
+
+class ChoiceReason(enum.IntEnum):
+    """mlt_choice_reason."""
+    EXACT_KEY = 0
+    NEAREST_KEY = 1
+    HEURISTIC = 2
+
+
+# C enums are ints on every ABI the runtime supports (x86-64, aarch64 Linux)
+_c_enum = ctypes.c_int
+
+
+class RuntimeOptions(ctypes.Structure):
+    """mlt_runtime_options."""
+    _fields_ = [
+        ("device", ctypes.c_int),
+        ("user_db", ctypes.c_char_p),
+        ("system_db", ctypes.c_char_p),
+        ("cache_dir", ctypes.c_char_p),
+        ("log_level", _c_enum),
+    ]
+
+
+class DecodeProblem(ctypes.Structure):
+    """mlt_decode_problem."""
+    _fields_ = [
+        ("n_heads", ctypes.c_int),
+        ("sq", ctypes.c_int),
+        ("d", ctypes.c_int),
+        ("dl", ctypes.c_int),
+        ("page_size", ctypes.c_int),
+        ("q_dtype", _c_enum),
+        ("kv_dtype", _c_enum),
+        ("softmax_scale", ctypes.c_float),
+        ("kv_scale", ctypes.c_float),
+        ("max_batch", ctypes.c_int),
+    ]
+
+
+class DecodeArgs(ctypes.Structure):
+    """mlt_decode_args.  Pointers are kept as integers (c_void_p) so that
+    filling the struct never builds a ctypes pointer object."""
+    _fields_ = [
+        ("batch", ctypes.c_int),
+        ("seq_len_hint", ctypes.c_int),
+        ("max_blocks_per_seq", ctypes.c_int),
+        ("q", ctypes.c_void_p),
+        ("kv_cache", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p),
+        ("seq_lens", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_size", ctypes.c_size_t),
+        ("max_seq_len_hint", ctypes.c_int),
+        ("schedule", ctypes.c_void_p),
+    ]
+
+
+class ChoiceInfo(ctypes.Structure):
+    """mlt_choice_info."""
+    _fields_ = [
+        ("reason", _c_enum),
+        ("family", ctypes.c_char * 40),
+        ("variant", ctypes.c_char * 200),
+        ("key_batch", ctypes.c_int),
+        ("key_seq_len", ctypes.c_int),
+        ("distance", ctypes.c_double),
+        ("measured_ms", ctypes.c_double),
+        ("source", ctypes.c_char * 16),
+        ("key_max_seq_len", ctypes.c_int),
+        ("key_lengths", ctypes.c_char * 48),
+        ("length_aware", ctypes.c_int),
+        ("why", ctypes.c_char * 160),
+    ]
+
+
+# C name -> mirror, for the layout test and for messages
+STRUCTS = {
+    "mlt_runtime_options": RuntimeOptions,
+    "mlt_decode_problem": DecodeProblem,
+    "mlt_decode_args": DecodeArgs,
+    "mlt_choice_info": ChoiceInfo,
+}
+
+# C enum name -> (mirror, prefix of the C enumerators)
+ENUMS = {
+    "mlt_status": (Status, "MLT_"),
+    "mlt_log_level": (LogLevel, "MLT_LOG_"),
+    "mlt_dtype": (DType, "MLT_"),
+    "mlt_choice_reason": (ChoiceReason, "MLT_CHOICE_"),
+}
+
+# C macro -> value
+CONSTANTS = {
+    "MLT_LENGTHS_UNKNOWN": LENGTHS_UNKNOWN,
+    "MLT_VERSION_MAJOR": HEADER_VERSION[0],
+    "MLT_VERSION_MINOR": HEADER_VERSION[1],
+}
+
+
+def struct_packer(mirror):
+    """A struct.Struct that writes every field of a ctypes mirror in one
+    call (pack_into), laid out from the mirror's own offsets so that the two
+    cannot disagree.  Filling mlt_decode_args this way costs one call instead
+    of one ctypes attribute store per field; it is the per-call fast path."""
+    codes = {
+        ctypes.c_int: "i",
+        ctypes.c_float: "f",
+        ctypes.c_double: "d",
+        ctypes.c_void_p: "Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I",
+        ctypes.c_size_t: "Q" if ctypes.sizeof(ctypes.c_size_t) == 8 else "I",
+    }
+    fmt = "="  # native byte order, no implicit alignment: padding comes from the offsets
+    at = 0
+    for name, ctype in mirror._fields_:
+        field = getattr(mirror, name)
+        if ctype not in codes:
+            raise TypeError(f"struct_packer: field {name} of {mirror.__name__} has no packing code")
+        if field.offset > at:
+            fmt += f"{field.offset - at}x"
+        fmt += codes[ctype]
+        at = field.offset + field.size
+    if ctypes.sizeof(mirror) > at:
+        fmt += f"{ctypes.sizeof(mirror) - at}x"
+    packer = struct.Struct(fmt)
+    if packer.size != ctypes.sizeof(mirror):
+        raise AssertionError(f"struct_packer: {fmt} is {packer.size} bytes, {mirror.__name__} {ctypes.sizeof(mirror)}")
+    return packer

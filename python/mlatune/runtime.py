@@ -1,0 +1,140 @@
+"""Runtime: the GPU, the tuning databases and the JIT (mlt_runtime_*)."""
+
+import ctypes
+import os
+import weakref
+
+from ._capi import DecodeProblem, DType, LogLevel, RuntimeOptions, Status
+from ._errors import Error
+from ._library import Library, load_library
+from .plan import Plan, Problem
+
+# names accepted for dtypes, besides mlatune.DType and torch dtypes
+_DTYPE_NAMES = {
+    "bfloat16": DType.BF16, "bf16": DType.BF16,
+    "float16": DType.FP16, "fp16": DType.FP16, "half": DType.FP16,
+    "float8_e4m3fn": DType.FP8_E4M3, "fp8_e4m3": DType.FP8_E4M3, "fp8": DType.FP8_E4M3, "fp8_e4m3fn": DType.FP8_E4M3,
+}
+
+
+def as_dtype(value, name="dtype"):
+    """A DType from a DType, its int, a name ("bfloat16", "fp8", ...) or a
+    torch dtype (torch.bfloat16, torch.float8_e4m3fn)."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, int):
+        try:
+            return DType(value)
+        except ValueError:
+            pass
+    else:
+        text = str(value)
+        text = text[6:] if text.startswith("torch.") else text
+        if text in _DTYPE_NAMES:
+            return _DTYPE_NAMES[text]
+    raise Error(Status.ERR_INVALID_ARGUMENT,
+                f"{name}: {value!r} is not a dtype the runtime knows (bfloat16, float16, float8_e4m3fn)")
+
+
+def _path_arg(value):
+    return None if value is None else os.fsencode(value)
+
+
+class Runtime:
+    """A runtime on one GPU (mlt_runtime_create).
+
+    device:     GPU ordinal, the same numbering torch uses
+    user_db, system_db: tuning databases (None: the defaults mlatune.h lists)
+    cache_dir:  compiled-kernel cache (None: the default; "" turns it off)
+    log_level:  mlatune.LogLevel (QUIET, WARN, INFO), messages on stderr
+    library:    a path to libmlatune or a loaded mlatune.Library (None: the
+                search that mlatune.load_library describes)
+
+    The calling thread must have the device current when it runs plans:
+    true for a thread that has used torch on that device; otherwise call
+    bind_thread().  Plans hold their runtime alive; close() closes them
+    first.
+    """
+
+    def __init__(self, device=0, user_db=None, system_db=None, cache_dir=None, log_level=LogLevel.WARN,
+                 library=None):
+        lib = library if isinstance(library, Library) else load_library(library)
+        self.library = lib
+        self._handle = 0
+        self._plans = weakref.WeakSet()
+        opts = RuntimeOptions()
+        lib.mlt_runtime_options_default(ctypes.byref(opts))
+        opts.device = int(device)
+        opts.user_db = _path_arg(user_db)
+        opts.system_db = _path_arg(system_db)
+        opts.cache_dir = _path_arg(cache_dir)
+        opts.log_level = int(LogLevel(log_level))
+        handle = ctypes.c_void_p()
+        st = lib.mlt_runtime_create(ctypes.byref(opts), ctypes.byref(handle))
+        if st:
+            raise Error(st, lib.last_error() or lib.status_string(st))
+        self._handle = handle.value
+        self.device = int(device)
+        self.arch = (lib.mlt_runtime_arch(self._handle) or b"").decode()
+
+    def plan(self, n_heads, *, sq=1, d=576, dl=512, page_size, q_dtype, kv_dtype, softmax_scale, kv_scale=1.0,
+             max_batch):
+        """A Plan for this problem (mlt_plan_create): compiles, or loads from
+        the cache, every variant the plan may dispatch to, so that nothing
+        compiles later (in particular not during graph capture)."""
+        problem = Problem(n_heads=int(n_heads), sq=int(sq), d=int(d), dl=int(dl), page_size=int(page_size),
+                          q_dtype=as_dtype(q_dtype, "q_dtype"), kv_dtype=as_dtype(kv_dtype, "kv_dtype"),
+                          softmax_scale=float(softmax_scale), kv_scale=float(kv_scale), max_batch=int(max_batch))
+        c = DecodeProblem(n_heads=problem.n_heads, sq=problem.sq, d=problem.d, dl=problem.dl,
+                          page_size=problem.page_size, q_dtype=int(problem.q_dtype), kv_dtype=int(problem.kv_dtype),
+                          softmax_scale=problem.softmax_scale, kv_scale=problem.kv_scale, max_batch=problem.max_batch)
+        handle = ctypes.c_void_p()
+        st = self.library.mlt_plan_create(self._live(), ctypes.byref(c), ctypes.byref(handle))
+        if st:
+            self._fail(st)
+        plan = Plan(self, problem, handle.value)
+        self._plans.add(plan)
+        return plan
+
+    def bind_thread(self):
+        """Makes the runtime's device current on the calling thread."""
+        st = self.library.mlt_runtime_bind_thread(self._live())
+        if st:
+            self._fail(st)
+
+    def synchronize(self):
+        """Waits for all work on the device (not needed between calls)."""
+        st = self.library.mlt_synchronize(self._live())
+        if st:
+            self._fail(st)
+
+    def close(self):
+        """Destroys the plans made here, then the runtime."""
+        if self._handle:
+            for plan in list(self._plans):
+                plan.close()
+            self.library.mlt_runtime_destroy(self._handle)
+            self._handle = 0
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<mlatune.Runtime device={self.device} arch={self.arch} {'open' if self._handle else 'closed'}>"
+
+    def _live(self):
+        if not self._handle:
+            raise Error(Status.ERR_INVALID_ARGUMENT, "runtime is closed")
+        return self._handle
+
+    def _fail(self, status):
+        raise Error(status, self.library.last_error() or self.library.status_string(status))

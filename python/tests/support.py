@@ -1,0 +1,173 @@
+"""Helpers shared by the Python package's tests (no test cases here).
+
+  header()          runtime/include/mlatune.h (or $MLATUNE_INCLUDE_DIRS)
+  compiler()        the C compiler ($CC, else gcc, else cc), or None
+  stub_library()    tests/stub/stub_mlatune.c built against the header into
+                    a temporary folder (once per process); None if no
+                    compiler
+  real_library()    $MLATUNE_LIBRARY, the library under test, or None
+  FakeCudaArray     an object with __cuda_array_interface__ and no memory
+  stub_call_args()  a complete, valid set of fake tensors for a plan
+"""
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+REPO = os.path.dirname(PYTHON_DIR)
+
+if PYTHON_DIR not in sys.path:
+    sys.path.insert(0, PYTHON_DIR)
+
+import mlatune  # noqa: E402
+from mlatune import _capi  # noqa: E402
+
+
+def include_dirs():
+    env = os.environ.get("MLATUNE_INCLUDE_DIRS")
+    if env:
+        return [d for d in env.split(os.pathsep) if d]
+    return [os.path.join(REPO, "runtime", "include")]
+
+
+def header():
+    """The path of mlatune.h, or None."""
+    for d in include_dirs():
+        path = os.path.join(d, "mlatune.h")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def compiler():
+    for cc in (os.environ.get("CC"), "gcc", "cc"):
+        if cc and shutil.which(cc):
+            return shutil.which(cc)
+    return None
+
+
+_tmp = None
+
+
+def temp_dir():
+    """A folder that lives as long as the process."""
+    global _tmp
+    if _tmp is None:
+        _tmp = tempfile.TemporaryDirectory(prefix="mlatune-test-")
+    return _tmp.name
+
+
+def compile_c(source, output, shared):
+    """Compiles one C file against the header; raises with the compiler's
+    output on failure."""
+    cmd = [compiler(), "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-O2"]
+    cmd += ["-I" + d for d in include_dirs()]
+    if shared:
+        cmd += ["-shared", "-fPIC"]
+    cmd += ["-o", output, source]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+    return output
+
+
+_stub = None
+
+
+def stub_library():
+    """A loaded mlatune.Library over the stub, with its stub_* functions
+    typed, or None when no C compiler or header is found."""
+    global _stub
+    if _stub is None:
+        if compiler() is None or header() is None:
+            return None
+        path = compile_c(os.path.join(HERE, "stub", "stub_mlatune.c"),
+                         os.path.join(temp_dir(), "libmlatune_stub.so"), shared=True)
+        lib = mlatune.load_library(path)
+        cdll = lib._cdll
+        for name, restype in (("stub_last_args", ctypes.POINTER(_capi.DecodeArgs)),
+                              ("stub_last_stream", ctypes.c_void_p), ("stub_last_schedule", ctypes.c_void_p),
+                              ("stub_run_count", ctypes.c_longlong), ("stub_schedule_count", ctypes.c_longlong),
+                              ("stub_last_options", ctypes.POINTER(_capi.RuntimeOptions)),
+                              ("stub_plan_problem", ctypes.POINTER(_capi.DecodeProblem)),
+                              ("stub_time_runs", ctypes.c_double)):
+            getattr(cdll, name).restype = restype
+        cdll.stub_plan_problem.argtypes = [ctypes.c_void_p]
+        cdll.stub_time_runs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+        _stub = lib
+    return _stub
+
+
+def real_library():
+    """The library under test ($MLATUNE_LIBRARY), loaded, or None."""
+    path = os.environ.get("MLATUNE_LIBRARY")
+    return mlatune.load_library(path) if path else None
+
+
+class FakeCudaArray:
+    """__cuda_array_interface__ (version 3) over a made-up pointer: enough
+    for the package's checks, never dereferenced (the stub reads nothing).
+    typestr as the interface spells it ("<f2", "<V2" for bfloat16, "<i4",
+    "<f4", "|u1"); strides in bytes or None; device: an ordinal, "cpu"
+    (an object that says it is on the host), or None (says nothing)."""
+
+    def __init__(self, ptr, shape, typestr, strides=None, device=0):
+        self.ptr, self.shape, self.typestr, self.strides = ptr, tuple(shape), typestr, strides
+        if device == "cpu":
+            self.device = type("HostDevice", (), {"type": "cpu"})()
+        elif device is not None:
+            self.device = device
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"version": 3, "data": (self.ptr, False), "shape": self.shape, "typestr": self.typestr,
+                "strides": self.strides, "stream": None}
+
+
+TYPESTR = {"bfloat16": "<V2", "float16": "<f2", "float8_e4m3fn": "|u1", "float32": "<f4", "int32": "<i4",
+           "uint8": "|u1"}
+
+
+class PointerPool:
+    """Distinct, 256-byte aligned made-up device addresses."""
+
+    def __init__(self, start=0x7F0000000000):
+        self.next = start
+
+    def take(self, nbytes):
+        p = self.next
+        self.next += (nbytes + 255) // 256 * 256 + 256
+        return p
+
+
+def stub_call_args(plan, batch=2, max_blocks=4, pages=16, device=0, token_major=False):
+    """A valid call for plan: dict of FakeCudaArrays by argument name
+    (q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)."""
+    p = plan.problem
+    qd = {0: "bfloat16", 1: "float16"}[int(p.q_dtype)]
+    kvd = {0: "bfloat16", 1: "float16", 2: "float8_e4m3fn"}[int(p.kv_dtype)]
+    pool = PointerPool()
+
+    def arr(shape, dtype):
+        item = {"bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float32": 4, "int32": 4, "uint8": 1}[dtype]
+        n = 1
+        for s in shape:
+            n *= s
+        return FakeCudaArray(pool.take(n * item), shape, TYPESTR[dtype], device=device)
+
+    lead = (batch * p.sq,) if token_major else (batch, p.sq)
+    return {
+        "q": arr(lead + (p.n_heads, p.d), qd),
+        "kv_cache": arr((pages, p.page_size, p.d), kvd),
+        "block_table": arr((batch, max_blocks), "int32"),
+        "seq_lens": arr((batch,), "int32"),
+        "out": arr(lead + (p.n_heads, p.dl), qd),
+        "lse": arr(lead + (p.n_heads,), "float32"),
+        "workspace": arr((max(plan.workspace_size, 1),), "uint8"),
+        "schedule": arr((max(plan.schedule_size, 1),), "uint8"),
+    }
