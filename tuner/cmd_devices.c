@@ -1,36 +1,65 @@
 /*
  * cmd_devices.c - `mla-tune devices`: list the GPUs, or say plainly what was
- * looked for when there are none.
+ * looked for when there are none.  With --json the answer is one object,
+ * {"devices": [...], "error": null or what was looked for}, so that a
+ * script reads "no GPU" the same way it reads a list.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
+#include "json.h"
 #include "runtime/gpu/backend.h"
 
+static void json_device(int i, const mt_device_info *d) {
+    printf("%s\n    {\"index\": %d, \"backend\": ", i ? "," : "", i);
+    mt_json_string(stdout, d->backend);
+    printf(", \"arch\": ");
+    mt_json_string(stdout, d->arch);
+    printf(", \"name\": ");
+    mt_json_string(stdout, d->name);
+    printf(", \"compute_units\": %d, \"warp_size\": %d, \"memory_bytes\": %zu, \"shared_per_group_max\": %zu, "
+           "\"clock_mhz\": %d, \"driver\": ",
+           d->compute_units, d->warp_size, d->total_memory, d->shared_per_group_max, d->clock_khz / 1000);
+    mt_json_string(stdout, d->driver_version);
+    printf("}");
+}
+
+static int json_error(const char *message) {
+    printf("{\"devices\": [], \"error\": ");
+    mt_json_string(stdout, message);
+    printf("}\n");
+    return 1;
+}
+
 int cmd_devices(int argc, char **argv) {
+    int json = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: mla-tune devices\n\nLists every GPU found through HIP and CUDA. Exits 1 when none.\n");
+            printf("usage: mla-tune devices [--json]\n\nLists every GPU found through HIP and CUDA. Exits 1 when none\n"
+                   "(--json: {\"devices\": [], \"error\": \"what was looked for\"}).\n");
             return 0;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+            continue;
         }
         mt_cli_error("devices: unexpected argument '%s'", argv[i]);
         return 2;
     }
     mt_backend *b = NULL;
-    if (mt_backend_discover(&b) != MT_OK) {
-        mt_cli_error("%s", mt_last_error());
-        return 1;
-    }
     int count = 0;
-    if (mt_backend_device_count(b, &count) != MT_OK) {
+    if (mt_backend_discover(&b) != MT_OK || mt_backend_device_count(b, &count) != MT_OK) {
         mt_cli_error("%s", mt_last_error());
+        int rc = json ? json_error(mt_last_error()) : 1;
         mt_backend_close(b);
-        return 1;
+        return rc;
     }
-    printf("%-3s %-7s %-8s %-5s %-6s %-10s %-9s %-8s %s\n", "#", "backend", "arch", "CUs", "warp", "memory",
-           "shared", "clock", "name");
-    int failed = 0;
+    if (json) printf("{\"devices\": [");
+    else
+        printf("%-3s %-7s %-8s %-5s %-6s %-10s %-9s %-8s %s\n", "#", "backend", "arch", "CUs", "warp", "memory",
+               "shared", "clock", "name");
+    int failed = 0, shown = 0;
     for (int i = 0; i < count; i++) {
         mt_device_info info;
         if (mt_backend_device_info(b, i, &info) != MT_OK) {
@@ -38,10 +67,13 @@ int cmd_devices(int argc, char **argv) {
             failed = 1;
             continue;
         }
-        printf("%-3d %-7s %-8s %-5d %-6d %-10.1f %-9zu %-8d %s (driver %s)\n", i, info.backend, info.arch,
-               info.compute_units, info.warp_size, info.total_memory / (1024.0 * 1024 * 1024),
-               info.shared_per_group_max, info.clock_khz / 1000, info.name, info.driver_version);
+        if (json) json_device(shown++, &info);
+        else
+            printf("%-3d %-7s %-8s %-5d %-6d %-10.1f %-9zu %-8d %s (driver %s)\n", i, info.backend, info.arch,
+                   info.compute_units, info.warp_size, info.total_memory / (1024.0 * 1024 * 1024),
+                   info.shared_per_group_max, info.clock_khz / 1000, info.name, info.driver_version);
     }
+    if (json) printf("%s], \"error\": %s}\n", shown ? "\n  " : "", failed ? "\"a device could not be read\"" : "null");
     mt_backend_close(b);
     return failed;
 }

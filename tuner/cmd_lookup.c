@@ -3,6 +3,11 @@
  * problem, and why (exact key, nearest key with its distance, or the
  * built-in heuristic).  Reads the same databases as the runtime, through the
  * same dispatcher; needs no GPU when --arch is given.
+ *
+ * Two things the dispatcher does silently are said here: a nearest key far
+ * from the problem (distance above --max-distance: the variant was timed
+ * on a very different amount of work), and, when the heuristic runs, which
+ * part of the problem no entry matches (page size, head count, ...).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -10,7 +15,13 @@
 #include <string.h>
 
 #include "commands.h"
+#include "json.h"
 #include "runtime/api/dispatch.h"
+
+/* The dispatcher's distance (dispatch.h) sums |log2| ratios of batch, mean
+ * length and spread: 2 is a factor of 4 in one of them. Beyond it the
+ * measured winner says little about this problem. */
+#define DEFAULT_MAX_DISTANCE 2.0
 
 static void usage(FILE *to) {
     fprintf(to, "usage: mla-tune lookup --heads N --batch B --seq-len L|unknown [options]\n\n"
@@ -24,18 +35,80 @@ static void usage(FILE *to) {
                 "  --page-size N      (default 64)\n"
                 "  --d N, --dl N      (default 576, 512)\n"
                 "  --cus N            compute units for the heuristic (default: the device's, or 132)\n"
-                "  --db FILE, --system-db FILE   as the runtime (default paths otherwise)\n");
+                "  --max-distance X   warn when the nearest measured key is farther (default %.1f:\n"
+                "                     the sum of |log2| ratios of batch, mean and spread)\n"
+                "  --json             one JSON object instead of text\n"
+                "  --db FILE, --system-db FILE   as the runtime (default paths otherwise)\n",
+            DEFAULT_MAX_DISTANCE);
+}
+
+/* Which part of the problem no choice of the architecture matches, in the
+ * dispatcher's order (dtypes, D/Dl, page size, heads, Sq), with the values
+ * the database does have for it: "page size 1 (measured: 64)". */
+static void what_is_missing(const mt_choice *c, int n, const mt_problem_key *k, char *buf, size_t size) {
+    snprintf(buf, size, "no entry at all for this architecture");
+    if (n == 0) return;
+    int match[n];
+    for (int i = 0; i < n; i++) match[i] = strcmp(c[i].key.kind, k->kind) == 0;
+    for (int field = 0; field < 5; field++) {
+        char have[256] = "";
+        int any = 0;
+        for (int i = 0; i < n; i++) {
+            if (!match[i]) continue;
+            const mt_problem_key *e = &c[i].key;
+            char v[64];
+            int ok;
+            switch (field) {
+            case 0:
+                ok = e->s.q_dtype == k->s.q_dtype && e->s.kv_dtype == k->s.kv_dtype;
+                snprintf(v, sizeof v, "%s/%s", mt_dtype_name(e->s.q_dtype), mt_dtype_name(e->s.kv_dtype));
+                break;
+            case 1:
+                ok = e->s.d == k->s.d && e->s.dl == k->s.dl;
+                snprintf(v, sizeof v, "%d/%d", e->s.d, e->s.dl);
+                break;
+            case 2: ok = e->s.page_size == k->s.page_size, snprintf(v, sizeof v, "%d", e->s.page_size); break;
+            case 3: ok = e->n_heads == k->n_heads, snprintf(v, sizeof v, "%d", e->n_heads); break;
+            default: ok = e->sq == k->sq, snprintf(v, sizeof v, "%d", e->sq); break;
+            }
+            any |= ok;
+            char quoted[70];
+            snprintf(quoted, sizeof quoted, " %s,", v);
+            if (!strstr(have, quoted) && strlen(have) + strlen(quoted) < sizeof have) strcat(have, quoted);
+            match[i] = ok;
+        }
+        if (any) continue;
+        static const char *const names[] = {"q/kv dtypes", "D/Dl", "page size", "head count", "Sq"};
+        char mine[64];
+        switch (field) {
+        case 0: snprintf(mine, sizeof mine, "%s/%s", mt_dtype_name(k->s.q_dtype), mt_dtype_name(k->s.kv_dtype)); break;
+        case 1: snprintf(mine, sizeof mine, "%d/%d", k->s.d, k->s.dl); break;
+        case 2: snprintf(mine, sizeof mine, "%d", k->s.page_size); break;
+        case 3: snprintf(mine, sizeof mine, "%d", k->n_heads); break;
+        default: snprintf(mine, sizeof mine, "%d", k->sq); break;
+        }
+        if (have[0]) have[strlen(have) - 1] = '\0';  /* the last comma */
+        snprintf(buf, size, "missing: no entry with %s %s (the entries that match so far have:%s)", names[field],
+                 mine, have[0] ? have : " none");
+        return;
+    }
+    snprintf(buf, size, "no entry for this kind of problem");
 }
 
 int cmd_lookup(int argc, char **argv) {
     mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
     const char *arch = NULL, *user = NULL, *sys = NULL;
-    int batch = 0, len = -2, max_len = 0, cus = 0;
+    int batch = 0, len = -2, max_len = 0, cus = 0, json = 0;
+    double max_distance = DEFAULT_MAX_DISTANCE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
         }
         if (!v) {
             mt_cli_error("lookup: %s needs a value", a);
@@ -46,6 +119,14 @@ int cmd_lookup(int argc, char **argv) {
         else if (strcmp(a, "--seq-len") == 0 && strcmp(v, "unknown") == 0) len = -1;
         else if (strcmp(a, "--db") == 0) user = v;
         else if (strcmp(a, "--system-db") == 0) sys = v;
+        else if (strcmp(a, "--max-distance") == 0) {
+            char *end = NULL;
+            max_distance = strtod(v, &end);
+            if (!end || end == v || *end || !(max_distance >= 0) || max_distance > 1000) {
+                mt_cli_error("lookup: --max-distance wants a number from 0 to 1000, got '%s'", v);
+                return 2;
+            }
+        }
         else if (strcmp(a, "--q-dtype") == 0 || strcmp(a, "--kv-dtype") == 0) {
             if (mt_dtype_parse(v, a[2] == 'q' ? &k.s.q_dtype : &k.s.kv_dtype) != MT_OK) {
                 mt_cli_error("lookup: %s", mt_last_error());
@@ -122,18 +203,63 @@ int cmd_lookup(int argc, char **argv) {
     }
     mt_dispatch_result r;
     mt_dispatch_lookup(&table, batch, len, max_len, &r);
-    char name[256], why[256], lens[64];
+    char name[256], why[256], lens[64], missing[400] = "";
     mt_variant_format(&table.variants[r.variant], name, sizeof name);
     mt_dispatch_explain(&table, &r, why, sizeof why);
-    if (len < 0) snprintf(lens, sizeof lens, "lengths unknown");
-    else snprintf(lens, sizeof lens, "seq_len=%d max_len=%d", len, max_len > 0 ? max_len : len);
-    printf("%s N=%d Sq=%d D=%d/%d page=%d %s/%s batch=%d %s\n", t.arch, k.n_heads, k.sq, k.s.d, k.s.dl,
-           k.s.page_size, mt_dtype_name(k.s.q_dtype), mt_dtype_name(k.s.kv_dtype), batch, lens);
-    printf("  runs   %s:%s\n", table.variants[r.variant].family->name, name);
-    if (!r.entry)
-        printf("  why    %s (%d entries read for %s; %d compute units)\n", why, n, t.arch, cus);
-    else
-        printf("  why    %s, measured %.4f ms\n", why, r.entry->median_ms);
+    if (!r.entry) what_is_missing(choices, n, &k, missing, sizeof missing);
+    int far = r.entry && !r.exact && !r.unknown_lengths && r.distance > max_distance;
+    const char *source = r.unknown_lengths ? "unknown-lengths" : !r.entry ? "heuristic" : r.exact ? "exact" : "nearest";
+    if (json) {
+        printf("{\"arch\": ");
+        mt_json_string(stdout, t.arch);
+        printf(", \"problem\": {\"kind\": \"%s\", \"heads\": %d, \"sq\": %d, \"d\": %d, \"dl\": %d, "
+               "\"page_size\": %d, \"q_dtype\": \"%s\", \"kv_dtype\": \"%s\", \"batch\": %d, ",
+               k.kind, k.n_heads, k.sq, k.s.d, k.s.dl, k.s.page_size, mt_dtype_name(k.s.q_dtype),
+               mt_dtype_name(k.s.kv_dtype), batch);
+        if (len < 0) printf("\"seq_len\": null, \"max_len\": null}");
+        else printf("\"seq_len\": %d, \"max_len\": %d}", len, max_len > 0 ? max_len : len);
+        printf(", \"family\": ");
+        mt_json_string(stdout, table.variants[r.variant].family->name);
+        printf(", \"params\": ");
+        mt_json_params(stdout, name);
+        printf(", \"source\": \"%s\", \"why\": ", source);
+        mt_json_string(stdout, why);
+        printf(", \"missing\": ");
+        if (missing[0]) mt_json_string(stdout, missing);
+        else printf("null");
+        printf(", \"distance\": ");
+        if (r.entry) mt_json_number(stdout, r.distance);
+        else printf("null");
+        printf(", \"max_distance\": ");
+        mt_json_number(stdout, max_distance);
+        printf(", \"far\": %s, \"nearest_key\": ", far ? "true" : "false");
+        if (r.entry) {
+            printf("{\"batch\": %d, \"seq_len\": %d, \"max_len\": %d, \"lengths\": ", r.entry->batch,
+                   r.entry->seq_len, r.entry->max_len);
+            mt_json_string(stdout, r.entry->lengths);
+            printf(", \"db\": \"%s\", \"median_ms\": ", r.entry->source == MT_FROM_USER_DB ? "user" : "system");
+            mt_json_number(stdout, r.entry->median_ms);
+            printf("}");
+        } else {
+            printf("null");
+        }
+        printf(", \"entries_read\": %d, \"compute_units\": %d}\n", n, cus);
+    } else {
+        if (len < 0) snprintf(lens, sizeof lens, "lengths unknown");
+        else snprintf(lens, sizeof lens, "seq_len=%d max_len=%d", len, max_len > 0 ? max_len : len);
+        printf("%s N=%d Sq=%d D=%d/%d page=%d %s/%s batch=%d %s\n", t.arch, k.n_heads, k.sq, k.s.d, k.s.dl,
+               k.s.page_size, mt_dtype_name(k.s.q_dtype), mt_dtype_name(k.s.kv_dtype), batch, lens);
+        printf("  runs   %s:%s\n", table.variants[r.variant].family->name, name);
+        if (!r.entry)
+            printf("  why    %s (%d entries read for %s; %d compute units)\n         %s\n", why, n, t.arch, cus,
+                   missing);
+        else
+            printf("  why    %s, measured %.4f ms\n", why, r.entry->median_ms);
+        if (far)
+            printf("  FAR    the nearest measured key (batch %d, mean %d, longest %d) is at distance %.2f, beyond %.2f:\n"
+                   "         its winner was timed on a very different amount of work; sweep this shape to know\n",
+                   r.entry->batch, r.entry->seq_len, r.entry->max_len, r.distance, max_distance);
+    }
     mt_dispatch_free(&table);
     free(choices);
     free(sources);

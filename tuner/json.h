@@ -16,6 +16,8 @@ static inline void mt_json_string(FILE *to, const char *s) {
     fputc('"', to);
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
         if (*p == '"' || *p == '\\') fprintf(to, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", to);
+        else if (*p == '\t') fputs("\\t", to);
         else if (*p < 0x20 || *p == 0x7f) fprintf(to, "\\u%04x", *p);
         else fputc(*p, to);
     }

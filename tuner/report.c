@@ -206,8 +206,22 @@ int cmd_report(int argc, char **argv) {
         } else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) db_path = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-o") == 0) out_dir = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "--key") == 0) key_index = atoi(argv[++i]);
-        else if (i + 1 < argc && strcmp(argv[i], "--matrix-tflops") == 0) matrix_tflops = atof(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--key") == 0) {
+            char *end = NULL;
+            long k = strtol(argv[++i], &end, 10);
+            if (!end || end == argv[i] || *end || k < 0 || k > 1000000) {
+                mt_cli_error("report: --key wants a row number of the summary (0, 1, ...), got '%s'", argv[i]);
+                return 2;
+            }
+            key_index = (int)k;
+        } else if (i + 1 < argc && strcmp(argv[i], "--matrix-tflops") == 0) {
+            char *end = NULL;
+            matrix_tflops = strtod(argv[++i], &end);
+            if (!end || end == argv[i] || *end || !(matrix_tflops > 0) || matrix_tflops > 1e6) {
+                mt_cli_error("report: --matrix-tflops wants a positive number (TFLOP/s), got '%s'", argv[i]);
+                return 2;
+            }
+        }
         else {
             mt_cli_error("report: unexpected argument '%s'", argv[i]);
             return 2;
@@ -230,6 +244,13 @@ int cmd_report(int argc, char **argv) {
                      arch ? arch : "");
         mt_db_close(db);
         return 1;
+    }
+    if (key_index >= n) {  /* a selection beyond the table is a mistake, not "the default key" */
+        mt_cli_error("report: --key %d: %s has %d problem keys%s%s (rows 0..%d of the summary)", key_index, db_path, n,
+                     arch ? " for " : "", arch ? arch : "", n - 1);
+        mt_db_close(db);
+        free(choices);
+        return 2;
     }
     if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
         mt_cli_error("report: cannot create %s: %s", out_dir, strerror(errno));
@@ -309,7 +330,7 @@ int cmd_report(int argc, char **argv) {
                        pct_mat, dflt, gain, c->params, md_cell(c->reason));
         if (key_bytes(&c->key) > key_bytes(&choices[heaviest].key)) heaviest = i;
     }
-    if (key_index < 0 || key_index >= n) key_index = heaviest;
+    if (key_index < 0) key_index = heaviest;
 
     /* heat maps per group: best split count, speedup over default */
     int n_plots = 0;
