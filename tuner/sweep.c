@@ -592,6 +592,7 @@ static void print_plan(const sweep *sw) {
     printf("%-4s %-5s %-3s %-5s %-6s %-5s %-6s %-9s %-10s %-6s %s\n", "#", "heads", "Sq", "page", "batch", "len", "max",
            "q/kv", "variants", "jobs", "lengths");
     int compiles = 0;
+    double seconds = 0;  /* the estimate (mt_plan_key_seconds) */
     /* distinct (static facts, variant) pairs are what gets compiled */
     for (int k = 0; k < sw->n_keys; k++) {
         const sweep_key *sk = &sw->keys[k];
@@ -600,6 +601,7 @@ static void print_plan(const sweep *sw) {
         printf("%-4d %-5d %-3d %-5d %-6d %-5d %-6d %-9s %-10d %-6d %s\n", k, sk->key.n_heads, sk->key.sq,
                sk->key.s.page_size, sk->key.batch, sk->key.seq_len, sk->key.max_len, dt, sk->n_candidates, sk->jobs,
                sk->key.lengths[0] ? sk->key.lengths : "uniform");
+        seconds += mt_plan_key_seconds(&sw->plan, &sk->key, sk->jobs);
         for (int c = 0; c < sk->n_candidates; c++) {
             int seen = 0;
             for (int j = 0; j < k && !seen; j++) {
@@ -612,6 +614,13 @@ static void print_plan(const sweep *sw) {
         }
     }
     printf("total: %d keys, %ld jobs, %d distinct compiles\n", sw->n_keys, sw->jobs_total, compiles);
+    /* compiles run ahead on every CPU thread while the GPU measures: about a
+     * second each through NVRTC, so they bound the time only when many */
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    double compile_s = compiles * 1.0 / (double)(threads > 0 ? threads : 1);
+    if (compile_s > seconds) seconds = compile_s;
+    printf("estimate: about %.0f s (%.1f min) on one GPU, good to a factor of ~2 on an H100; --devices N divides "
+           "it by N; keys already in the database are skipped\n", seconds, seconds / 60);
 }
 
 static double key_bytes(const mt_problem_key *k) {

@@ -56,7 +56,8 @@ expect 2 "unknown command 'shwo'" "$bin" shwo
 expect 2 "max-distance wants" "$bin" lookup --arch sm_90 --heads 16 --batch 1 --seq-len 1 --max-distance -1
 
 # aliases: sweep --plan = --config, --device = --devices
-"$bin" sweep --dry-run --plan plan.yaml >/dev/null || fail "sweep --plan"
+"$bin" sweep --dry-run --plan plan.yaml > dry.txt || fail "sweep --plan"
+grep -qE '^estimate: about [0-9]+ s \([0-9.]+ min\) on one GPU' dry.txt || fail "dry run without an estimate: $(cat dry.txt)"
 "$bin" sweep --plan plan.yaml --db d.db --device 0 --fake-device 'wrong:num_splits=2' >/dev/null 2>&1 ||
   fail "sweep --device"
 
