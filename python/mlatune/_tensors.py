@@ -15,6 +15,7 @@ torch tensors (plan.py) reads the attributes directly and falls back to
 describe() only to word an error.
 """
 
+import sys
 from typing import NamedTuple, Optional, Tuple
 
 from ._capi import Status
@@ -140,24 +141,34 @@ def describe(obj, name):
         if strides is not None and is_contiguous(obj.shape, strides):
             strides = None
         return TensorView(obj.ptr, obj.dtype, obj.shape, strides, obj.device, obj.nbytes)
-    if is_torch_tensor(obj):
-        shape = tuple(obj.shape)
-        strides = None if obj.is_contiguous() else tuple(obj.stride())
-        dev = obj.get_device()
-        return TensorView(obj.data_ptr(), torch_dtype_name(obj.dtype), shape, strides,
-                          "cpu" if dev < 0 else dev, numel(shape) * obj.element_size())
+    # torch first when it is loaded (a torch tensor also has a
+    # __cuda_array_interface__, which refuses bfloat16); then the interface;
+    # then anything shaped like a torch tensor
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return _describe_torch(obj)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         return _describe_cai(obj, cai, name)
+    if is_torch_tensor(obj):
+        return _describe_torch(obj)
     raise Error(Status.ERR_INVALID_ARGUMENT,
                 f"{name}: expected a torch tensor, an object with __cuda_array_interface__ or an "
                 f"mlatune.DeviceArray, got {type(obj).__name__}")
 
 
+def _describe_torch(obj):
+    shape = tuple(obj.shape)
+    strides = None if obj.is_contiguous() else tuple(obj.stride())
+    dev = obj.get_device()
+    return TensorView(obj.data_ptr(), torch_dtype_name(obj.dtype), shape, strides,
+                      "cpu" if dev < 0 else dev, numel(shape) * obj.element_size())
+
+
 def _describe_cai(obj, cai, name):
     try:
         ptr = int(cai["data"][0] or 0)
-        shape = tuple(int(s) for s in cai["shape"])
+        shape = tuple(map(int, cai["shape"]))
         typestr = cai["typestr"]
     except (KeyError, TypeError, IndexError, ValueError) as e:
         raise Error(Status.ERR_INVALID_ARGUMENT, f"{name}: malformed __cuda_array_interface__ ({e!r})") from None

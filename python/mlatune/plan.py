@@ -27,6 +27,20 @@ from ._streams import TorchStreams, stream_handle
 
 _ARGS = struct_packer(DecodeArgs)
 
+# the torch tensor classes seen so far (torch.Tensor, nn.Parameter, ...):
+# a set lookup on type(q) is the cheapest test for the fast path
+_TORCH_TYPES = set()
+
+
+def _learn_torch_type(obj):
+    """Whether obj is a torch tensor (torch is then loaded); remembers its
+    class for the next call."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        _TORCH_TYPES.add(type(obj))
+        return True
+    return False
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -75,6 +89,7 @@ class Plan:
         self.workspace_size = int(self._lib.mlt_plan_workspace_size(handle))
         self.schedule_size = int(self._lib.mlt_plan_schedule_size(handle))
         self._rules = CallRules(problem, runtime.device, self.schedule_size)
+        self._device = runtime.device
         self._mlt_run = self._lib.mlt_plan_run
         self._mlt_schedule = self._lib.mlt_plan_schedule
         self._streams = None  # TorchStreams, made on the first torch call
@@ -144,10 +159,25 @@ class Plan:
                      any lengths: use it when capturing a graph
         schedule:    memory build_schedule() filled for this step, or None
         """
-        if isinstance(q, (tuple, list)):
+        rules = self._rules
+        if type(q) in _TORCH_TYPES:
+            try:
+                ptrs = rules.torch_pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+            except AttributeError:  # some other argument is not a torch tensor
+                ptrs = rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+            if stream is None:
+                stream = (self._streams or self._torch_streams()).current(self._device)
+            elif type(stream) is not int:
+                stream = stream_handle(stream)
+        elif isinstance(q, (tuple, list)):
             return self._run_split_q(q, kv_cache, block_table, seq_lens, out, lse, workspace,
                                      seq_len_hint, max_seq_len_hint, schedule, stream)
-        ptrs, stream = self._pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream)
+        elif _learn_torch_type(q):
+            return self.run(q, kv_cache, block_table, seq_lens, out, lse, workspace, seq_len_hint=seq_len_hint,
+                            max_seq_len_hint=max_seq_len_hint, schedule=schedule, stream=stream)
+        else:
+            ptrs = rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+            stream = 0 if stream is None else stream_handle(stream)
         batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc = ptrs
         try:
             args = _ARGS.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
@@ -196,16 +226,14 @@ class Plan:
     # helpers
 
     def _pointers(self, q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream):
-        """The checked pointers and the stream handle."""
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(seq_lens, torch.Tensor):
+        """The checked pointers and the stream handle (run() inlines this)."""
+        if type(q) in _TORCH_TYPES or _learn_torch_type(q):
             try:
                 ptrs = self._rules.torch_pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
-            except AttributeError:  # some argument is not a torch tensor
+            except AttributeError:  # some other argument is not a torch tensor
                 ptrs = self._rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
             if stream is None:
-                streams = self._streams or self._torch_streams()
-                return ptrs, streams.current(self.runtime.device)
+                return ptrs, (self._streams or self._torch_streams()).current(self._device)
         else:
             ptrs = self._rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
             if stream is None:

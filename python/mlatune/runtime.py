@@ -108,6 +108,39 @@ class Runtime:
         if st:
             self._fail(st)
 
+    # Device memory for programs with no GPU framework of their own (torch
+    # users pass torch tensors instead).  Pointers are ints; wrap them in
+    # mlatune.DeviceArray to pass them to Plan.run.  Copies are synchronous.
+
+    def alloc(self, nbytes):
+        """nbytes of device memory (mlt_device_alloc): its address."""
+        ptr = ctypes.c_void_p()
+        st = self.library.mlt_device_alloc(self._live(), nbytes, ctypes.byref(ptr))
+        if st:
+            self._fail(st)
+        return ptr.value or 0
+
+    def free(self, ptr):
+        st = self.library.mlt_device_free(self._live(), ptr)
+        if st:
+            self._fail(st)
+
+    def copy_to_device(self, ptr, data):
+        """Copies a bytes-like object to device address ptr."""
+        view = memoryview(data).cast("B")
+        buf = (ctypes.c_char * len(view)).from_buffer_copy(view)
+        st = self.library.mlt_copy_to_device(self._live(), ptr, buf, len(view))
+        if st:
+            self._fail(st)
+
+    def copy_to_host(self, ptr, nbytes):
+        """nbytes from device address ptr, as bytes."""
+        buf = ctypes.create_string_buffer(nbytes)
+        st = self.library.mlt_copy_to_host(self._live(), buf, ptr, nbytes)
+        if st:
+            self._fail(st)
+        return buf.raw
+
     def close(self):
         """Destroys the plans made here, then the runtime."""
         if self._handle:

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Per-call cost of the Python package over the C call (issue 27: <= 5 us).
+
+Three ways to make the same decode call, timed the same way:
+
+  C call    mlt_plan_run through ctypes with mlt_decode_args packed once
+            beforehand: the C runtime's own cost plus ctypes' call (the
+            floor for any Python caller)
+  run_raw   Plan.run_raw: integers in, packing per call, no checks
+  run       Plan.run: torch tensors in, every check, the current stream
+
+GPU mode (the default; needs torch with CUDA and libmlatune):
+
+    python3 python/bench_overhead.py [--heads 16] [--batch 1] [--seq-len 1024]
+
+prints, per path, the median of many calls of
+  host us     wall time of the call on the host (time.perf_counter_ns):
+              the cost a Python engine pays per call;
+  idle us     CUDA events around the call on an idle GPU (synchronised
+              before each call), so host time before the launch shows too;
+  flushed us  the C bench's method (mla-tune bench: an L2 read-flush before
+              each call, all calls queued, events around the call only):
+              comparable with `mla-tune bench --heads H --batch B --seq-len L
+              --no-ceilings`; host overhead hides behind the flush there.
+The overhead of run is its host time minus the C call's.
+
+Stub mode (--stub; no GPU, no torch needed: CPU only) builds the stub
+library of tests/stub and times the same paths on fake tensors (and on
+torch CPU tensors when torch is installed), plus the stub's C loop.
+
+Library: --library PATH, else $MLATUNE_LIBRARY, else the package's search.
+"""
+
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import mlatune  # noqa: E402
+from mlatune import plan as plan_module  # noqa: E402
+
+
+def median_ns(fn, calls, between=None):
+    """Median wall time of fn() in ns over `calls` calls; `between` (if
+    any) runs every 100 calls, outside the timing."""
+    perf = time.perf_counter_ns
+    times = []
+    for i in range(calls):
+        if between is not None and i % 100 == 0:
+            between()
+        t0 = perf()
+        fn()
+        times.append(perf() - t0)
+    return statistics.median(times)
+
+
+def c_call(plan, packed, stream):
+    """mlt_plan_run through ctypes with its arguments packed in advance."""
+    run, handle = plan._mlt_run, plan._handle
+
+    def call():
+        if run(handle, packed, stream):
+            plan._fail(run(handle, packed, stream))
+    return call
+
+
+# ----------------------------------------------------------------------
+# GPU
+
+def gpu(opts):
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("bench_overhead: torch reports no CUDA device (use --stub on a host without a GPU)")
+    dev = torch.device("cuda", opts.device)
+    torch.cuda.set_device(dev)
+    rt = mlatune.Runtime(device=opts.device, library=opts.library)
+    n, page, b, length = opts.heads, opts.page_size, opts.batch, opts.seq_len
+    plan = rt.plan(n, page_size=page, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=576 ** -0.5,
+                   max_batch=max(b, 1))
+    blocks = (length + page - 1) // page
+    g = torch.Generator(device=dev).manual_seed(1)
+    q = torch.randn((b, 1, n, 576), generator=g, device=dev).to(torch.bfloat16)
+    kv = torch.randn((b * blocks, page, 576), generator=g, device=dev).to(torch.bfloat16)
+    bt = torch.arange(b * blocks, dtype=torch.int32, device=dev).view(b, blocks)
+    lens = torch.full((b,), length, dtype=torch.int32, device=dev)
+    out = torch.empty((b, 1, n, 512), dtype=torch.bfloat16, device=dev)
+    lse = torch.empty((b, 1, n), dtype=torch.float32, device=dev)
+    ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=dev)
+    hints = dict(seq_len_hint=length, max_seq_len_hint=length)
+    stream = torch.cuda.current_stream().cuda_stream
+    raw_args = (b, q.data_ptr(), kv.data_ptr(), bt.data_ptr(), lens.data_ptr(), out.data_ptr(), lse.data_ptr(),
+                ws.data_ptr(), ws.numel(), blocks, length, length, 0, stream)
+    packed = plan_module._ARGS.pack(b, length, blocks, q.data_ptr(), kv.data_ptr(), bt.data_ptr(),
+                                    lens.data_ptr(), out.data_ptr(), lse.data_ptr(), ws.data_ptr(), ws.numel(),
+                                    length, 0)
+    paths = [
+        ("C call", c_call(plan, packed, stream)),
+        ("run_raw", lambda: plan.run_raw(*raw_args)),
+        ("run", lambda: plan.run(q, kv, bt, lens, out, lse, ws, **hints)),
+    ]
+    flush_buf = torch.empty((256 << 20) // 4, dtype=torch.float32, device=dev).fill_(1.0)
+    sink = torch.empty((), dtype=torch.float32, device=dev)
+
+    def flush():
+        torch.sum(flush_buf, out=sink)
+
+    print(f"device: {torch.cuda.get_device_name(dev)} ({rt.arch}); libmlatune: {rt.library.path}")
+    print(f"shape: heads {n}, batch {b}, seq_len {length}, page {page}, bf16; variant: "
+          f"{plan.explain(b, length, length).variant}")
+    print(f"{'path':8s} {'host us':>9s} {'idle us':>9s} {'flushed us':>11s}")
+    results = {}
+    for name, fn in paths:
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        host = median_ns(fn, opts.calls, between=torch.cuda.synchronize) / 1e3
+        torch.cuda.synchronize()
+        idle = []
+        for _ in range(opts.reps):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            idle.append(e0.elapsed_time(e1) * 1e3)
+        pairs = []
+        for _ in range(opts.reps):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            flush()
+            e0.record()
+            fn()
+            e1.record()
+            pairs.append((e0, e1))
+        torch.cuda.synchronize()
+        flushed = statistics.median(e0.elapsed_time(e1) * 1e3 for e0, e1 in pairs)
+        results[name] = host
+        print(f"{name:8s} {host:9.2f} {statistics.median(idle):9.2f} {flushed:11.2f}")
+    print(f"run over the C call (host): {results['run'] - results['C call']:.2f} us; "
+          f"run_raw over the C call: {results['run_raw'] - results['C call']:.2f} us")
+    print(f"C bench for comparison: mla-tune bench --heads {n} --batch {b} --seq-len {length} "
+          f"--page-size {page} --no-ceilings")
+
+
+# ----------------------------------------------------------------------
+# stub (CPU)
+
+def stub(opts):
+    sys.path.insert(0, os.path.join(HERE, "tests"))
+    import support
+    lib = support.stub_library()
+    if lib is None:
+        sys.exit("bench_overhead --stub: needs a C compiler and mlatune.h")
+    rt = mlatune.Runtime(library=lib)
+    plan = rt.plan(opts.heads, page_size=opts.page_size, q_dtype="bfloat16", kv_dtype="bfloat16",
+                   softmax_scale=576 ** -0.5, max_batch=max(opts.batch, 1))
+    fake = support.stub_call_args(plan, batch=opts.batch)
+    blocks = fake["block_table"].shape[1]
+    ptr = {k: v.ptr for k, v in fake.items()}
+    wsb = plan.workspace_size
+    raw_args = (opts.batch, ptr["q"], ptr["kv_cache"], ptr["block_table"], ptr["seq_lens"], ptr["out"], ptr["lse"],
+                ptr["workspace"], wsb, blocks, opts.seq_len, opts.seq_len, 0, 0)
+    packed = plan_module._ARGS.pack(opts.batch, opts.seq_len, blocks, ptr["q"], ptr["kv_cache"],
+                                    ptr["block_table"], ptr["seq_lens"], ptr["out"], ptr["lse"], ptr["workspace"],
+                                    wsb, opts.seq_len, 0)
+    hints = dict(seq_len_hint=opts.seq_len, max_seq_len_hint=opts.seq_len)
+    fake_args = dict(fake, schedule=None)
+    c_loop = lib._cdll.stub_time_runs(plan._handle, packed, None, 100000)
+    rows = [("C loop (in C)", c_loop)]
+    for name, fn in (("C call (ctypes)", c_call(plan, packed, 0)),
+                     ("run_raw", lambda: plan.run_raw(*raw_args)),
+                     ("run, CAI fakes", lambda: plan.run(**fake_args, **hints))):
+        rows.append((name, min(median_ns(fn, opts.calls) for _ in range(5))))
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        # CPU tensors say get_device() == -1: patched to 0 (the runtime's
+        # device) so the fast path runs as it would on a GPU; streams faked
+        torch.Tensor.get_device = lambda self: 0
+        plan._streams = type("NoStreams", (), {"current": staticmethod(lambda device: 0)})()
+        t = {
+            "q": torch.zeros((opts.batch, 1, opts.heads, 576), dtype=torch.bfloat16),
+            "kv_cache": torch.zeros((16, opts.page_size, 576), dtype=torch.bfloat16),
+            "block_table": torch.zeros((opts.batch, blocks), dtype=torch.int32),
+            "seq_lens": torch.ones((opts.batch,), dtype=torch.int32),
+            "out": torch.empty((opts.batch, 1, opts.heads, 512), dtype=torch.bfloat16),
+            "lse": torch.empty((opts.batch, 1, opts.heads), dtype=torch.float32),
+            "workspace": torch.empty((wsb,), dtype=torch.uint8),
+        }
+        rows.append(("run, torch CPU", min(median_ns(lambda: plan.run(**t, **hints), opts.calls) for _ in range(5))))
+    print(f"stub libmlatune (no GPU): heads {opts.heads}, batch {opts.batch}; Python {sys.version.split()[0]}"
+          + (f", torch {torch.__version__}" if torch is not None else ""))
+    base = rows[1][1]
+    for name, ns in rows:
+        extra = f"  (+{(ns - base) / 1e3:.2f} us over the ctypes call)" if ns > base else ""
+        print(f"  {name:18s} {ns / 1e3:7.2f} us{extra}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stub", action="store_true", help="CPU only: time against the stub library")
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq-len", type=int, default=1024)
+    ap.add_argument("--page-size", type=int, default=64)
+    ap.add_argument("--calls", type=int, default=5000, help="calls per host-time median")
+    ap.add_argument("--reps", type=int, default=200, help="calls per event-time median")
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--library", default=None)
+    opts = ap.parse_args()
+    (stub if opts.stub else gpu)(opts)
+
+
+if __name__ == "__main__":
+    main()

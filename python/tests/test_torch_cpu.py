@@ -1,0 +1,153 @@
+"""The torch fast path (_checks.CallRules.torch_pointers) on CPU tensors,
+against the stub libmlatune.  Skipped without torch.
+
+CPU tensors report get_device() == -1; for these tests torch.Tensor's
+get_device is patched to say 0 (the runtime's device), so that the fast
+path's other checks run on real torch tensors (real dtypes, torch.Size,
+strides, views).  Every refusal is compared with the general path's
+message for the same argument: the two must word it the same way.
+"""
+
+import contextlib
+import unittest
+
+import support
+
+import mlatune
+from mlatune import Status
+
+try:
+    import torch
+except ImportError:  # the tests say why they skip
+    torch = None
+
+
+@contextlib.contextmanager
+def tensors_on_device_0():
+    original = torch.Tensor.get_device
+    torch.Tensor.get_device = lambda self: 0
+    try:
+        yield
+    finally:
+        torch.Tensor.get_device = original
+
+
+def torch_args(plan, batch=3, max_blocks=4, pages=16, token_major=False):
+    p = plan.problem
+    qd = {0: torch.bfloat16, 1: torch.float16}[int(p.q_dtype)]
+    kvd = {0: torch.bfloat16, 1: torch.float16, 2: torch.uint8}[int(p.kv_dtype)]
+    lead = (batch * p.sq,) if token_major else (batch, p.sq)
+    return {
+        "q": torch.zeros(lead + (p.n_heads, p.d), dtype=qd),
+        "kv_cache": torch.zeros((pages, p.page_size, p.d), dtype=kvd),
+        "block_table": torch.zeros((batch, max_blocks), dtype=torch.int32),
+        "seq_lens": torch.ones((batch,), dtype=torch.int32),
+        "out": torch.empty(lead + (p.n_heads, p.dl), dtype=qd),
+        "lse": torch.empty(lead + (p.n_heads,), dtype=torch.float32),
+        "workspace": torch.empty((plan.workspace_size,), dtype=torch.uint8),
+        "schedule": torch.empty((plan.schedule_size,), dtype=torch.uint8),
+    }
+
+
+class _NoStreams:
+    """CPU torch has no CUDA streams: the default stream is faked as 0."""
+    @staticmethod
+    def current(device):
+        return 0
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class TorchFastPathTest(unittest.TestCase):
+
+    def setUp(self):
+        self.lib = support.stub_library()
+        if self.lib is None:
+            self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
+        self.rt = mlatune.Runtime(library=self.lib)
+        self.plan = self.rt.plan(16, sq=2, page_size=64, q_dtype=torch.bfloat16, kv_dtype=torch.bfloat16,
+                                 softmax_scale=0.0417, max_batch=8)
+        self.plan._streams = _NoStreams()
+        self.args = torch_args(self.plan)
+        patch = tensors_on_device_0()
+        patch.__enter__()
+        self.addCleanup(patch.__exit__, None, None, None)
+
+    def test_pointers_reach_c(self):
+        self.plan.run(**self.args)
+        got = self.lib._cdll.stub_last_args().contents
+        for name in ("q", "kv_cache", "block_table", "seq_lens", "out", "lse", "workspace", "schedule"):
+            self.assertEqual(getattr(got, name), self.args[name].data_ptr(), name)
+        self.assertEqual((got.batch, got.max_blocks_per_seq, got.workspace_size), (3, 4, self.plan.workspace_size))
+        self.assertIsNone(self.lib._cdll.stub_last_stream())
+
+    def test_fast_and_general_paths_agree(self):
+        rules = self.plan._rules
+        self.assertEqual(rules.torch_pointers(**self.args), rules.pointers(**self.args))
+        args = torch_args(self.plan, token_major=True)
+        args["kv_cache"] = args["kv_cache"].unsqueeze(2)  # [pages, page, 1, D]
+        self.assertEqual(rules.torch_pointers(**args), rules.pointers(**args))
+
+    def refusal(self, **changes):
+        """The fast path's message for a bad argument, checked against the
+        general path's."""
+        args = dict(self.args, **changes)
+        with self.assertRaises(mlatune.Error) as fast:
+            self.plan._rules.torch_pointers(**args)
+        with self.assertRaises(mlatune.Error) as general:
+            self.plan._rules.pointers(**args)
+        self.assertEqual(fast.exception.message, general.exception.message)
+        self.assertEqual(fast.exception.status, Status.ERR_INVALID_ARGUMENT)
+        return fast.exception.message
+
+    def test_refusals(self):
+        a = self.args
+        self.assertEqual(self.refusal(q=a["q"].half()), "q: expected dtype bfloat16, got float16")
+        self.assertEqual(self.refusal(seq_lens=a["seq_lens"].long()), "seq_lens: expected dtype int32, got int64")
+        self.assertEqual(self.refusal(lse=a["lse"].half()), "lse: expected dtype float32, got float16")
+        self.assertTrue(self.refusal(out=a["out"][..., :256]).startswith("out: expected shape"))
+        self.assertTrue(self.refusal(kv_cache=a["kv_cache"][:, :32]).startswith("kv_cache: expected shape"))
+        self.assertTrue(self.refusal(kv_cache=a["kv_cache"][0]).startswith("kv_cache: expected shape"))
+        self.assertTrue(self.refusal(block_table=a["block_table"][:2]).startswith("block_table: expected shape"))
+        self.assertTrue(self.refusal(seq_lens=torch.ones((9,), dtype=torch.int32)).startswith(
+            "seq_lens: expected shape [batch] with 1 <= batch <= 8"))
+        self.assertTrue(self.refusal(seq_lens=torch.ones((), dtype=torch.int32)).startswith("seq_lens: expected shape"))
+        # views: non-contiguous, and contiguous but at an odd offset
+        q_t = a["q"].transpose(1, 2).contiguous().transpose(1, 2)
+        self.assertTrue(self.refusal(q=q_t).startswith("q: not contiguous"))
+        wide = torch.zeros((3, 8), dtype=torch.int32)
+        self.assertTrue(self.refusal(block_table=wide[:, :4]).startswith("block_table: not contiguous"))
+        flat = torch.zeros(a["q"].numel() + 8, dtype=torch.bfloat16)
+        q_off = flat[4:4 + a["q"].numel()].view(a["q"].shape)  # 8 bytes past an aligned start
+        if flat.data_ptr() % 16 == 0:
+            self.assertIn("is not 16-byte aligned", self.refusal(q=q_off))
+        ws = torch.empty(self.plan.workspace_size + 16, dtype=torch.uint8)
+        off = (16 - ws.data_ptr() % 16) % 16 + 4
+        self.assertIn("workspace: data pointer", self.refusal(workspace=ws[off:]))
+        self.assertIn("schedule: 100 bytes, the plan needs 512", self.refusal(schedule=a["schedule"][:100]))
+
+    def test_wrong_device(self):
+        torch.Tensor.get_device = lambda self: -1 if self.dtype == torch.float32 else 0  # lse "on the host"
+        self.assertEqual(self.refusal(), "lse: on cpu, expected cuda:0 (the runtime's device)")
+
+    def test_fp8_kv_as_uint8(self):
+        plan = self.rt.plan(16, sq=1, page_size=16, q_dtype=torch.bfloat16, kv_dtype="fp8", softmax_scale=0.0417,
+                            kv_scale=2.0, max_batch=8)
+        plan._streams = _NoStreams()
+        args = torch_args(plan)
+        self.assertIs(args["kv_cache"].dtype, torch.uint8)
+        plan.run(**args)
+        self.assertEqual(self.lib._cdll.stub_last_args().contents.kv_cache, args["kv_cache"].data_ptr())
+        fp8 = getattr(torch, "float8_e4m3fn", None)
+        if fp8 is not None:
+            plan.run(**dict(args, kv_cache=args["kv_cache"].view(fp8)))
+
+    def test_mixed_tensor_kinds_take_the_general_path(self):
+        a = dict(self.args)
+        q = a["q"]
+        a["q"] = mlatune.DeviceArray(q.data_ptr(), tuple(q.shape), "bfloat16", device=0)
+        self.plan.run(**a)
+        self.assertEqual(self.lib._cdll.stub_last_args().contents.q, q.data_ptr())
+
+
+if __name__ == "__main__":
+    unittest.main()
