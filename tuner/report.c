@@ -17,9 +17,15 @@
  *
  * Figures: GB/s counts the bytes a decode must move (KV read once, q read,
  * out and lse written); TFLOPS counts N * Sq * (2D + 2Dl) flops per key
- * token (DESIGN.md section 2).  The copy ceiling is the one the sweep
- * measured on the device (ceilings table); the matrix ceiling is given with
- * --matrix-tflops or left out.
+ * token (docs/DESIGN.md, "The computation").  The copy ceiling is the one
+ * the sweep measured on the device (ceilings table); the matrix ceiling is
+ * --matrix-tflops, else a "matrix_tflops" ceiling stored in the database,
+ * else left out.  Error bars are the measurement's run-to-run spread (p90 -
+ * p10 of the timed runs, stored per measurement) centred on its median.
+ *
+ * Layout: the page fits any width: tables scroll inside their own box and
+ * every SVG scales down through its viewBox (tests/report-screenshot.sh
+ * checks it in headless Chromium at 1000 and 1600 px).
  */
 #define _GNU_SOURCE
 #include <cmark-gfm-core-extensions.h>
@@ -35,6 +41,7 @@
 #include "commands.h"
 #include "db/db.h"
 #include "kernels/mla_decode/mla_decode.h"
+#include "runtime/api/dispatch.h"
 #include "svg.h"
 
 /* Every plot, by file name, to inline where the Markdown refers to it. */
@@ -94,6 +101,36 @@ static int param_of(const mt_choice *c, const char *name) {
     return i >= 0 ? v.values[i] : -1;
 }
 
+/* The run-to-run spread (p90 - p10, ms) of the winner's latest ok
+ * measurement on its key; NAN when the database has none. */
+static double winner_spread(sqlite3 *h, const mt_choice *c) {
+    sqlite3_stmt *s = NULL;
+    double spread = NAN;
+    if (sqlite3_prepare_v2(h,
+                           "SELECT m.spread_ms FROM measurements m JOIN variants v ON v.id = m.variant_id "
+                           "JOIN problems p ON p.id = m.problem_id JOIN devices d ON d.id = m.device_id "
+                           "WHERE d.arch = ?1 AND p.n_heads = ?2 AND p.sq = ?3 AND p.page_size = ?4 AND p.q_dtype = ?5 "
+                           "AND p.kv_dtype = ?6 AND p.batch = ?7 AND p.seq_len = ?8 AND p.d = ?9 AND p.lengths = ?10 "
+                           "AND v.family = ?11 AND v.params = ?12 AND m.status = 'ok' ORDER BY m.id DESC LIMIT 1",
+                           -1, &s, NULL) != SQLITE_OK)
+        return NAN;
+    sqlite3_bind_text(s, 1, c->arch, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, c->key.n_heads);
+    sqlite3_bind_int(s, 3, c->key.sq);
+    sqlite3_bind_int(s, 4, c->key.s.page_size);
+    sqlite3_bind_text(s, 5, mt_dtype_name(c->key.s.q_dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, mt_dtype_name(c->key.s.kv_dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 7, c->key.batch);
+    sqlite3_bind_int(s, 8, c->key.seq_len);
+    sqlite3_bind_int(s, 9, c->key.s.d);
+    sqlite3_bind_text(s, 10, c->key.lengths, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 11, c->family, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 12, c->params, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) spread = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    return spread;
+}
+
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 static int unique_sorted(int *v, int n) {
@@ -133,10 +170,12 @@ static void parameter_plots(sqlite3 *h, const mt_choice *c, plot_list *plots, mt
                             int *n_plots) {
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(h,
-                           "SELECT v.params, m.median_ms FROM measurements m JOIN variants v ON v.id = m.variant_id "
+                           "SELECT v.params, m.median_ms, m.spread_ms FROM measurements m "
+                           "JOIN variants v ON v.id = m.variant_id "
                            "JOIN problems p ON p.id = m.problem_id JOIN devices d ON d.id = m.device_id "
                            "WHERE d.arch = ?1 AND p.n_heads = ?2 AND p.sq = ?3 AND p.page_size = ?4 AND p.q_dtype = ?5 "
-                           "AND p.kv_dtype = ?6 AND p.batch = ?7 AND p.seq_len = ?8 AND p.d = ?9 AND m.status = 'ok'",
+                           "AND p.kv_dtype = ?6 AND p.batch = ?7 AND p.seq_len = ?8 AND p.d = ?9 AND p.lengths = ?10 "
+                           "AND m.status = 'ok'",
                            -1, &s, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_text(s, 1, c->arch, -1, SQLITE_STATIC);
@@ -148,47 +187,150 @@ static void parameter_plots(sqlite3 *h, const mt_choice *c, plot_list *plots, mt
     sqlite3_bind_int(s, 7, c->key.batch);
     sqlite3_bind_int(s, 8, c->key.seq_len);
     sqlite3_bind_int(s, 9, c->key.s.d);
+    sqlite3_bind_text(s, 10, c->key.lengths, -1, SQLITE_STATIC);
     const mt_family *f = mt_family_find(c->family);
-    double best[MT_MAX_PARAMS][MT_MAX_VALUES];
+    double best[MT_MAX_PARAMS][MT_MAX_VALUES], spread[MT_MAX_PARAMS][MT_MAX_VALUES];
     for (int p = 0; p < MT_MAX_PARAMS; p++)
-        for (int v = 0; v < MT_MAX_VALUES; v++) best[p][v] = NAN;
+        for (int v = 0; v < MT_MAX_VALUES; v++) best[p][v] = spread[p][v] = NAN;
     while (sqlite3_step(s) == SQLITE_ROW) {
         mt_variant v;
         const unsigned char *params = sqlite3_column_text(s, 0);
         if (!f || !params || mt_variant_parse(f, (const char *)params, &v) != MT_OK) continue;
         double ms = sqlite3_column_double(s, 1);
+        double sp = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
         for (int p = 0; p < f->n_params; p++)
             for (int k = 0; k < f->params[p].n_values; k++)
-                if (f->params[p].values[k] == v.values[p] && (isnan(best[p][k]) || ms < best[p][k])) best[p][k] = ms;
+                if (f->params[p].values[k] == v.values[p] && (isnan(best[p][k]) || ms < best[p][k]))
+                    best[p][k] = ms, spread[p][k] = sp;
     }
     sqlite3_finalize(s);
     if (!f) return;
     mt_text_printf(md, "\n## Time against each tuned parameter\n\nKey: %s, %d heads, Sq %d, batch %d, %d keys, %s/%s. "
-                       "Each point: the best median among the measured variants with that value.\n\n",
+                       "Each point: the best median among the measured variants with that value; its bar, that "
+                       "measurement's run-to-run spread (p90 - p10) around the median.\n\n",
                    c->arch, c->key.n_heads, c->key.sq, c->key.batch, c->key.seq_len, mt_dtype_name(c->key.s.q_dtype),
                    mt_dtype_name(c->key.s.kv_dtype));
     for (int p = 0; p < f->n_params; p++) {
         char labels_buf[MT_MAX_VALUES][16];
         const char *labels[MT_MAX_VALUES];
-        double ys[MT_MAX_VALUES];
+        double ys[MT_MAX_VALUES], lo[MT_MAX_VALUES], hi[MT_MAX_VALUES];
         int n = 0;
         for (int k = 0; k < f->params[p].n_values; k++) {
             if (isnan(best[p][k])) continue;
             snprintf(labels_buf[n], sizeof labels_buf[n], "%d", f->params[p].values[k]);
             labels[n] = labels_buf[n];
+            lo[n] = isnan(spread[p][k]) ? NAN : fmax(best[p][k] - spread[p][k] / 2, best[p][k] * 0.5);
+            hi[n] = isnan(spread[p][k]) ? NAN : best[p][k] + spread[p][k] / 2;
             ys[n++] = best[p][k];
         }
         if (n == 0) continue;
         char title[128], name[64];
         snprintf(title, sizeof title, "best time vs %s", f->params[p].name);
         mt_text one = {0};
-        mt_svg_points(&one, title, f->params[p].name, "median ms", labels, ys, n);
+        mt_svg_points(&one, title, f->params[p].name, "median ms", labels, ys, lo, hi, n);
         snprintf(name, sizeof name, "param-%s.svg", f->params[p].name);
         write_file(dir, name, one.buf, one.len);
         keep_plot(plots, name, &one);
         mt_text_printf(md, "![%s](%s)\n", title, name);
         mt_text_free(&one);
         (*n_plots)++;
+    }
+}
+
+/* Per group of keys (same kernel shape): how far the runtime's lookups fall
+ * from a measured key over a grid of batches and lengths (a heat map of the
+ * dispatcher's distance, dispatch.h), and what a call with lengths unknown
+ * on the host (CUDA graph capture) runs at each measured batch. */
+static void lookup_section(sqlite3 *h, const mt_choice *choices, int n, plot_list *plots, mt_text *md,
+                           const char *dir, int *n_plots) {
+    static const int grid_batch[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    static const int grid_len[] = {512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    enum { NB = 9, NL = 8 };
+    mt_text_printf(md, "\n## Lookup distance and graph safety\n\n"
+                       "The runtime runs, for a call, the winner of the nearest measured key of the same kernel shape; "
+                       "the distance is |log2| of the batch ratio + |log2| of the mean-length ratio + the spread term "
+                       "(`runtime/api/dispatch.h`). 0 is a measured key; above 2 (a factor of 4 off) `mla-tune lookup` "
+                       "warns that the winner was timed on a very different amount of work.\n\n"
+                       "Graph safety: a CUDA graph captured once replays with whatever lengths the requests have then. "
+                       "Only the length-aware variants (`groups_per_cu` > 0) read the lengths on the GPU and cut the "
+                       "work at every replay; a fixed-split variant keeps the split of the lengths it was captured "
+                       "with. A call whose lengths are unknown on the host (`MLT_LENGTHS_UNKNOWN`) therefore runs the "
+                       "winner of the nearest batch whose winner is length-aware, else the built-in length-aware "
+                       "variant.\n");
+    int cus = 132;
+    sqlite3_stmt *q = NULL;
+    int done[4096] = {0};
+    for (int i = 0; i < n && i < 4096; i++) {
+        if (done[i]) continue;
+        for (int j = i; j < n && j < 4096; j++)
+            if (same_group(&choices[i], &choices[j])) done[j] = 1;
+        const mt_choice *g = &choices[i];
+        if (sqlite3_prepare_v2(h, "SELECT compute_units FROM devices WHERE arch = ?1 ORDER BY id DESC LIMIT 1", -1, &q,
+                               NULL) == SQLITE_OK) {
+            sqlite3_bind_text(q, 1, g->arch, -1, SQLITE_STATIC);
+            if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0) cus = sqlite3_column_int(q, 0);
+        }
+        sqlite3_finalize(q);
+        mt_target t;
+        mt_dispatch_table table;
+        if (mt_target_for_arch(g->arch, &t) != MT_OK ||
+            mt_dispatch_build(choices, NULL, n, &g->key, &t, cus, &table) != MT_OK) {
+            mt_text_printf(md, "\n(%s: no lookup table: %s)\n", md_cell(g->arch), md_cell(mt_last_error()));
+            continue;
+        }
+        double dist[NB * NL];
+        char text[NB * NL][16];
+        const char *labels[NB * NL], *rows[NB], *cols[NL];
+        char row_buf[NB][16], col_buf[NL][16];
+        int far = 0;
+        for (int r = 0; r < NB; r++) snprintf(row_buf[r], 16, "%d", grid_batch[r]), rows[r] = row_buf[r];
+        for (int c = 0; c < NL; c++) snprintf(col_buf[c], 16, "%d", grid_len[c]), cols[c] = col_buf[c];
+        for (int r = 0; r < NB; r++)
+            for (int c = 0; c < NL; c++) {
+                mt_dispatch_result res;
+                mt_dispatch_lookup(&table, grid_batch[r], grid_len[c], 0, &res);
+                int k = r * NL + c;
+                dist[k] = res.entry ? res.distance : NAN;
+                snprintf(text[k], 16, res.entry ? "%.1f" : "heur.", res.distance);
+                labels[k] = text[k];
+                far += res.entry && res.distance > 2.0;
+            }
+        char title[200], name[128];
+        snprintf(title, sizeof title, "lookup distance: %s, %d heads, Sq %d, page %d, %s/%s", g->arch, g->key.n_heads,
+                 g->key.sq, g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype), mt_dtype_name(g->key.s.kv_dtype));
+        snprintf(name, sizeof name, "distance-%s-h%d-sq%d-p%d-%s-%s.svg", g->arch, g->key.n_heads, g->key.sq,
+                 g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype), mt_dtype_name(g->key.s.kv_dtype));
+        mt_text one = {0};
+        mt_svg_heatmap(&one, title, "batch", rows, NB, "mean keys per request", cols, NL, dist, labels);
+        write_file(dir, name, one.buf, one.len);
+        keep_plot(plots, name, &one);
+        mt_text_free(&one);
+        (*n_plots)++;
+        mt_text_printf(md, "\n### %s, %d heads, Sq %d, page %d, %s/%s\n\n%d of the %d grid points are farther than 2 "
+                           "from a measured key.\n\n![%s](%s)\n\n",
+                       md_cell(g->arch), g->key.n_heads, g->key.sq, g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype),
+                       mt_dtype_name(g->key.s.kv_dtype), far, NB * NL, title, name);
+        /* lengths unknown: what runs at each measured batch */
+        int batches[256], nb = 0;
+        for (int e = 0; e < table.n_entries && nb < 256; e++) batches[nb++] = table.entries[e].batch;
+        nb = unique_sorted(batches, nb);
+        mt_text_printf(md, "| batch | lengths unknown (graph capture): runs | graph-safe | from |\n|---|---|---|---|\n");
+        for (int b = 0; b < nb; b++) {
+            mt_dispatch_result res;
+            mt_dispatch_lookup(&table, batches[b], -1, 0, &res);
+            char variant[256];
+            mt_variant_format(&table.variants[res.variant], variant, sizeof variant);
+            int aware = res.entry ? res.entry->length_aware : table.aware_fallback >= 0 && res.variant == table.aware_fallback;
+            char from[160];
+            if (res.entry)
+                snprintf(from, sizeof from, "measured key: batch %d, %s, mean %d, longest %d", res.entry->batch,
+                         res.entry->lengths, res.entry->seq_len, res.entry->max_len);
+            else
+                snprintf(from, sizeof from, "%s", aware ? "built-in length-aware variant" : "built-in heuristic");
+            mt_text_printf(md, "| %d | `%s` | %s | %s |\n", batches[b], variant, aware ? "yes (length-aware)" : "**no**",
+                           md_cell(from));
+        }
+        mt_dispatch_free(&table);
     }
 }
 
@@ -306,28 +448,39 @@ int cmd_report(int argc, char **argv) {
     char copy_text[64] = "not measured", matrix_text[64] = "not given";
     if (copy > 0) snprintf(copy_text, sizeof copy_text, "%.0f GB/s (measured by the sweep)", copy);
     if (matrix_tflops > 0) snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (given)", matrix_tflops);
+    else if (mt_db_get_ceiling(db, choices[0].arch, "matrix_tflops", &matrix_tflops) == MT_OK && matrix_tflops > 0)
+        snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (measured, stored in the database)", matrix_tflops);
+    else
+        snprintf(matrix_text, sizeof matrix_text, "not measured (give --matrix-tflops X: %% matrix is then filled)");
     mt_text_printf(&md, "\n## Winner per problem key\n\nGB/s: bytes a decode must move over the winner's median; "
                         "TFLOPS: N x Sq x (2D + 2Dl) flops per key token. Ceilings: copy %s, matrix %s.\n\n",
                    copy_text, matrix_text);
     mt_text_printf(&md, "| # | arch | heads | Sq | page | q/kv | batch | keys | winner ms | GB/s | %% copy | TFLOPS | "
-                        "%% matrix | default ms | gain | winner | reason |\n"
-                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                        "%% matrix | default ms | gain | spread ms | winner | reason |\n"
+                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int heaviest = 0;
+    double *spreads = calloc((size_t)n, sizeof *spreads);
+    if (!spreads) {
+        mt_cli_error("report: out of memory");
+        return 1;
+    }
     for (int i = 0; i < n; i++) {
         const mt_choice *c = &choices[i];
         double gbs = key_bytes(&c->key) / (c->median_ms * 1e-3) / 1e9;
         double tf = key_flops(&c->key) / (c->median_ms * 1e-3) / 1e12;
-        char pct_copy[16] = "-", pct_mat[16] = "-", dflt[24] = "-", gain[16] = "-";
+        char pct_copy[16] = "-", pct_mat[16] = "-", dflt[24] = "-", gain[16] = "-", spread_text[24] = "-";
+        spreads[i] = winner_spread(h, c);
+        if (!isnan(spreads[i])) snprintf(spread_text, sizeof spread_text, "%.4f", spreads[i]);
         if (copy > 0) snprintf(pct_copy, sizeof pct_copy, "%.1f%%", 100 * gbs / copy);
         if (matrix_tflops > 0) snprintf(pct_mat, sizeof pct_mat, "%.1f%%", 100 * tf / matrix_tflops);
         if (c->default_ms > 0) {
             snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
             snprintf(gain, sizeof gain, "%.2fx", c->default_ms / c->median_ms);
         }
-        mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | `%s` | %s |\n",
+        mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | %s | `%s` | %s |\n",
                        i, c->arch, c->key.n_heads, c->key.sq, c->key.s.page_size, mt_dtype_name(c->key.s.q_dtype),
                        mt_dtype_name(c->key.s.kv_dtype), c->key.batch, c->key.seq_len, c->median_ms, gbs, pct_copy, tf,
-                       pct_mat, dflt, gain, c->params, md_cell(c->reason));
+                       pct_mat, dflt, gain, spread_text, c->params, md_cell(c->reason));
         if (key_bytes(&c->key) > key_bytes(&choices[heaviest].key)) heaviest = i;
     }
     if (key_index < 0) key_index = heaviest;
@@ -398,35 +551,49 @@ int cmd_report(int argc, char **argv) {
         size_t count = n > 0 && n < 1000000 ? (size_t)n : 1;
         const char **labels = calloc(count, sizeof(char *));
         char (*buf)[48] = calloc(count, 48);
-        double *gbs = calloc(count, sizeof(double));
+        double *gbs = calloc(count, sizeof(double)), *lo = calloc(count, sizeof(double)),
+               *hi = calloc(count, sizeof(double));
         for (int i = 0; i < n; i++) {
             const mt_choice *c = &choices[i];
             snprintf(buf[i], 48, "#%d N%d B%d L%d %s", i, c->key.n_heads, c->key.batch, c->key.seq_len,
                      mt_dtype_name(c->key.s.kv_dtype));
             labels[i] = buf[i];
-            gbs[i] = key_bytes(&c->key) / (c->median_ms * 1e-3) / 1e9;
+            double bytes = key_bytes(&c->key);
+            gbs[i] = bytes / (c->median_ms * 1e-3) / 1e9;
+            /* the spread in time, as bandwidth: slower end low, faster end high */
+            double half = isnan(spreads[i]) ? NAN : spreads[i] / 2;
+            lo[i] = isnan(half) ? NAN : bytes / ((c->median_ms + half) * 1e-3) / 1e9;
+            hi[i] = isnan(half) || c->median_ms - half <= 0 ? NAN : bytes / ((c->median_ms - half) * 1e-3) / 1e9;
         }
         mt_text one = {0};
         char ceiling_label[64];
-        snprintf(ceiling_label, sizeof ceiling_label, "copy %.0f GB/s", copy);
-        mt_svg_bars(&one, "achieved bandwidth of each key's winner", "GB/s", labels, gbs, n, copy, ceiling_label);
+        snprintf(ceiling_label, sizeof ceiling_label, "copy %.0f GB/s (measured)", copy);
+        mt_svg_bars(&one, "achieved bandwidth of each key's winner", "GB/s", labels, gbs, lo, hi, n, copy,
+                    ceiling_label);
         write_file(out_dir, "bandwidth.svg", one.buf, one.len);
         keep_plot(&plots, "bandwidth.svg", &one);
-        mt_text_printf(&md, "\n## Achieved bandwidth against the ceiling\n\n![bandwidth](bandwidth.svg)\n");
+        mt_text_printf(&md, "\n## Achieved bandwidth against the ceiling\n\nBars: the winner's median; error bars: its "
+                            "run-to-run spread (p90 - p10 of the timed runs).\n\n![bandwidth](bandwidth.svg)\n");
         mt_text_free(&one);
-        free(labels), free(buf), free(gbs);
+        free(labels), free(buf), free(gbs), free(lo), free(hi);
         n_plots++;
     }
     parameter_plots(h, &choices[key_index], &plots, &md, out_dir, &n_plots);
+    lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots);
+    free(spreads);
 
     /* the page: rendered Markdown with the image references replaced by the inline SVGs */
     mt_text html = {0};
     mt_text_printf(&html, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                           "<title>mla-tune report</title>\n<style>\n"
                           "body{font-family:sans-serif;max-width:1400px;margin:24px auto;padding:0 16px;color:#222}\n"
-                          "table{border-collapse:collapse;font-size:13px;margin:8px 0}\n"
-                          "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}\n"
-                          "th{background:#f2f2f2}\ncode{font-size:12px}\nfigure{display:inline-block;margin:8px}\n"
+                          "*{box-sizing:border-box}\n"
+                          ".scroll{overflow-x:auto;max-width:100%%;margin:8px 0}\n"
+                          "table{border-collapse:collapse;font-size:13px}\n"
+                          "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}\n"
+                          "th{background:#f2f2f2}\ncode{font-size:12px}\n"
+                          "figure{display:inline-block;margin:8px 0;max-width:100%%;vertical-align:top}\n"
+                          "figure svg{display:block;max-width:100%%;height:auto}\n"
                           "figcaption{font-size:11px;color:#777;text-align:center}\n"
                           "</style></head><body>\n");
     /* An image reference would make the page fetch a file: each "![..](x.svg)"
@@ -444,6 +611,20 @@ int cmd_report(int argc, char **argv) {
         line += len;
     }
     char *body = markdown_to_html(md_page.buf);
+    /* every table in its own scrolling box: a wide table scrolls instead of
+     * widening the page */
+    mt_text boxed = {0};
+    for (const char *p = body ? body : ""; *p;) {
+        const char *open = strstr(p, "<table>"), *close = open ? strstr(open, "</table>") : NULL;
+        if (!open || !close) {
+            mt_text_printf(&boxed, "%s", p);
+            break;
+        }
+        mt_text_printf(&boxed, "%.*s<div class=\"scroll\">%.*s</div>", (int)(open - p), p, (int)(close + 8 - open), open);
+        p = close + 8;
+    }
+    free(body);
+    body = boxed.buf;
     for (const char *p = body ? body : ""; *p;) {
         const char *mark = strstr(p, "<p>MTPLOT:");
         if (!mark) {

@@ -64,8 +64,11 @@ static void colour(double f, char out[8]) {
 }
 
 static void header(mt_text *t, int w, int h, const char *title) {
+    /* width/height give the natural size; the style lets a narrower page
+     * scale the drawing down through its viewBox instead of clipping it */
     mt_text_printf(t, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
-                      "font-family=\"sans-serif\" font-size=\"12\" role=\"img\">\n<title>", w, h, w, h);
+                      "style=\"max-width:100%%;height:auto\" font-family=\"sans-serif\" font-size=\"12\" "
+                      "role=\"img\">\n<title>", w, h, w, h);
     mt_text_escaped(t, title);
     mt_text_printf(t, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
                       "<text x=\"%d\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">", w, h, w / 2);
@@ -112,6 +115,21 @@ void mt_svg_heatmap(mt_text *t, const char *title, const char *row_title, const 
     mt_text_printf(t, "</text>\n</svg>\n");
 }
 
+/* A y scale: linear from 0, or logarithmic when the values span more than
+ * a decade and a half (a linear axis over 0.8..51 ms flattens every
+ * contender against the floor). */
+typedef struct scale {
+    double lo, hi;   /* axis ends (log: powers of ten) */
+    int log;
+    int top, ph;     /* plot area, pixels */
+} scale;
+
+static double y_of(const scale *s, double v) {
+    double f = s->log ? (log10(v) - log10(s->lo)) / (log10(s->hi) - log10(s->lo)) : v / s->hi;
+    if (!(f >= 0)) f = 0;  /* (log of a value at or below the floor) */
+    return s->top + s->ph - s->ph * f;
+}
+
 static double nice_max(double v) {
     if (!(v > 0)) return 1;
     double p = pow(10, floor(log10(v)));
@@ -120,76 +138,131 @@ static double nice_max(double v) {
     return 10 * p;
 }
 
-static void axes(mt_text *t, int left, int top, int pw, int ph, double ymax, const char *y_title) {
+static scale make_scale(const double *lo_v, const double *hi_v, int n, double extra, int top, int ph) {
+    double lo = INFINITY, hi = extra > 0 ? extra : 0;
+    for (int i = 0; i < n; i++) {
+        if (!isnan(lo_v[i]) && lo_v[i] > 0) lo = fmin(lo, lo_v[i]);
+        if (!isnan(hi_v[i])) hi = fmax(hi, hi_v[i]);
+    }
+    scale s = {.lo = 0, .hi = nice_max(hi * 1.05), .log = 0, .top = top, .ph = ph};
+    if (isfinite(lo) && lo > 0 && hi / lo > 30) {
+        s.log = 1;
+        s.lo = pow(10, floor(log10(lo)));
+        s.hi = pow(10, ceil(log10(hi * 1.05)));
+    }
+    return s;
+}
+
+/* Tick text a person reads: 5000 not "5e+03", 0.05 not "5e-02". */
+static void tick_text(double v, char *out, size_t size) {
+    if (v == 0) snprintf(out, size, "0");
+    else if (fabs(v) >= 1000) snprintf(out, size, "%.0f", v);
+    else if (fabs(v) >= 1) snprintf(out, size, "%.4g", v);
+    else {
+        int digits = (int)ceil(-log10(fabs(v))) + 1;
+        snprintf(out, size, "%.*f", digits > 8 ? 8 : digits, v);
+        /* trailing zeros say nothing */
+        char *end = out + strlen(out) - 1;
+        while (end > out && *end == '0' && strchr(out, '.')) *end-- = '\0';
+    }
+}
+
+static void axes(mt_text *t, int left, const scale *s, int pw, const char *y_title) {
+    int top = s->top, ph = s->ph;
     mt_text_printf(t, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", left, top, left, top + ph);
     mt_text_printf(t, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", left, top + ph, left + pw,
                    top + ph);
-    for (int i = 0; i <= 4; i++) {
-        double v = ymax * i / 4, y = top + ph - ph * i / 4.0;
+    double ticks[64];
+    int n = 0;
+    if (s->log) {
+        int decades = (int)lround(log10(s->hi / s->lo));
+        for (double d = s->lo; d <= s->hi * 1.001 && n < 60; d *= 10) {
+            ticks[n++] = d;
+            if (decades <= 3 && d * 2 < s->hi) ticks[n++] = d * 2, ticks[n++] = d * 5;
+        }
+    } else {
+        for (int i = 0; i <= 4; i++) ticks[n++] = s->hi * i / 4;
+    }
+    for (int i = 0; i < n; i++) {
+        if (ticks[i] > s->hi * 1.001) continue;
+        double y = y_of(s, ticks[i]);
         char text[32];
-        snprintf(text, sizeof text, "%.3g", v);
+        tick_text(ticks[i], text, sizeof text);
         mt_text_printf(t, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", left, y, left + pw, y);
         label(t, left - 6, y + 4, "end", text, NULL);
     }
+    char title[160];
+    snprintf(title, sizeof title, "%s%s", y_title, s->log ? " (log scale)" : "");
     mt_text_printf(t, "<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">", top + ph / 2,
                    top + ph / 2);
-    mt_text_escaped(t, y_title);
+    mt_text_escaped(t, title);
     mt_text_printf(t, "</text>\n");
 }
 
+/* An error bar from lo to hi at x (NAN ends: none). */
+static void whisker(mt_text *t, const scale *s, double x, double lo, double hi) {
+    if (isnan(lo) || isnan(hi) || !(hi > lo)) return;
+    double y1 = y_of(s, lo), y2 = y_of(s, hi);
+    mt_text_printf(t, "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" stroke=\"#222\" fill=\"none\"/>\n", x,
+                   y1, y2, x - 4, y1, x + 4, x - 4, y2, x + 4);
+}
+
 void mt_svg_points(mt_text *t, const char *title, const char *x_title, const char *y_title,
-                   const char *const *x_labels, const double *y, int n) {
-    const int left = 70, top = 40, pw = 60 * (n > 3 ? n : 3), ph = 180;
+                   const char *const *x_labels, const double *y, const double *y_lo, const double *y_hi, int n) {
+    const int left = 80, top = 40, pw = 60 * (n > 3 ? n : 3), ph = 180;
     int w = left + pw + 30, h = top + ph + 55;
+    if (w < 420) w = 420;  /* room for the title */
     header(t, w, h, title);
-    double ymax = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(y[i])) ymax = fmax(ymax, y[i]);
-    ymax = nice_max(ymax);
-    axes(t, left, top, pw, ph, ymax, y_title);
+    scale s = make_scale(y_lo ? y_lo : y, y_hi ? y_hi : y, n, 0, top, ph);
+    axes(t, left, &s, pw, y_title);
     mt_text_printf(t, "<polyline fill=\"none\" stroke=\"#3b528b\" stroke-width=\"2\" points=\"");
     for (int i = 0; i < n; i++)
-        if (!isnan(y[i])) mt_text_printf(t, "%.1f,%.1f ", left + pw * (i + 0.5) / n, top + ph - ph * y[i] / ymax);
+        if (!isnan(y[i])) mt_text_printf(t, "%.1f,%.1f ", left + pw * (i + 0.5) / n, y_of(&s, y[i]));
     mt_text_printf(t, "\"/>\n");
     for (int i = 0; i < n; i++) {
         double x = left + pw * (i + 0.5) / n;
         label(t, x, top + ph + 16, "middle", x_labels[i], NULL);
         if (isnan(y[i])) continue;
+        if (y_lo && y_hi) whisker(t, &s, x, y_lo[i], y_hi[i]);
         char text[32];
-        snprintf(text, sizeof text, "%.4g", y[i]);
-        mt_text_printf(t, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#21918c\"/>\n", x, top + ph - ph * y[i] / ymax);
-        label(t, x, top + ph - ph * y[i] / ymax - 8, "middle", text, " font-size=\"10\"");
+        tick_text(y[i], text, sizeof text);
+        mt_text_printf(t, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#21918c\"/>\n", x, y_of(&s, y[i]));
+        label(t, x + 7, y_of(&s, y[i]) - 6, "start", text, " font-size=\"10\"");
     }
     label(t, left + pw / 2.0, top + ph + 38, "middle", x_title, " font-style=\"italic\"");
     mt_text_printf(t, "</svg>\n");
 }
 
 void mt_svg_bars(mt_text *t, const char *title, const char *y_title, const char *const *labels, const double *values,
-                 int n, double ceiling, const char *ceiling_label) {
-    const int left = 110, top = 40, bar = 34, pw = (bar + 12) * (n > 4 ? n : 4), ph = 200;
-    int w = left + pw + 120, h = top + ph + 80;
+                 const double *lo, const double *hi, int n, double ceiling, const char *ceiling_label) {
+    /* the rotated labels hang below the axis: room for the longest */
+    size_t longest = 0;
+    for (int i = 0; i < n; i++) longest = strlen(labels[i]) > longest ? strlen(labels[i]) : longest;
+    const int left = 80, top = 40, bar = 26, gap = 10, pw = (bar + gap) * (n > 4 ? n : 4), ph = 220;
+    int bottom = 30 + (int)(longest * 6.2 * 0.72);
+    int w = left + pw + 40, h = top + ph + bottom;
+    if (w < 480) w = 480;
     header(t, w, h, title);
-    double ymax = ceiling;
-    for (int i = 0; i < n; i++) ymax = fmax(ymax, values[i]);
-    ymax = nice_max(ymax * 1.05);
-    axes(t, left, top, pw, ph, ymax, y_title);
+    scale s = make_scale(lo ? lo : values, hi ? hi : values, n, ceiling, top, ph);
+    axes(t, left, &s, pw, y_title);
     for (int i = 0; i < n; i++) {
-        double x = left + 6 + i * (bar + 12), bh = ph * values[i] / ymax;
-        mt_text_printf(t, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#3b528b\"/>\n", x,
-                       top + ph - bh, bar, bh);
-        char text[32];
-        snprintf(text, sizeof text, "%.0f", values[i]);
-        label(t, x + bar / 2.0, top + ph - bh - 4, "middle", text, " font-size=\"10\"");
+        double x = left + gap / 2.0 + i * (bar + gap), y = y_of(&s, values[i]);
+        mt_text_printf(t, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#3b528b\"/>\n", x, y, bar,
+                       top + ph - y);
+        if (lo && hi) whisker(t, &s, x + bar / 2.0, lo[i], hi[i]);
         mt_text_printf(t, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"end\" font-size=\"10\" transform=\"rotate(-45 %.1f %d)\">",
-                       x + bar / 2.0, top + ph + 14, x + bar / 2.0, top + ph + 14);
+                       x + bar / 2.0, top + ph + 12, x + bar / 2.0, top + ph + 12);
         mt_text_escaped(t, labels[i]);
         mt_text_printf(t, "</text>\n");
     }
     if (ceiling > 0) {
-        double y = top + ph - ph * ceiling / ymax;
+        double y = y_of(&s, ceiling);
         mt_text_printf(t, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-width=\"2\" "
                           "stroke-dasharray=\"6 4\"/>\n", left, y, left + pw, y);
-        label(t, left + pw + 4, y + 4, "start", ceiling_label, " fill=\"#c0392b\"");
+        /* the label sits on the line, inside the plot, so it is never cut */
+        char text[128];
+        snprintf(text, sizeof text, "ceiling: %s", ceiling_label);
+        label(t, left + 6, y - 5, "start", text, " fill=\"#c0392b\" font-size=\"11\"");
     }
     mt_text_printf(t, "</svg>\n");
 }

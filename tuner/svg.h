@@ -23,13 +23,17 @@ void mt_svg_heatmap(mt_text *t, const char *title, const char *row_title, const 
                     const char *col_title, const char *const *col_labels, int cols, const double *values,
                     const char *const *labels);
 
-/* Points joined by lines: n categories on x (labels), one value each (NAN
- * skipped), y axis from 0. */
-void mt_svg_points(mt_text *t, const char *title, const char *x_title, const char *y_title,
-                   const char *const *x_labels, const double *y, int n);
+/* Every drawing scales down with its page (viewBox, max-width 100%). */
 
-/* Bars with a horizontal reference line at `ceiling` (0: none). */
+/* Points joined by lines: n categories on x (labels), one value each (NAN
+ * skipped); y from 0, or logarithmic when the values span decades.  y_lo
+ * and y_hi (both NULL: none) draw an error bar per point. */
+void mt_svg_points(mt_text *t, const char *title, const char *x_title, const char *y_title,
+                   const char *const *x_labels, const double *y, const double *y_lo, const double *y_hi, int n);
+
+/* Bars with error bars from lo to hi (NULL: none) and a labelled dashed
+ * line at `ceiling` (0: none); log scale when the values span decades. */
 void mt_svg_bars(mt_text *t, const char *title, const char *y_title, const char *const *labels, const double *values,
-                 int n, double ceiling, const char *ceiling_label);
+                 const double *lo, const double *hi, int n, double ceiling, const char *ceiling_label);
 
 #endif
