@@ -7,7 +7,9 @@ Where the library is looked for, in order (the first that loads is used):
      tried: a wrong explicit setting must not silently load another copy);
   3. the installed layout: ``cmake --install`` puts the package in
      <prefix>/<libdir>/python/mlatune/ and the library in <prefix>/<libdir>/,
-     so it is ../../libmlatune.so.0 from this package's folder;
+     so it is ../../libmlatune.so.0 from this package's folder (the install
+     writes _install_paths.py with the relative path when the package goes
+     elsewhere: MLATUNE_PYTHON_INSTALL_DIR);
   4. the dynamic loader's own search (LD_LIBRARY_PATH, the ld.so cache,
      the system folders): "libmlatune.so.0", then ctypes.util.find_library.
 
@@ -26,7 +28,14 @@ from ._errors import LibraryNotFound
 
 SONAME = "libmlatune.so.0"
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-INSTALLED_PATH = os.path.normpath(os.path.join(_PACKAGE_DIR, os.pardir, os.pardir, SONAME))
+try:
+    # written by cmake --install (python/CMakeLists.txt): the library's
+    # folder relative to the installed package, whatever the two
+    # destinations are
+    from ._install_paths import LIBRARY_DIR_FROM_PACKAGE
+except ImportError:
+    LIBRARY_DIR_FROM_PACKAGE = os.path.join(os.pardir, os.pardir)  # <libdir>/python/mlatune -> <libdir>
+INSTALLED_PATH = os.path.normpath(os.path.join(_PACKAGE_DIR, LIBRARY_DIR_FROM_PACKAGE, SONAME))
 
 # The version from which the C API takes q as two pointers (no-rope, rope
 # parts) and strides for q/out/lse (issue 27).  Until then the split form is

@@ -1,0 +1,352 @@
+"""GPU tests of the package: results, CUDA graphs, the C path.
+
+Need torch with CUDA and libmlatune ($MLATUNE_LIBRARY, else the package's
+search); without torch or a CUDA device every test skips and says why.
+When torch sees a GPU, a runtime that cannot be created is a failure, not
+a skip.  ctest runs this file as python_gpu (run_gpu_tests.py, exit 77 when
+skipped); the CPU run (python_cpu) sets MLATUNE_SKIP_GPU_TESTS.
+
+  * results against a torch reference in float64 (pages gathered through
+    the block table, causal among the Sq new tokens, natural-log LSE) for
+    ragged lengths, lengths below Sq and 0, page sizes 1/16/64, bf16, fp16
+    and fp8 KV with a scale, both q layouts, known and unknown hints;
+  * torch.cuda.graph: a captured call (seq_len_hint=MLT_LENGTHS_UNKNOWN)
+    replayed after seq_lens changes in place equals a direct call bit for
+    bit, alone and with a step schedule shared by two layers;
+  * the same inputs through a second runtime's plan called with raw
+    pointers (run_raw) and through DeviceArray (no torch on the path) give
+    the same bits as run() with torch tensors.
+"""
+
+import math
+import os
+import unittest
+
+import support
+
+import mlatune
+from mlatune import LENGTHS_UNKNOWN
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def gpu_skip_reason():
+    if os.environ.get("MLATUNE_SKIP_GPU_TESTS"):
+        return "MLATUNE_SKIP_GPU_TESTS is set (the CPU run; ctest runs these as python_gpu)"
+    if torch is None:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "torch reports no CUDA device"
+    return None
+
+
+SKIP = gpu_skip_reason()
+_runtime = None
+
+
+def runtime():
+    """One runtime for the module, on torch's current device.  Failing to
+    create it with a GPU present is an error."""
+    global _runtime
+    if _runtime is None:
+        _runtime = mlatune.Runtime(device=torch.cuda.current_device(), library=os.environ.get("MLATUNE_LIBRARY"))
+    return _runtime
+
+
+def fp8_dtype():
+    return getattr(torch, "float8_e4m3fn", None)
+
+
+def reference(q, kv, block_table, seq_lens, sq, scale, kv_scale, dl):
+    """out [B, Sq, N, Dl] and lse [B, Sq, N] in float64.  q [B, Sq, N, D],
+    kv [pages, page, D] (fp8 read as its values, times kv_scale): token t
+    of request b sees keys j < L - Sq + t + 1; none: out 0, lse -inf."""
+    batch, _, n, d = q.shape
+    page = kv.shape[1]
+    out = torch.zeros((batch, sq, n, dl), dtype=torch.float64, device=q.device)
+    lse = torch.full((batch, sq, n), -math.inf, dtype=torch.float64, device=q.device)
+    for b in range(batch):
+        length = int(seq_lens[b])
+        if length == 0:
+            continue
+        pages = block_table[b, :(length + page - 1) // page].long()
+        keys = kv[pages].reshape(-1, d)[:length].to(torch.float64) * kv_scale
+        for t in range(sq):
+            limit = length - sq + t + 1
+            if limit <= 0:
+                continue
+            s = (q[b, t].to(torch.float64) @ keys[:limit].T) * scale  # [N, limit]
+            lse[b, t] = torch.logsumexp(s, dim=-1)
+            out[b, t] = torch.softmax(s, dim=-1) @ keys[:limit, :dl]
+    return out, lse
+
+
+class Problem:
+    """Random inputs for one case, on the GPU."""
+
+    def __init__(self, n, sq, page, q_dtype, kv_dtype, lens, kv_scale=1.0, extra_columns=1, seed=0):
+        dev = torch.device("cuda", torch.cuda.current_device())
+        g = torch.Generator(device=dev).manual_seed(seed)
+        self.n, self.sq, self.page, self.lens = n, sq, page, list(lens)
+        self.q_dtype, self.kv_dtype, self.kv_scale = q_dtype, kv_dtype, kv_scale
+        self.batch = len(lens)
+        self.scale = 576 ** -0.5
+        blocks = max(1, max((L + page - 1) // page for L in lens)) + extra_columns
+        pages = self.batch * blocks + 3
+        self.q = torch.randn((self.batch, sq, n, 576), generator=g, device=dev).to(q_dtype)
+        self.kv = torch.randn((pages, page, 576), generator=g, device=dev).to(kv_dtype)
+        order = torch.randperm(pages, generator=g, device=dev)[:self.batch * blocks]
+        self.block_table = order.to(torch.int32).view(self.batch, blocks).contiguous()
+        self.seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
+        self.out = torch.full((self.batch, sq, n, 512), float("nan"), dtype=q_dtype, device=dev)
+        self.lse = torch.full((self.batch, sq, n), float("nan"), dtype=torch.float32, device=dev)
+
+    def plan(self, rt, max_batch=None):
+        return rt.plan(self.n, sq=self.sq, page_size=self.page, q_dtype=self.q_dtype, kv_dtype=self.kv_dtype,
+                       softmax_scale=self.scale, kv_scale=self.kv_scale, max_batch=max_batch or self.batch)
+
+    def hints(self):
+        mean = sum(self.lens) // len(self.lens)
+        return dict(seq_len_hint=mean, max_seq_len_hint=max(max(self.lens), mean))
+
+
+def assert_close(test, p, out, lse, what):
+    ref_out, ref_lse = reference(p.q, p.kv, p.block_table, p.seq_lens, p.sq, p.scale, p.kv_scale, 512)
+    out = out.view(p.batch, p.sq, p.n, 512).to(torch.float64)
+    lse = lse.view(p.batch, p.sq, p.n).to(torch.float64)
+    test.assertFalse(torch.isnan(out).any().item(), f"{what}: NaN in out (a row not written?)")
+    test.assertFalse(torch.isnan(lse).any().item(), f"{what}: NaN in lse")
+    empty = torch.isinf(ref_lse)
+    test.assertTrue(torch.equal(torch.isinf(lse), empty), f"{what}: -inf rows differ from the reference")
+    test.assertTrue((lse[empty] < 0).all().item(), f"{what}: an empty row's lse is not -inf")
+    test.assertEqual(out[empty].abs().max().item() if empty.any() else 0.0, 0.0, f"{what}: empty rows not zero")
+    tol = 2e-2 if p.q_dtype == torch.bfloat16 else 1e-2
+    err = (out - ref_out).abs().max().item() / max(ref_out.abs().max().item(), 1e-6)
+    test.assertLess(err, tol, f"{what}: out relative error {err:.3g}")
+    if (~empty).any():
+        lerr = ((lse - ref_lse).abs() / ref_lse.abs().clamp(min=1.0))[~empty].max().item()
+        test.assertLess(lerr, tol, f"{what}: lse relative error {lerr:.3g}")
+
+
+def same_bits(a, b):
+    """Bitwise equality (NaN and -0.0 included)."""
+    view = {2: torch.int16, 4: torch.int32, 1: torch.uint8}[a.element_size()]
+    return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
+
+
+@unittest.skipIf(SKIP, SKIP or "")
+class ResultsTest(unittest.TestCase):
+
+    def check_case(self, p, kv_arg=None, token_major=False):
+        rt = runtime()
+        plan = p.plan(rt)
+        ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
+        kv = p.kv if kv_arg is None else kv_arg
+        q, out, lse = p.q, p.out, p.lse
+        if token_major:
+            q, out, lse = q.view(-1, p.n, 576), out.view(-1, p.n, 512), lse.view(-1, p.n)
+        for hints in ({}, p.hints()):
+            out.fill_(float("nan"))
+            lse.fill_(float("nan"))
+            plan.run(q, kv, p.block_table, p.seq_lens, out, lse, ws, **hints)
+            torch.cuda.synchronize()
+            choice = plan.explain(p.batch, **hints)
+            assert_close(self, p, out, lse, f"lens {p.lens}, hints {hints or 'unknown'} ({choice.variant})")
+
+    def test_uniform_page_64(self):
+        self.check_case(Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [1000] * 4))
+
+    def test_ragged_page_1_many_heads(self):
+        self.check_case(Problem(128, 1, 1, torch.bfloat16, torch.bfloat16, [1, 77], seed=1))
+
+    def test_fewer_keys_than_sq_page_16_fp16(self):
+        self.check_case(Problem(16, 2, 16, torch.float16, torch.float16, [1, 17, 300], seed=2))
+
+    def test_length_zero(self):
+        self.check_case(Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [0, 50, 0], seed=3))
+
+    def test_token_major_sq_4(self):
+        self.check_case(Problem(16, 4, 16, torch.bfloat16, torch.bfloat16, [4, 100, 2500], seed=4), token_major=True)
+
+    def test_fp8_kv_with_scale(self):
+        if fp8_dtype() is None:
+            self.skipTest(f"torch {torch.__version__} has no float8_e4m3fn")
+        p = Problem(8, 1, 64, torch.bfloat16, fp8_dtype(), [5, 3000, 129, 64, 700], kv_scale=0.5, seed=5)
+        self.check_case(p)
+        self.check_case(p, kv_arg=p.kv.view(torch.uint8))  # vLLM stores the fp8 cache as bytes
+
+    def test_fp8_kv_fp16_q_long_tail(self):
+        if fp8_dtype() is None:
+            self.skipTest(f"torch {torch.__version__} has no float8_e4m3fn")
+        self.check_case(Problem(64, 1, 16, torch.float16, fp8_dtype(), [2048] * 2 + [10] * 6, kv_scale=2.0, seed=6))
+
+    def test_refusals_on_the_gpu(self):
+        p = Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [10, 20], seed=7)
+        plan = p.plan(runtime())
+        ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run(p.q.cpu(), p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+        self.assertEqual(cm.exception.message, f"q: on cpu, expected cuda:{runtime().device} (the runtime's device)")
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run(p.q.half(), p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+        self.assertEqual(cm.exception.message, "q: expected dtype bfloat16, got float16")
+        with self.assertRaises(mlatune.Unsupported):
+            plan.run((p.q[..., :512], p.q[..., 512:]), p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+
+
+@unittest.skipIf(SKIP, SKIP or "")
+class GraphTest(unittest.TestCase):
+    """Capture with seq_len_hint=MLT_LENGTHS_UNKNOWN; change seq_lens in
+    place; replay; compare with a direct call, bit for bit."""
+
+    LENGTH_SETS = ([2000] * 8, [1, 5, 2048, 17, 64, 64, 900, 3], [0] * 7 + [2048], [300] * 8)
+
+    def setUp(self):
+        # block table [8, 32]: room for the longest length of LENGTH_SETS (2048 keys)
+        self.p = Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [2048] * 8, extra_columns=0, seed=8)
+        self.plan = self.p.plan(runtime())
+        dev = self.p.q.device
+        self.ws = torch.empty((max(self.plan.workspace_size, 16),), dtype=torch.uint8, device=dev)
+
+    def capture(self, fn):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside the capture, as torch recommends
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        return graph
+
+    def test_replay_equals_direct_call(self):
+        p, plan, ws = self.p, self.plan, self.ws
+        self.assertTrue(plan.explain(p.batch).length_aware, "an unknown-length call should run a length-aware variant")
+        out_g, lse_g = torch.empty_like(p.out), torch.empty_like(p.lse)
+        graph = self.capture(lambda: plan.run(p.q, p.kv, p.block_table, p.seq_lens, out_g, lse_g, ws,
+                                              seq_len_hint=LENGTHS_UNKNOWN))
+        for lens in self.LENGTH_SETS:
+            p.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+            p.lens = lens
+            out_g.fill_(float("nan"))
+            graph.replay()
+            p.out.fill_(float("nan"))
+            plan.run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws, seq_len_hint=LENGTHS_UNKNOWN)
+            torch.cuda.synchronize()
+            self.assertTrue(same_bits(out_g, p.out), f"out: replay differs from the direct call for {lens}")
+            self.assertTrue(same_bits(lse_g, p.lse), f"lse: replay differs from the direct call for {lens}")
+            assert_close(self, p, out_g, lse_g, f"replay for {lens}")
+
+    def test_step_schedule_shared_by_two_layers(self):
+        p, plan, ws = self.p, self.plan, self.ws
+        if plan.schedule_size == 0:
+            self.skipTest("this plan has no length-aware variant (schedule_size 0)")
+        dev = p.q.device
+        sched = torch.empty((plan.schedule_size,), dtype=torch.uint8, device=dev)
+        kv2 = torch.randn_like(p.kv, dtype=torch.float32).to(p.kv.dtype)  # a second layer's cache
+        outs = [torch.empty_like(p.out) for _ in range(4)]
+        lses = [torch.empty_like(p.lse) for _ in range(4)]
+
+        def step(o, l):
+            plan.build_schedule(p.q, p.kv, p.block_table, p.seq_lens, o[0], l[0], ws, sched)
+            plan.run(p.q, p.kv, p.block_table, p.seq_lens, o[0], l[0], ws, schedule=sched)
+            plan.run(p.q, kv2, p.block_table, p.seq_lens, o[1], l[1], ws, schedule=sched)
+
+        graph = self.capture(lambda: step(outs[:2], lses[:2]))
+        for lens in self.LENGTH_SETS:
+            p.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+            graph.replay()
+            step(outs[2:], lses[2:])
+            torch.cuda.synchronize()
+            for i in range(2):
+                self.assertTrue(same_bits(outs[i], outs[2 + i]), f"layer {i} out: replay differs for {lens}")
+                self.assertTrue(same_bits(lses[i], lses[2 + i]), f"layer {i} lse: replay differs for {lens}")
+            p.lens = lens
+            assert_close(self, p, outs[0], lses[0], f"scheduled replay for {lens}")
+            # the schedule-less call gives the same bits as the scheduled one
+            plan.run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+            torch.cuda.synchronize()
+            self.assertTrue(same_bits(p.out, outs[0]), f"schedule vs no schedule differ for {lens}")
+
+
+@unittest.skipIf(SKIP, SKIP or "")
+class CPathTest(unittest.TestCase):
+    """run() on torch tensors == run_raw() on a second runtime's plan ==
+    run() on DeviceArrays, bit for bit."""
+
+    def test_same_bits_three_ways(self):
+        p = Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [700, 33, 4000], seed=9)
+        rt1 = runtime()
+        rt2 = mlatune.Runtime(device=rt1.device, library=rt1.library)
+        plan1, plan2 = p.plan(rt1), p.plan(rt2)
+        self.assertEqual(plan1.explain(3, **p.hints()), plan2.explain(3, **p.hints()))
+        dev = p.q.device
+        ws = torch.empty((max(plan1.workspace_size, 16),), dtype=torch.uint8, device=dev)
+        hints = p.hints()
+        plan1.run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws, **hints)
+        out2, lse2 = torch.full_like(p.out, float("nan")), torch.full_like(p.lse, float("nan"))
+        stream = torch.cuda.current_stream().cuda_stream
+        plan2.run_raw(p.batch, p.q.data_ptr(), p.kv.data_ptr(), p.block_table.data_ptr(), p.seq_lens.data_ptr(),
+                      out2.data_ptr(), lse2.data_ptr(), ws.data_ptr(), ws.numel(), p.block_table.shape[1],
+                      hints["seq_len_hint"], hints["max_seq_len_hint"], 0, stream)
+        out3, lse3 = torch.full_like(p.out, float("nan")), torch.full_like(p.lse, float("nan"))
+        d = rt1.device
+
+        def arr(t, name):
+            return mlatune.DeviceArray(t.data_ptr(), tuple(t.shape), name, device=d)
+        plan1.run(arr(p.q, "bfloat16"), arr(p.kv, "bfloat16"), arr(p.block_table, "int32"), arr(p.seq_lens, "int32"),
+                  arr(out3, "bfloat16"), arr(lse3, "float32"), arr(ws, "uint8"), stream=stream, **hints)
+        torch.cuda.synchronize()
+        assert_close(self, p, p.out, p.lse, "run")
+        self.assertTrue(same_bits(p.out, out2) and same_bits(p.lse, lse2), "run_raw on a second runtime differs")
+        self.assertTrue(same_bits(p.out, out3) and same_bits(p.lse, lse3), "DeviceArray path differs")
+        rt2.close()
+
+
+@unittest.skipIf(SKIP, SKIP or "")
+class VllmExampleTest(unittest.TestCase):
+    """examples/vllm_backend.py: both q forms, bf16 and fp8 caches."""
+
+    def setUp(self):
+        import importlib.util
+        path = os.path.join(support.PYTHON_DIR, "examples", "vllm_backend.py")
+        spec = importlib.util.spec_from_file_location("vllm_backend", path)
+        self.ex = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.ex)
+
+    def forward(self, impl, p, kv, layer, q):
+        meta = self.ex.AttnMetadata(num_decodes=p.batch, num_decode_tokens=p.batch * p.sq,
+                                    decode=self.ex.DecodeMetadata(block_table=p.block_table, seq_lens=p.seq_lens,
+                                                                  max_seq_len=max(p.lens)))
+        return impl.forward_mqa(q, kv, meta, layer)
+
+    def check(self, kv_cache_dtype, kv_dtype, kv_scale):
+        p = Problem(16, 1, 64, torch.bfloat16, kv_dtype, [5, 900, 64], kv_scale=kv_scale, seed=10)
+        impl = self.ex.MlaTuneDecodeImpl(num_heads=16, scale=p.scale, kv_cache_dtype=kv_cache_dtype, block_size=64,
+                                         max_num_seqs=8, runtime=runtime())
+        kv = p.kv.view(torch.uint8) if kv_cache_dtype == "fp8" else p.kv
+        layer = self.ex.Layer(k_scale=kv_scale)
+        q3 = p.q.view(p.batch, 16, 576)
+        out, lse = self.forward(impl, p, kv, layer, q3)
+        torch.cuda.synchronize()
+        self.assertEqual(tuple(out.shape), (p.batch, 16, 512))
+        self.assertEqual(tuple(lse.shape), (p.batch, 16))
+        assert_close(self, p, out, lse, f"example, {kv_cache_dtype}")
+        out2, lse2 = self.forward(impl, p, kv, layer, (q3[..., :512].contiguous(), q3[..., 512:].contiguous()))
+        torch.cuda.synchronize()
+        self.assertTrue(same_bits(out, out2) and same_bits(lse, lse2), "the pair form differs from the single tensor")
+
+    def test_bf16_cache(self):
+        self.check("auto", torch.bfloat16, 1.0)
+
+    def test_fp8_cache(self):
+        if fp8_dtype() is None:
+            self.skipTest(f"torch {torch.__version__} has no float8_e4m3fn")
+        self.check("fp8", fp8_dtype(), 0.25)
+
+
+if __name__ == "__main__":
+    unittest.main()

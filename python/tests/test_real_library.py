@@ -1,0 +1,258 @@
+"""The package against the real libmlatune ($MLATUNE_LIBRARY), no torch.
+
+Without a GPU, mlt_runtime_create fails (MLT_ERR_NO_BACKEND or
+MLT_ERR_NO_DEVICE): the tests that need a runtime skip and say why, with
+the library's own message.  Where the library offers a CPU path, it is
+used:
+  * MLA_TUNE_BACKEND=hip-cpu (the CPU emulation backend), when the library
+    honours it: a whole decode on host memory, checked against a reference
+    computed here in plain Python;
+  * a stub CUDA driver ($MLA_TUNE_STUB_CUDA, or tests/stub_libcuda.c of the
+    repository built here) loaded through MLA_TUNE_CUDA_DRIVER: a runtime
+    that reports an H100, so that options and errors are seen to cross the
+    boundary (plan creation then fails where the stub refuses to load code).
+"""
+
+import contextlib
+import math
+import os
+import random
+import struct
+import unittest
+
+import support
+
+import mlatune
+from mlatune import LENGTHS_UNKNOWN, Status
+
+LIB = support.real_library()
+NO_LIB = "MLATUNE_LIBRARY is not set (ctest sets it to the built libmlatune)"
+
+
+@contextlib.contextmanager
+def environment(**changes):
+    """Sets (or with None, removes) environment variables for the block."""
+    old = {k: os.environ.get(k) for k in changes}
+    try:
+        for k, v in changes.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def stub_cuda_driver():
+    path = os.environ.get("MLA_TUNE_STUB_CUDA")
+    if path and os.path.exists(path):
+        return path
+    src = os.path.join(support.REPO, "tests", "stub_libcuda.c")
+    if support.compiler() is None or not os.path.exists(src):
+        return None
+    out = os.path.join(support.temp_dir(), "libcuda_stub.so")
+    if not os.path.exists(out):
+        import subprocess
+        r = subprocess.run([support.compiler(), "-shared", "-fPIC", "-o", out, src], capture_output=True, text=True)
+        if r.returncode:
+            return None
+    return out
+
+
+@unittest.skipIf(LIB is None, NO_LIB)
+class RealLibraryTest(unittest.TestCase):
+
+    def test_functions_and_status_strings(self):
+        self.assertEqual(LIB.status_string(Status.ERR_INVALID_ARGUMENT), "invalid argument")
+        self.assertEqual(LIB.status_string(Status.OK), "ok")
+        self.assertEqual(LIB.version, mlatune.HEADER_VERSION)
+
+    def test_runtime_or_a_clear_reason(self):
+        """Creating a runtime succeeds, or fails for want of a GPU with the
+        library's message: never silently."""
+        try:
+            rt = mlatune.Runtime(library=LIB, cache_dir="")
+        except mlatune.Error as e:
+            self.assertIn(e.status, (Status.ERR_NO_BACKEND, Status.ERR_NO_DEVICE), str(e))
+            self.assertTrue(e.message, "the error carries no message")
+            self.skipTest(f"no GPU runtime here: {e.message}")
+        self.assertTrue(rt.arch)
+        rt.close()
+
+    def test_explicit_missing_database_is_an_error_naming_it(self):
+        driver = stub_cuda_driver()
+        if driver is None:
+            self.skipTest("no stub CUDA driver (MLA_TUNE_STUB_CUDA unset and tests/stub_libcuda.c not buildable)")
+        missing = os.path.join(support.temp_dir(), "no-such.db")
+        with environment(MLA_TUNE_CUDA_DRIVER=driver):
+            try:
+                with self.assertRaises(mlatune.Error) as cm:
+                    mlatune.Runtime(library=LIB, user_db=missing, cache_dir="")
+            except AssertionError:
+                raise
+        e = cm.exception
+        if e.status in (Status.ERR_NO_BACKEND, Status.ERR_NO_DEVICE):
+            self.skipTest(f"the stub driver was not used: {e.message}")
+        self.assertEqual(e.status, Status.ERR_DATABASE)
+        self.assertIn(missing, e.message)
+
+    def test_stub_driver_runtime_and_plan_errors(self):
+        driver = stub_cuda_driver()
+        if driver is None:
+            self.skipTest("no stub CUDA driver (MLA_TUNE_STUB_CUDA unset and tests/stub_libcuda.c not buildable)")
+        data = os.path.join(support.temp_dir(), "xdg-data")  # no default user DB
+        with environment(MLA_TUNE_CUDA_DRIVER=driver, XDG_DATA_HOME=data, MLA_TUNE_DB=None,
+                         MLA_TUNE_SYSTEM_DB=None):
+            try:
+                rt = mlatune.Runtime(library=LIB, cache_dir="", log_level=mlatune.LogLevel.QUIET)
+            except mlatune.Error as e:
+                self.skipTest(f"runtime over the stub driver failed (a HIP device answered first?): {e.message}")
+            with self.assertRaises(mlatune.Error) as cm:
+                mlatune.Runtime(device=3, library=LIB, cache_dir="")
+            self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+            self.assertIn("device 3 does not exist", cm.exception.message)
+            self.assertEqual(rt.arch, "sm_90")
+            # plan creation compiles (NVRTC, when present) then loads the code:
+            # the stub driver refuses, and the C message must come through
+            with self.assertRaises(mlatune.Error) as cm:
+                rt.plan(16, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.0417, max_batch=8)
+            self.assertNotEqual(cm.exception.status, Status.OK)
+            self.assertTrue(cm.exception.message)
+            self.assertNotEqual(cm.exception.message, LIB.status_string(cm.exception.status),
+                                "only the status string came back, not mlt_last_error()")
+            # a problem the runtime refuses before compiling
+            with self.assertRaises(mlatune.Error) as cm:
+                rt.plan(200, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.0417, max_batch=8)
+            self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+            self.assertIn("head count 200 outside 1..128", cm.exception.message)
+            with self.assertRaises(mlatune.Error) as cm:
+                rt.alloc(1024)
+            self.assertIn("not supported by the stub driver", cm.exception.message)
+            rt.close()
+
+
+# ----------------------------------------------------------------------
+# a whole decode on the CPU emulation backend, when the library has it
+
+def bf16_bits(x):
+    """Round-to-nearest-even float -> bfloat16 bits."""
+    u = struct.unpack("<I", struct.pack("<f", x))[0]
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def bf16_value(bits):
+    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+
+
+def reference(q, keys, lens, sq, n, d, dl, scale):
+    """out[b][t][h] (lists of Dl floats) and lse[b][t][h], by the rules of
+    README's "The computation": token t of request b sees keys
+    j < L_b - Sq + t + 1; no keys: out 0, lse -inf."""
+    out, lse = [], []
+    for b, length in enumerate(lens):
+        ob, lb = [], []
+        for t in range(sq):
+            limit = length - sq + t + 1
+            ot, lt = [], []
+            for h in range(n):
+                if limit <= 0:
+                    ot.append([0.0] * dl)
+                    lt.append(-math.inf)
+                    continue
+                qv = q[b][t][h]
+                s = [scale * sum(qv[i] * keys[b][j][i] for i in range(d)) for j in range(limit)]
+                m = max(s)
+                w = [math.exp(x - m) for x in s]
+                total = sum(w)
+                ot.append([sum(w[j] * keys[b][j][i] for j in range(limit)) / total for i in range(dl)])
+                lt.append(m + math.log(total))
+            ob.append(ot)
+            lb.append(lt)
+        out.append(ob)
+        lse.append(lb)
+    return out, lse
+
+
+@unittest.skipIf(LIB is None, NO_LIB)
+class EmulatedDecodeTest(unittest.TestCase):
+    """MLA_TUNE_BACKEND=hip-cpu: skipped, saying so, where the library does
+    not offer it."""
+
+    def test_decode_on_the_cpu_backend(self):
+        with environment(MLA_TUNE_BACKEND="hip-cpu"):
+            try:
+                rt = mlatune.Runtime(library=LIB, cache_dir="", log_level=mlatune.LogLevel.QUIET)
+            except mlatune.Error as e:
+                self.skipTest(f"no runtime with MLA_TUNE_BACKEND=hip-cpu (the library does not honour it "
+                              f"here): {e.message}")
+        if not rt.arch.startswith("gfx"):
+            rt.close()
+            self.skipTest(f"MLA_TUNE_BACKEND=hip-cpu gave a {rt.arch} runtime: a GPU, not the emulation")
+        n, sq, d, dl, page = 2, 2, 576, 512, 16
+        lens = [1, 21, 40]  # one request with fewer keys than Sq
+        batch, blocks = len(lens), 3
+        scale = d ** -0.5
+        rng = random.Random(7)
+        plan = rt.plan(n, sq=sq, page_size=page, q_dtype="bf16", kv_dtype="bf16", softmax_scale=scale,
+                       max_batch=batch)
+        q_bits = [[[[bf16_bits(rng.uniform(-1, 1)) for _ in range(d)] for _ in range(n)] for _ in range(sq)]
+                  for _ in range(batch)]
+        pages = batch * blocks
+        kv_bits = [[[bf16_bits(rng.uniform(-1, 1)) for _ in range(d)] for _ in range(page)] for _ in range(pages)]
+        table = list(range(pages))
+        rng.shuffle(table)
+        table = [table[b * blocks:(b + 1) * blocks] for b in range(batch)]
+
+        def put(values, fmt):
+            data = struct.pack(f"<{len(values)}{fmt}", *values)
+            ptr = rt.alloc(len(data))
+            rt.copy_to_device(ptr, data)
+            return ptr
+
+        def flat(x):
+            return [v for a in x for v in (flat(a) if isinstance(a, list) else [a])]
+
+        qp = put(flat(q_bits), "H")
+        kvp = put(flat(kv_bits), "H")
+        btp = put(flat(table), "i")
+        slp = put(lens, "i")
+        outp = rt.alloc(batch * sq * n * dl * 2)
+        lsep = rt.alloc(batch * sq * n * 4)
+        wsp = rt.alloc(max(plan.workspace_size, 16))
+        A = mlatune.DeviceArray
+        plan.run(A(qp, (batch, sq, n, d), "bfloat16", device=0), A(kvp, (pages, page, d), "bfloat16", device=0),
+                 A(btp, (batch, blocks), "int32", device=0), A(slp, (batch,), "int32", device=0),
+                 A(outp, (batch, sq, n, dl), "bfloat16", device=0), A(lsep, (batch, sq, n), "float32", device=0),
+                 A(wsp, (max(plan.workspace_size, 16),), "uint8", device=0), seq_len_hint=LENGTHS_UNKNOWN)
+        rt.synchronize()
+        got_out = struct.unpack(f"<{batch * sq * n * dl}H", rt.copy_to_host(outp, batch * sq * n * dl * 2))
+        got_lse = struct.unpack(f"<{batch * sq * n}f", rt.copy_to_host(lsep, batch * sq * n * 4))
+        q = [[[[bf16_value(v) for v in h] for h in t] for t in b] for b in q_bits]
+        keys = [[[bf16_value(v) for v in kv_bits[table[b][j // page]][j % page]] for j in range(lens[b])]
+                for b in range(batch)]
+        ref_out, ref_lse = reference(q, keys, lens, sq, n, d, dl, scale)
+        worst = 0.0
+        for b in range(batch):
+            for t in range(sq):
+                for h in range(n):
+                    row = ((b * sq + t) * n + h)
+                    want_lse = ref_lse[b][t][h]
+                    if want_lse == -math.inf:
+                        self.assertEqual(got_lse[row], -math.inf, (b, t, h))
+                    else:
+                        self.assertAlmostEqual(got_lse[row], want_lse, delta=1e-2 * max(1.0, abs(want_lse)))
+                    for i in range(dl):
+                        worst = max(worst, abs(bf16_value(got_out[row * dl + i]) - ref_out[b][t][h][i]))
+        self.assertLess(worst, 2e-2, "out differs from the reference")
+        for p in (qp, kvp, btp, slp, outp, lsep, wsp):
+            rt.free(p)
+        rt.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
