@@ -42,7 +42,7 @@ typedef struct candidate {
 typedef struct group {
     char arch[32];
     int64_t problem_id;
-    mt_decode_static s;
+    mt_problem_static s;
     candidate *c;
     int n, cap;
 } group;

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernels/mla_decode/mla_decode.h"
+#include "kernels/family.h"
 #include "db_internal.h"
 
 #define MT_APPLICATION_ID 0x4d4c4154 /* "MLAT" */
@@ -477,9 +477,28 @@ static void bind_variant(sqlite3_stmt *s, const void *p) {
     sqlite3_bind_text(s, 2, a->params, -1, SQLITE_TRANSIENT);
 }
 
+/* The id of a row written under one of the family's older names (a DB
+ * from before a rename), so that the variant keeps its measurements; 0
+ * when there is none. */
+static int64_t variant_under_alias(mt_db *db, const mt_variant *v, const char *params) {
+    int64_t id = 0;
+    for (const char *const *alias = v->family->aliases; alias && *alias && !id; alias++) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(db->h, "SELECT id FROM variants WHERE family=?1 AND params=?2", -1, &s, NULL) ==
+            SQLITE_OK) {
+            sqlite3_bind_text(s, 1, *alias, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(s, 2, params, -1, SQLITE_TRANSIENT);
+            if (sqlite3_step(s) == SQLITE_ROW) id = sqlite3_column_int64(s, 0);
+        }
+        sqlite3_finalize(s);
+    }
+    return id;
+}
+
 mt_status mt_db_put_variant(mt_db *db, const mt_variant *v, int64_t *id) {
     variant_arg a = {.family = v->family->name};
     mt_variant_format(v, a.params, sizeof a.params);
+    if ((*id = variant_under_alias(db, v, a.params)) != 0) return MT_OK;
     return upsert(db, "INSERT OR IGNORE INTO variants(family, params) VALUES(?1, ?2)",
                   "SELECT id FROM variants WHERE family=?1 AND params=?2", bind_variant, &a, id);
 }

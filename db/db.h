@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "kernels/variant.h"
+#include "kernels/family.h"
 #include "runtime/gpu/backend.h"
 
 enum { MT_DB_SCHEMA_VERSION = 4 };
@@ -39,7 +39,7 @@ typedef enum mt_db_mode { MT_DB_READ, MT_DB_WRITE } mt_db_mode;
 /* What a measurement is for. */
 typedef struct mt_problem_key {
     char kind[16];          /* "mla_decode" */
-    mt_decode_static s;     /* D, Dl, page size, dtypes */
+    mt_problem_static s;     /* D, Dl, page size, dtypes */
     int n_heads, sq, batch, seq_len; /* seq_len: the mean keys per request */
     int max_len;            /* the longest request (uniform: seq_len; 0 read as seq_len) */
     char lengths[48];       /* how the lengths were made: "uniform" or a mix (tuner/lengths.h) */

@@ -9,15 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/mla_decode/mla_decode.h"
-
-const mt_family *const mt_families[] = {&mt_family_mla_decode_simt, NULL};
-
-const mt_family *mt_family_find(const char *name) {
-    for (int i = 0; mt_families[i]; i++)
-        if (strcmp(mt_families[i]->name, name) == 0) return mt_families[i];
-    return NULL;
-}
+#include "kernels/family.h"
+#include "runtime/gpu/backend.h"
 
 const char *mt_dtype_name(mt_dtype t) {
     switch (t) {
@@ -85,7 +78,7 @@ static void format_allowed(const mt_param_desc *p, char *buf, size_t size) {
     }
 }
 
-mt_status mt_variant_validate(const mt_variant *v, const mt_decode_static *s, const mt_target *t) {
+mt_status mt_variant_validate(const mt_variant *v, const mt_problem_static *s, const mt_target *t) {
     if (!v || !v->family) return mt_fail(MT_ERR_INVALID_ARGUMENT, "variant has no family");
     const mt_family *f = v->family;
     for (int i = 0; i < f->n_params; i++)
@@ -147,7 +140,7 @@ mt_status mt_variant_parse(const mt_family *f, const char *text, mt_variant *v) 
     return MT_OK;
 }
 
-int mt_variant_defines(const mt_variant *v, const mt_decode_static *s, char storage[][48],
+int mt_variant_defines(const mt_variant *v, const mt_problem_static *s, char storage[][48],
                        const char *defines[], int n_max) {
     int n = 0;
     if (n_max < 5 + v->family->n_params) return 0;
@@ -174,7 +167,7 @@ void mt_space_full(const mt_family *f, mt_space *sp) {
     }
 }
 
-int mt_space_enumerate(const mt_space *sp, const mt_decode_static *s, const mt_target *t,
+int mt_space_enumerate(const mt_space *sp, const mt_problem_static *s, const mt_target *t,
                        int (*visit)(const mt_variant *v, void *user), void *user, int *rejected) {
     const mt_family *f = sp->family;
     int idx[MT_MAX_PARAMS] = {0};
@@ -217,7 +210,7 @@ static int append_variant(const mt_variant *v, void *user) {
     return 0;
 }
 
-mt_status mt_space_list(const mt_space *sp, const mt_decode_static *s, const mt_target *t, mt_variant **out, int *n,
+mt_status mt_space_list(const mt_space *sp, const mt_problem_static *s, const mt_target *t, mt_variant **out, int *n,
                         int *rejected) {
     variant_list l = {0};
     mt_space_enumerate(sp, s, t, append_variant, &l, rejected);
@@ -254,7 +247,7 @@ static int visit_nearest(const mt_variant *v, void *user) {
     return 0;
 }
 
-mt_status mt_variant_default_for(const mt_family *f, const mt_decode_static *s, const mt_target *t, mt_variant *v) {
+mt_status mt_variant_default_for(const mt_family *f, const mt_problem_static *s, const mt_target *t, mt_variant *v) {
     mt_variant_default(f, v);
     if (mt_variant_validate(v, s, t) == MT_OK) return MT_OK;
     nearest_ctx c = {.want = v, .best_distance = -1};
@@ -266,4 +259,11 @@ mt_status mt_variant_default_for(const mt_family *f, const mt_decode_static *s, 
                        s->page_size, t->arch);
     *v = c.best;
     return MT_OK;
+}
+
+void mt_target_from_device(const mt_device_info *info, mt_target *t) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->arch, sizeof t->arch, "%s", info->arch);
+    t->warp_size = info->warp_size;
+    t->shared_max = info->shared_per_group_max;
 }

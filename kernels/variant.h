@@ -1,11 +1,11 @@
 /*
  * variant.h - how a kernel family describes its variants.
  *
- * A variant is a family plus one value for each of its parameters.  A family
- * declares each parameter's name (as configs and the database spell it),
- * the -D define it becomes, its allowed values and its default, and a
- * constraint check that knows the problem's static facts and the target's
- * limits.  The tuner prunes with the check before compiling anything; the
+ * A variant is a family (kernels/family.h) plus one value for each of its
+ * parameters.  A family declares each parameter's name (as configs and the
+ * database spell it), the -D define it becomes, its allowed values and its
+ * default, and a constraint check that knows the problem's static facts and
+ * the target's limits.  The tuner prunes with the check before compiling anything; the
  * runtime validates every variant read from a database with the same check
  * before it is used for a launch.
  */
@@ -24,14 +24,16 @@ const char *mt_dtype_name(mt_dtype t);            /* "bf16", "fp16", "fp8e4m3" *
 mt_status mt_dtype_parse(const char *s, mt_dtype *out);
 size_t mt_dtype_size(mt_dtype t);
 
-/* The facts a variant is compiled against (they become defines too). */
-typedef struct mt_decode_static {
-    int d;            /* head dim of q and k: Dl + Dr (576) */
-    int dl;           /* latent (value) dim (512) */
+/* The facts a variant is compiled against (they become defines too), for
+ * any family: the decode family reads D as q/k's head dim and Dl as the
+ * value dim; a family without pages takes page_size 1. */
+typedef struct mt_problem_static {
+    int d;            /* head dim of q and k (decode: Dl + rope dim, 576) */
+    int dl;           /* value / output dim (decode: the latent dim, 512) */
     int page_size;    /* tokens per KV page */
     mt_dtype q_dtype; /* also the output dtype */
     mt_dtype kv_dtype;
-} mt_decode_static;
+} mt_problem_static;
 
 /* What a target allows: from a device when there is one, else from the
  * built-in table for the architecture. */
@@ -43,6 +45,10 @@ typedef struct mt_target {
 
 /* Fills *t for a known architecture name (sm_80, sm_90, gfx942, gfx950...). */
 mt_status mt_target_for_arch(const char *arch, mt_target *t);
+
+/* The target a device is (its arch, warp width and shared-memory limit). */
+struct mt_device_info;
+void mt_target_from_device(const struct mt_device_info *info, mt_target *t);
 
 typedef struct mt_param_desc {
     const char *name;       /* "tile_q" */
@@ -61,15 +67,8 @@ typedef struct mt_param_desc {
     int define_as_flag;
 } mt_param_desc;
 
-typedef struct mt_family {
-    const char *name;                 /* "mla_decode_simt" */
-    const char *source;               /* kernel file: "mla_decode.cu" */
-    const mt_param_desc *params;
-    int n_params;
-    /* MT_OK when `values` may run for problem `s` on target `t`; otherwise
-     * a message saying which constraint fails. */
-    mt_status (*check)(const int *values, const mt_decode_static *s, const mt_target *t);
-} mt_family;
+/* A kernel family (kernels/family.h has the interface). */
+typedef struct mt_family mt_family;
 
 typedef struct mt_variant {
     const mt_family *family;
@@ -83,14 +82,14 @@ void mt_variant_default(const mt_family *f, mt_variant *v);
  * passes the constraints there, else the valid point of the full space
  * nearest to it (fewest steps along each parameter's value list; ties to the
  * first in enumeration order).  Fails only when no point is valid. */
-mt_status mt_variant_default_for(const mt_family *f, const mt_decode_static *s, const mt_target *t, mt_variant *v);
+mt_status mt_variant_default_for(const mt_family *f, const mt_problem_static *s, const mt_target *t, mt_variant *v);
 
 /* Index of a parameter by name, or -1. */
 int mt_family_param_index(const mt_family *f, const char *name);
 
 /* Checks every value against its parameter's allowed set, then the family's
  * constraints; the message names the parameter and value at fault. */
-mt_status mt_variant_validate(const mt_variant *v, const mt_decode_static *s, const mt_target *t);
+mt_status mt_variant_validate(const mt_variant *v, const mt_problem_static *s, const mt_target *t);
 
 /* "tile_q=16,kv_granularity=64,..." in declaration order. */
 void mt_variant_format(const mt_variant *v, char *buf, size_t size);
@@ -102,7 +101,7 @@ mt_status mt_variant_parse(const mt_family *f, const char *text, mt_variant *v);
 /* Defines for compiling: the problem's facts then the parameters, as
  * "NAME=VALUE" strings in `storage` (n_max entries of 48 bytes), pointed at
  * by `defines`.  Returns the count. */
-int mt_variant_defines(const mt_variant *v, const mt_decode_static *s, char storage[][48],
+int mt_variant_defines(const mt_variant *v, const mt_problem_static *s, char storage[][48],
                        const char *defines[], int n_max);
 
 /* A search space: for each parameter, the subset of its values to try. */
@@ -118,18 +117,14 @@ void mt_space_full(const mt_family *f, mt_space *sp);
 /* Calls `visit` for each point of the space that passes validation;
  * returns the number visited (stops early if visit returns non-zero).
  * `rejected` (optional) counts the pruned points. */
-int mt_space_enumerate(const mt_space *sp, const mt_decode_static *s, const mt_target *t,
+int mt_space_enumerate(const mt_space *sp, const mt_problem_static *s, const mt_target *t,
                        int (*visit)(const mt_variant *v, void *user), void *user, int *rejected);
 
 /* The points mt_space_enumerate visits, in its order, as a malloc'd array
  * (*out, *n; the caller frees it; NULL and 0 when none is valid).
  * `rejected` (optional) counts the pruned points.  Fails only when out of
  * memory, with nothing allocated. */
-mt_status mt_space_list(const mt_space *sp, const mt_decode_static *s, const mt_target *t, mt_variant **out, int *n,
+mt_status mt_space_list(const mt_space *sp, const mt_problem_static *s, const mt_target *t, mt_variant **out, int *n,
                         int *rejected);
-
-/* The families built into the library, NULL-terminated. */
-extern const mt_family *const mt_families[];
-const mt_family *mt_family_find(const char *name);
 
 #endif

@@ -37,6 +37,7 @@
 
 #include "check.h"
 #include "kernels/dtype.h"
+#include "kernels/build.h"
 #include "kernels/sources.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/mla_reference.h"
@@ -54,7 +55,7 @@ static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0
 
 typedef struct unit {
     int arch;                /* index into the targets */
-    mt_decode_static s;
+    mt_problem_static s;
     mt_variant v;
     int wrong_lanes;         /* the negative control */
     const mt_code_object *obj;
@@ -86,7 +87,6 @@ static unit units[MAX_UNITS];
 static int n_units;
 static test_case cases[MAX_CASES];
 static int n_cases;
-static char *source;
 static int next_job;
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -106,14 +106,9 @@ static void *compile_worker(void *arg) {
     (void)arg;
     for (int i; (i = take_job(n_units)) >= 0;) {
         unit *u = &units[i];
-        char storage[16][48];
-        const char *defines[16];
-        int n = mt_variant_defines(&u->v, &u->s, storage, defines, 16);
         const char *wrong[] = {"-DMT_EMU_WRONG_MFMA_LANES"};
-        mt_jit_request req = {.source = source, .source_name = "mla_decode.cu", .arch = targets[u->arch].arch,
-                              .defines = defines, .n_defines = n, .options = wrong,
-                              .n_options = u->wrong_lanes ? 1 : 0};
-        u->status = mt_jit_compile(targets[u->arch].jit, &req, &u->obj, NULL);
+        u->status = mt_build_compile_with(targets[u->arch].jit, &u->v, &u->s, &targets[u->arch].target, wrong,
+                                          u->wrong_lanes ? 1 : 0, &u->obj, NULL);
         if (u->status != MT_OK) snprintf(u->error, sizeof u->error, "%.599s", mt_last_error());
     }
     return NULL;
@@ -150,17 +145,13 @@ static void run_case(test_case *tc) {
         return;
     }
     /* the variant's kernels, by the names the family gives them */
-    const char *names[3];
-    mt_mla_decode_entry_names(&u->v, names);
-    mt_mla_decode_kernels fns = {0};
-    mt_function *slots[3] = {&fns.decode, &fns.reduce, &fns.schedule};
-    for (int k = 0; k < 3; k++)
-        if (names[k] && mt_jit_function(t->jit, u->obj, names[k], slots[k]) != MT_OK) {
-            snprintf(tc->error, sizeof tc->error, "%.390s", mt_last_error());
-            return;
-        }
+    mt_kernels fns;
+    if (mt_build_load(t->jit, u->obj, &u->v, &u->s, &t->target, &fns) != MT_OK) {
+        snprintf(tc->error, sizeof tc->error, "%.390s", mt_last_error());
+        return;
+    }
     uint64_t state = tc->seed;
-    const mt_decode_static *s = &u->s;
+    const mt_problem_static *s = &u->s;
     const int page = s->page_size, rows = tc->sq * tc->n_heads;
     int max_blocks = 1, total_pages = 0;
     for (int r = 0; r < tc->batch; r++) {
@@ -348,8 +339,7 @@ int main(void) {
         CHECK_MSG(st == MT_OK, "hip-cpu backend: %s", mt_last_error());
         if (st != MT_OK) return check_summary("test_amd_emu");
         CHECK_OK(mt_backend_device_info(t->b, 0, &t->info));
-        t->target = (mt_target){.warp_size = t->info.warp_size, .shared_max = t->info.shared_per_group_max};
-        snprintf(t->target.arch, sizeof t->target.arch, "%s", t->info.arch);
+        mt_target_from_device(&t->info, &t->target);
         CHECK_OK(mt_jit_create(t->b, NULL, &t->jit));
     }
     char version[128];
@@ -365,11 +355,11 @@ int main(void) {
         for (int path = 0; path < 2; path++)
             for (int k = 0; k < per_path; k++) {
                 int dt = (k + k / 6) % 6;
-                mt_decode_static s = {.d = 576, .dl = 512, .page_size = pages[(k + path) % 3],
+                mt_problem_static s = {.d = 576, .dl = 512, .page_size = pages[(k + path) % 3],
                                       .q_dtype = q_types[dt / 3], .kv_dtype = kv_types[dt % 3]};
                 variant_list vl = {0};
                 mt_space sp;
-                mt_space_full(&mt_family_mla_decode_simt, &sp);
+                mt_space_full(&mt_family_mla_decode, &sp);
                 CHECK_OK(mt_space_list(&sp, &s, &targets[ti].target, &vl.items, &vl.n, NULL));
                 int n_path = 0;
                 for (int i = 0; i < vl.n; i++) n_path += vl.items[i].values[MT_P_MMA] == path;
@@ -416,7 +406,6 @@ int main(void) {
 
     for (int ti = 0; ti < 2; ti++) self_check(&targets[ti]);
 
-    CHECK_OK(mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &source));
     double t0 = now();
     run_parallel(compile_worker);
     double t1 = now();
@@ -472,6 +461,5 @@ int main(void) {
         mt_jit_destroy(targets[ti].jit);
         mt_backend_close(targets[ti].b);
     }
-    free(source);
     return check_summary("test_amd_emu");
 }

@@ -118,7 +118,7 @@ int main(void) {
     expect_space_error("s_param.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt: {tile_k: [1]}\n", ":3:21:",
                        "unknown key 'tile_k'");
     expect_space_error("s_value.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: [16, 12]\n", ":4:18:",
-                       "tile_q=12 is not a value mla_decode_simt supports");
+                       "tile_q=12 is not a value mla_decode supports");
     expect_space_error("s_empty.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: []\n", ":4:13:",
                        "empty list");
 
@@ -236,7 +236,7 @@ int main(void) {
         free(table);
     }
     expect_space_error("s_twice.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt: {tile_q: [16]}\n"
-                       "  mla_decode_simt: {tile_q: [8]}\n", ":4:3:", "family 'mla_decode_simt' listed twice");
+                       "  mla_decode_simt: {tile_q: [8]}\n", ":4:3:", "family 'mla_decode' listed twice");
     /* a FIFO named as a config is refused, not waited on */
     char fifo[600];
     snprintf(fifo, sizeof fifo, "%s/fifo.yaml", dir);

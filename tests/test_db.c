@@ -37,7 +37,7 @@ static mt_problem_key key_of(int heads, int batch, int len) {
 
 static mt_variant variant_with(int tile_q, int splits) {
     mt_variant v;
-    mt_variant_default(&mt_family_mla_decode_simt, &v);
+    mt_variant_default(&mt_family_mla_decode, &v);
     v.values[MT_P_TILE_Q] = tile_q;
     v.values[MT_P_KV_CHUNK] = 16;  /* fits gfx942's 64 KiB of LDS too */
     v.values[MT_P_NUM_SPLITS] = splits;
@@ -159,7 +159,7 @@ static void test_choice_rule(void) {
     mt_db *db = NULL;
     CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
     mt_variant dflt;
-    mt_variant_default(&mt_family_mla_decode_simt, &dflt);
+    mt_variant_default(&mt_family_mla_decode, &dflt);
     /* batch 1: a clear winner (0.5 vs default 1.0, spreads tiny) */
     CHECK_OK(put(db, "sm_90", key_of(16, 1, 4096), dflt, MT_MEASURE_OK, 1.0, 0.01));
     CHECK_OK(put(db, "sm_90", key_of(16, 1, 4096), variant_with(8, 8), MT_MEASURE_OK, 0.5, 0.01));

@@ -65,7 +65,7 @@ static mt_problem_key key_of(int batch) {
 
 static mt_variant variant_with(int tile_q, int splits) {
     mt_variant v;
-    mt_variant_default(&mt_family_mla_decode_simt, &v);
+    mt_variant_default(&mt_family_mla_decode, &v);
     v.values[MT_P_TILE_Q] = tile_q;
     v.values[MT_P_NUM_SPLITS] = splits;
     return v;
@@ -93,7 +93,7 @@ static void make_db(const char *name) {
     mt_db *db = NULL;
     CHECK_OK(mt_db_open(p, MT_DB_WRITE, &db));
     mt_variant dflt;
-    mt_variant_default(&mt_family_mla_decode_simt, &dflt);
+    mt_variant_default(&mt_family_mla_decode, &dflt);
     for (int b = 1; b <= 2; b++) {
         put(db, b, dflt, 1.0);
         put(db, b, variant_with(8, 4), 0.5);
@@ -304,8 +304,8 @@ static void test_old_variant_strings(void) {
         for (int k = 0; k < na && same; k++) {
             mt_variant va, vb;
             same = mt_choice_same_key(&ca[k], &cb[k]) &&
-                   mt_variant_parse(&mt_family_mla_decode_simt, ca[k].params, &va) == MT_OK &&
-                   mt_variant_parse(&mt_family_mla_decode_simt, cb[k].params, &vb) == MT_OK &&
+                   mt_variant_parse(&mt_family_mla_decode, ca[k].params, &va) == MT_OK &&
+                   mt_variant_parse(&mt_family_mla_decode, cb[k].params, &vb) == MT_OK &&
                    memcmp(va.values, vb.values, sizeof va.values) == 0 && ca[k].default_ms == cb[k].default_ms;
         }
         CHECK_MSG(same, "%s: choices changed by import", shipped[i]);
@@ -382,7 +382,7 @@ static void test_many_winners(void) {
     mt_space sp;
     mt_target t;
     mt_problem_key k = key_of(1);
-    mt_space_full(&mt_family_mla_decode_simt, &sp);
+    mt_space_full(&mt_family_mla_decode, &sp);
     CHECK_OK(mt_target_for_arch("sm_90", &t));
     mt_space_enumerate(&sp, &k.s, &t, collect, list, NULL);
     CHECK(*n == 65);

@@ -31,6 +31,7 @@
 #include "check.h"
 #include "kernels/dtype.h"
 #include "kernels/sources.h"
+#include "kernels/build.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/mla_reference.h"
 #include "kernels/mla_decode/schedule.h"
@@ -45,7 +46,7 @@ static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
 static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
 
 typedef struct test_case {
-    mt_decode_static s;
+    mt_problem_static s;
     mt_variant v;
     int n_heads, sq, batch;
     int *lens;
@@ -57,7 +58,7 @@ typedef struct test_case {
 
 typedef struct compile_ctx {
     mt_jit *jit;
-    const char *source, *arch;
+    const mt_target *target;
     test_case *cases;
     int n, next, only;
     pthread_mutex_t lock;
@@ -72,12 +73,7 @@ static void *compile_worker(void *arg) {
         if (i >= c->n) return NULL;
         if (c->only >= 0 && i != c->only) continue;
         test_case *tc = &c->cases[i];
-        char storage[16][48];
-        const char *defines[16];
-        int n = mt_variant_defines(&tc->v, &tc->s, storage, defines, 16);
-        mt_jit_request req = {.source = c->source, .source_name = "mla_decode.cu", .arch = c->arch,
-                              .defines = defines, .n_defines = n};
-        tc->compile_status = mt_jit_compile(c->jit, &req, &tc->obj, NULL);
+        tc->compile_status = mt_build_compile(c->jit, &tc->v, &tc->s, c->target, &tc->obj, NULL);
         if (tc->compile_status != MT_OK) snprintf(tc->error, sizeof tc->error, "%.299s", mt_last_error());
     }
 }
@@ -110,7 +106,7 @@ static double to_double(const void *src, mt_dtype t, size_t i) {
  *      lengths are written to the device, equals a direct call with those
  *      lengths bit for bit.
  * Returns 1 when the graph check ran. */
-static int check_length_aware(mt_backend *b, mt_stream stream, const mt_mla_decode_kernels *fns, const test_case *tc,
+static int check_length_aware(mt_backend *b, mt_stream stream, const mt_kernels *fns, const test_case *tc,
                               const mt_mla_decode_args *a, const uint16_t *out16, const float *lse32,
                               size_t out_elems, size_t lse_elems, int capture) {
     mt_schedule_shape sh = {.batch = tc->batch, .sq = tc->sq, .n_heads = tc->n_heads,
@@ -198,8 +194,8 @@ int main(void) {
     mt_device_info info;
     CHECK_OK(mt_backend_device_info(b, 0, &info));
     CHECK_OK(mt_backend_set_device(b, 0));
-    mt_target target = {.warp_size = info.warp_size, .shared_max = info.shared_per_group_max};
-    snprintf(target.arch, sizeof target.arch, "%s", info.arch);
+    mt_target target;
+    mt_target_from_device(&info, &target);
 
     /* a line at a time: under ctest stdout is a pipe, and a hang must
      * show the last case that finished */
@@ -229,12 +225,12 @@ int main(void) {
         tc->n_heads = heads[i % 6];
         tc->sq = 1 + (i % 8);
         int di = i % 16 == 4 ? 1 : i % 16 == 9 ? 2 : 0, dl = dls[di];
-        tc->s = (mt_decode_static){.d = 576, .dl = dl, .page_size = pages[pi], .q_dtype = q_types[dt / 3],
+        tc->s = (mt_problem_static){.d = 576, .dl = dl, .page_size = pages[pi], .q_dtype = q_types[dt / 3],
                                    .kv_dtype = kv_types[dt % 3]};
         variant_list *vl = &spaces[di][pi][dt / 3][dt % 3];
         if (!vl->n) {
             mt_space sp;
-            mt_space_full(&mt_family_mla_decode_simt, &sp);
+            mt_space_full(&mt_family_mla_decode, &sp);
             CHECK_OK(mt_space_list(&sp, &tc->s, &target, &vl->items, &vl->n, NULL));
         }
         /* every other case from the matrix-unit paths when this GPU has
@@ -281,11 +277,9 @@ int main(void) {
     }
 
     /* compile every case's variant on all cores first */
-    char *source = NULL;
-    CHECK_OK(mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &source));
     mt_jit *jit = NULL;
     CHECK_OK(mt_jit_create(b, NULL, &jit));
-    compile_ctx cc = {.jit = jit, .source = source, .arch = info.arch, .cases = cases, .n = n_cases, .only = only};
+    compile_ctx cc = {.jit = jit, .target = &target, .cases = cases, .n = n_cases, .only = only};
     pthread_mutex_init(&cc.lock, NULL);
     pthread_t threads[16];
     struct timespec t0, t1;
@@ -313,12 +307,8 @@ int main(void) {
             CHECK_MSG(0, "case %d: compile failed: %s", i, tc->error);
             continue;
         }
-        const char *names[3];
-        mt_function fn[3] = {0, 0, 0};
-        mt_mla_decode_entry_names(&tc->v, names);
-        for (int k = 0; k < 3; k++)
-            if (names[k]) CHECK_OK(mt_jit_function(jit, tc->obj, names[k], &fn[k]));
-        const mt_mla_decode_kernels fns = {fn[0], fn[1], fn[2]};
+        mt_kernels fns;
+        CHECK_OK(mt_build_load(jit, tc->obj, &tc->v, &tc->s, &target, &fns));
         const int aware = tc->v.values[MT_P_GROUPS_PER_CU] > 0;
         const int page = tc->s.page_size, rows = tc->sq * tc->n_heads;
         int max_blocks = 1, total_pages = 0;
@@ -441,6 +431,5 @@ int main(void) {
     mt_jit_destroy(jit);
     mt_backend_stream_destroy(b, stream);
     mt_backend_close(b);
-    free(source);
     return check_summary("test_gpu_mla");
 }

@@ -5,6 +5,7 @@
  * message.  Skipped (exit 77) only where libnvrtc cannot be loaded.
  */
 #include "check.h"
+#include "kernels/build.h"
 #include "kernels/sources.h"
 #include "tuner/kernels/tuner_kernels.h"
 #include "kernels/mla_decode/mla_decode.h"
@@ -35,10 +36,12 @@ int main(void) {
     free(source);
 
     /* the real kernel, default variant */
-    CHECK_OK(mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &source));
     mt_variant v;
-    mt_variant_default(&mt_family_mla_decode_simt, &v);
-    mt_decode_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_FP8_E4M3};
+    mt_variant_default(&mt_family_mla_decode, &v);
+    mt_target sm90;
+    CHECK_OK(mt_target_for_arch("sm_90", &sm90));
+    CHECK_OK(mt_build_source(&v, &sm90, &source)); /* the text the recipe compiles */
+    mt_problem_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_FP8_E4M3};
     char storage[16][48];
     const char *defines[16];
     int n = mt_variant_defines(&v, &s, storage, defines, 16);

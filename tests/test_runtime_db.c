@@ -31,7 +31,7 @@ static void make_db(const char *path) {
     mt_problem_key k = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = 16, .sq = 1,
                         .batch = 8, .seq_len = 1024};
     mt_variant v;
-    mt_variant_default(&mt_family_mla_decode_simt, &v);
+    mt_variant_default(&mt_family_mla_decode, &v);
     int64_t d = 0, p = 0, var = 0;
     CHECK_OK(mt_db_put_device(db, &dev, "nvrtc", &d));
     CHECK_OK(mt_db_put_problem(db, &k, &p));

@@ -6,6 +6,7 @@
  */
 #include "check.h"
 #include "kernels/mla_decode/mla_decode.h"
+#include "kernels/mla_decode/params.h"
 #include "kernels/mla_decode/schedule.h"
 
 /* the launches counted, and what the last of each kind was given */
@@ -15,17 +16,18 @@ static mt_devptr last_sched, schedule_dst;
 static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
                                  mt_stream s, void **args) {
     (void)b, (void)f, (void)s;
-    if (bl[0] == 1024) { /* mla_schedule: one group of 1024 threads, the schedule's address fifth */
+    const mt_decode_params *p = args ? args[0] : NULL; /* every kernel of the family takes params.h's struct */
+    if (bl[0] == MT_SCHEDULE_THREADS) { /* mla_schedule: one group, writing where p->schedule points */
         schedule_launches++;
-        schedule_dst = args ? *(const mt_devptr *)args[4] : 0;
+        schedule_dst = p ? p->schedule : 0;
         return MT_OK;
     }
     launches++;
     for (int i = 0; i < 3; i++) last_grid[i] = (int)g[i];
     last_shared = sh;
-    /* a decode launch (the one with shared memory) passes the schedule
-     * fourteenth: 0 unless the variant is length-aware */
-    last_sched = sh > 0 && args ? *(const mt_devptr *)args[13] : 0;
+    /* a decode launch (the one with shared memory): the schedule is 0
+     * unless the variant is length-aware */
+    last_sched = sh > 0 && p ? p->schedule : 0;
     return MT_OK;
 }
 static int dependent_launches, last_reduce_grid[3], last_reduce_threads;
@@ -36,9 +38,8 @@ static mt_status counting_launch_dependent(mt_backend *b, mt_function f, const u
     dependent_launches++;
     for (int i = 0; i < 3; i++) last_reduce_grid[i] = (int)g[i];
     last_reduce_threads = (int)(bl[0] * bl[1] * bl[2]);
-    /* the length-aware reduce takes the schedule seventh (the grid reduce
-     * has NULL sixth) */
-    last_reduce_sched = args && args[5] && args[6] ? *(const mt_devptr *)args[6] : 0;
+    /* the length-aware reduce reads the schedule; the grid reduce gets 0 */
+    last_reduce_sched = args ? ((const mt_decode_params *)args[0])->schedule : 0;
     return MT_OK;
 }
 static const mt_backend_iface counting_iface = {.launch = counting_launch};
@@ -78,11 +79,11 @@ static int count_visits(const mt_variant *v, void *user) {
 }
 
 int main(void) {
-    const mt_family *f = &mt_family_mla_decode_simt;
-    const mt_mla_decode_kernels one = {(mt_function)1, NULL, NULL}, two = {(mt_function)1, (mt_function)1, NULL};
+    const mt_family *f = &mt_family_mla_decode;
+    const mt_kernels one = {{(mt_function)1, NULL, NULL}}, two = {{(mt_function)1, (mt_function)1, NULL}};
     CHECK(mt_family_find("mla_decode_simt") == f);
     CHECK(mt_family_find("nope") == NULL);
-    mt_decode_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    mt_problem_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
     mt_target sm90, gfx942;
     CHECK_OK(mt_target_for_arch("sm_90", &sm90));
     CHECK_OK(mt_target_for_arch("gfx942", &gfx942));
@@ -141,7 +142,7 @@ int main(void) {
     CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
     w.values[MT_P_TILE_Q] = 32;
     CHECK_OK(mt_variant_validate(&w, &s, &gfx942)); /* Q 72 + scores 8 + output 128 + next chunk 36: 244 */
-    mt_decode_static wide = s;
+    mt_problem_static wide = s;
     wide.dl = 1024, wide.d = 1024;
     CHECK_STATUS(mt_variant_validate(&w, &wide, &gfx942), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "registers per lane") != NULL, "%s", mt_last_error());
@@ -160,7 +161,7 @@ int main(void) {
     /* 1024 alignment bytes, Q and two stages of 64 x 576 x 2, P 64 x 64 x 2, alpha and limits of 64 rows,
      * two mbarriers */
     CHECK(mt_mla_decode_shared_bytes(w.values, &s, 32) == 1024 + 3 * 73728 + 8192 + 512 + 16);
-    mt_decode_static small_pages = s;
+    mt_problem_static small_pages = s;
     small_pages.page_size = 8;
     CHECK_STATUS(mt_variant_validate(&w, &small_pages, &sm90), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "at least 16 keys") != NULL, "%s", mt_last_error());
@@ -169,7 +170,7 @@ int main(void) {
     CHECK_STATUS(mt_variant_validate(&w, &s, &sm80), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "Hopper") && strstr(mt_last_error(), "sm_80"), "%s", mt_last_error());
     CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
-    mt_decode_static mixed = s;
+    mt_problem_static mixed = s;
     mixed.q_dtype = MT_FP16; /* 16-bit KV: q of the same type */
     CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "one type") != NULL, "%s", mt_last_error());
@@ -184,7 +185,7 @@ int main(void) {
         /* 1024 alignment, Q^T 16 x 576 x 2, four stages of 64 x 576 bytes, P^T 2 x 16 x 64 x 2, the exchange
          * (256 floats), limits (16), q maxima (8), four mbarriers */
         CHECK(mt_mla_decode_shared_bytes(t8.values, &mixed, 32) == 1024 + 18432 + 147456 + 4096 + 1024 + 64 + 32 + 32);
-        mt_decode_static fp16_q = mixed;
+        mt_problem_static fp16_q = mixed;
         fp16_q.q_dtype = MT_FP16; /* q of either 16-bit type goes to fp16 */
         CHECK_OK(mt_variant_validate(&t8, &fp16_q, &sm90));
         CHECK_STATUS(mt_variant_validate(&t8, &s, &sm90), MT_ERR_INVALID_ARGUMENT); /* bf16 KV: 2 stages */
@@ -193,7 +194,7 @@ int main(void) {
         mt_variant x = t8;
         x.values[MT_P_KV_STAGES] = 2;
         CHECK_STATUS(mt_variant_validate(&x, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
-        mt_decode_static fp8_small = mixed;
+        mt_problem_static fp8_small = mixed;
         fp8_small.page_size = 8;
         CHECK_STATUS(mt_variant_validate(&t8, &fp8_small, &sm90), MT_ERR_INVALID_ARGUMENT);
         /* the transposed tile with 16-bit KV: two stages (one per warpgroup), q of the KV's type */
@@ -203,7 +204,7 @@ int main(void) {
         /* 1024 alignment, Q^T 16 x 576 x 2, two stages of 64 x 576 x 2, P^T, exchange, limits, q maxima,
          * two mbarriers */
         CHECK(mt_mla_decode_shared_bytes(t16.values, &s, 32) == 1024 + 18432 + 147456 + 4096 + 1024 + 64 + 32 + 16);
-        mt_decode_static f16 = s;
+        mt_problem_static f16 = s;
         f16.q_dtype = MT_FP16, f16.kv_dtype = MT_FP16;
         CHECK_OK(mt_variant_validate(&t16, &f16, &sm90));
         f16.q_dtype = MT_BF16; /* no q conversion on this path */
@@ -249,7 +250,7 @@ int main(void) {
             CHECK_MSG(strstr(mt_last_error(), "2..16 splits") != NULL, "%s", mt_last_error());
         }
         c.values[MT_P_NUM_SPLITS] = 8;
-        mt_decode_static narrow = s;
+        mt_problem_static narrow = s;
         narrow.d = 512; /* 64 rows of 520 floats do not fit in two stages of 64 x 512 x 2 bytes */
         CHECK_STATUS(mt_variant_validate(&c, &narrow, &sm90), MT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(mt_last_error(), "too large") != NULL, "%s", mt_last_error());
@@ -259,7 +260,7 @@ int main(void) {
         CHECK_MSG(strstr(mt_last_error(), "64-row mma=2 path (16-bit KV) only") != NULL, "%s", mt_last_error());
         m1.values[MT_P_MMA] = 1;
         CHECK_STATUS(mt_variant_validate(&m1, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-        mt_decode_static fp8 = s;
+        mt_problem_static fp8 = s;
         fp8.kv_dtype = MT_FP8_E4M3;
         CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,"
                                      "kv_stages=4,split_reduce=1", &m1));
@@ -273,7 +274,7 @@ int main(void) {
                                  .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000,
                                  .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000};
         launches = dependent_launches = 0;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &(mt_mla_decode_kernels){(mt_function)1, NULL, NULL}, &c, &s, &ca, NULL));
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &(mt_kernels){{(mt_function)1, NULL, NULL}}, &c, &s, &ca, NULL));
         CHECK_MSG(cluster_launches == 1 && launches == 0 && dependent_launches == 0, "%d cluster launches",
                   cluster_launches);
         CHECK(cluster_seen[0] == 1 && cluster_seen[1] == 8 && cluster_seen[2] == 1);
@@ -286,7 +287,7 @@ int main(void) {
         CHECK(cluster_launches == 1 && launches == 1 && dependent_launches == 1);
         /* a backend without clusters says so; nothing runs in their place */
         launches = dependent_launches = 0;
-        CHECK_STATUS(mt_mla_decode_launch(&no_cluster_backend, &(mt_mla_decode_kernels){(mt_function)1, NULL, NULL}, &c, &s, &ca, NULL),
+        CHECK_STATUS(mt_mla_decode_launch(&no_cluster_backend, &(mt_kernels){{(mt_function)1, NULL, NULL}}, &c, &s, &ca, NULL),
                      MT_ERR_UNSUPPORTED);
         CHECK_MSG(strstr(mt_last_error(), "launch_cluster") != NULL, "%s", mt_last_error());
         CHECK(launches == 0);
@@ -305,7 +306,7 @@ int main(void) {
         CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=64,num_splits=1,block_threads=256,kv_chunk=64,mma=2,"
                                      "kv_stages=2,split_reduce=0,groups_per_cu=1", &pv));
         CHECK_OK(mt_variant_validate(&pv, &s, &sm90));
-        mt_decode_static fp8 = s;
+        mt_problem_static fp8 = s;
         fp8.kv_dtype = MT_FP8_E4M3;
         mt_variant p8 = pv;
         p8.values[MT_P_KV_STAGES] = 4;
@@ -350,7 +351,7 @@ int main(void) {
         CHECK(mt_mla_decode_workspace_bytes(&x, &s, 1, 16, 1, 132) == mt_schedule_bytes(264) + 2 * slots);
         CHECK(mt_mla_decode_schedule_bytes(&grid_form, 132) == 0);
 
-        const mt_mla_decode_kernels three = {(mt_function)1, (mt_function)2, (mt_function)3};
+        const mt_kernels three = {{(mt_function)1, (mt_function)2, (mt_function)3}};
         mt_mla_decode_args pa = {.batch = 3, .n_heads = 16, .sq = 1, .max_blocks = 256, .page_size = 64,
                                  .warp_size = 32, .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000,
                                  .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000,
@@ -379,7 +380,7 @@ int main(void) {
         pb.schedule = 0x900008;
         CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &pb, NULL), MT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(mt_last_error(), "schedule pointer") != NULL, "%s", mt_last_error());
-        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, &(mt_mla_decode_kernels){(mt_function)1, (mt_function)2, NULL},
+        CHECK_STATUS(mt_mla_decode_launch(&cluster_backend, &(mt_kernels){{(mt_function)1, (mt_function)2, NULL}},
                                           &pv, &s, &pa, NULL), MT_ERR_INVALID_ARGUMENT);
         /* 128 heads in 64-row tiles: a stretch per pair of work-groups,
          * the same 132 in the grid */
@@ -411,7 +412,7 @@ int main(void) {
     w.values[MT_P_BLOCK_THREADS] = 128;
     CHECK_STATUS(mt_variant_validate(&w, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "would spill") != NULL);
-    mt_decode_static bad = s;
+    mt_problem_static bad = s;
     bad.q_dtype = MT_FP8_E4M3;
     CHECK_STATUS(mt_variant_validate(&v, &bad, &sm90), MT_ERR_INVALID_ARGUMENT);
     bad = s;

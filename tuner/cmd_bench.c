@@ -163,7 +163,7 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
     mlt_status ps;
     if (o->variant) {
         mt_variant v;
-        mt_status st = mt_variant_parse(&mt_family_mla_decode_simt, o->variant, &v);
+        mt_status st = mt_variant_parse(&mt_family_mla_decode, o->variant, &v);
         if (st != MT_OK) return st;
         ps = mt_plan_create_pinned(g->rt, &p, &v, &plan);
     } else {
@@ -325,7 +325,7 @@ int cmd_bench(int argc, char **argv) {
     }
     if (o.variant) { /* reject a bad spec before touching the GPU */
         mt_variant v;
-        if (mt_variant_parse(&mt_family_mla_decode_simt, o.variant, &v) != MT_OK) {
+        if (mt_variant_parse(&mt_family_mla_decode, o.variant, &v) != MT_OK) {
             mt_cli_error("bench: --variant: %s", mt_last_error());
             return 2;
         }

@@ -16,13 +16,13 @@
 
 #include "commands.h"
 #include "kernels/sources.h"
-#include "kernels/mla_decode/mla_decode.h"
+#include "kernels/build.h"
 #include "runtime/gpu/jit.h"
 #include "config.h"
 
 typedef struct compile_job {
     mt_variant variant;
-    mt_decode_static problem;
+    mt_problem_static problem;
     mt_status status;
     char error[4096];
     double ms;
@@ -32,8 +32,7 @@ typedef struct compile_job {
 
 typedef struct compile_batch {
     mt_jit *jit;
-    const char *arch;
-    const char *source;      /* prelude + family source */
+    const mt_target *target;
     compile_job *jobs;
     int n_jobs;
     int next;
@@ -43,7 +42,7 @@ typedef struct compile_batch {
 typedef struct collect_ctx {
     compile_job *jobs;
     int n, cap, limit;
-    mt_decode_static problem;
+    mt_problem_static problem;
 } collect_ctx;
 
 static int collect(const mt_variant *v, void *user) {
@@ -71,20 +70,17 @@ static void *compile_worker(void *arg) {
         pthread_mutex_unlock(&batch->lock);
         if (i >= batch->n_jobs) return NULL;
         compile_job *job = &batch->jobs[i];
-        char storage[16][48];
-        const char *defines[16];
-        int n = mt_variant_defines(&job->variant, &job->problem, storage, defines, 16);
-        mt_jit_request req = {.source = batch->source, .source_name = job->variant.family->source,
-                              .arch = batch->arch, .defines = defines, .n_defines = n};
         const mt_code_object *obj = NULL;
-        job->status = mt_jit_compile(batch->jit, &req, &obj, &job->origin);
+        job->status = mt_build_compile(batch->jit, &job->variant, &job->problem, batch->target, &obj, &job->origin);
         mt_kernel_resources_unknown(&job->res);
         if (job->status != MT_OK) {
             snprintf(job->error, sizeof job->error, "%s", mt_last_error());
             continue;
         }
         job->ms = obj->compile_ms;
-        mt_backend_parse_resources(b, obj->log, MT_MLA_DECODE_KERNEL, &job->res);
+        const char *entries[MT_MAX_ENTRIES];
+        job->variant.family->entries(&job->variant, entries); /* entry 0: the one whose resources matter */
+        mt_backend_parse_resources(b, obj->log, entries[0], &job->res);
     }
 }
 
@@ -135,7 +131,7 @@ int cmd_compile(int argc, char **argv) {
     const char *arch = NULL, *family_name = NULL, *cache_dir = NULL, *space_file = NULL;
     int all_dtypes = 0, all_pages = 0, defaults_only = 0, limit = 0, no_cache = 0;
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-    mt_decode_static base = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    mt_problem_static base = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = (i + 1 < argc) ? argv[i + 1] : NULL;
@@ -243,16 +239,10 @@ int cmd_compile(int argc, char **argv) {
     for (int fi = 0; fi < spaces.n_spaces; fi++) {
         const mt_family *f = spaces.spaces[fi].family;
         if (family_name && strcmp(family_name, f->name) != 0) continue;
-        char *source = NULL;
-        if (mt_kernel_source(NULL, f->source, &source) != MT_OK) {
-            mt_cli_error("compile: %s", mt_last_error());
-            failed++;
-            continue;
-        }
         for (int pi = 0; pi < 3; pi++)
         for (int qi = 0; qi < 2; qi++)
             for (int ki = 0; ki < 3; ki++) {
-                mt_decode_static problem = base;
+                mt_problem_static problem = base;
                 if (all_dtypes) {
                     problem.q_dtype = q_types[qi];
                     problem.kv_dtype = kv_types[ki];
@@ -281,7 +271,7 @@ int cmd_compile(int argc, char **argv) {
                 printf("\n%s  D=%d Dl=%d page=%d q=%s kv=%s: %d variants (%d pruned by constraints)\n", f->name,
                        problem.d, problem.dl, problem.page_size, mt_dtype_name(problem.q_dtype),
                        mt_dtype_name(problem.kv_dtype), cc.n, pruned);
-                compile_batch batch = {.jit = jit, .arch = arch, .source = source, .jobs = cc.jobs, .n_jobs = cc.n};
+                compile_batch batch = {.jit = jit, .target = &target, .jobs = cc.jobs, .n_jobs = cc.n};
                 pthread_mutex_init(&batch.lock, NULL);
                 int n_threads = (int)(jobs < 1 ? 1 : jobs > 64 ? 64 : jobs);
                 pthread_t threads[64];
@@ -306,7 +296,7 @@ int cmd_compile(int argc, char **argv) {
                         continue;
                     }
                     mt_kernel_resources *r = &job->res;
-                    size_t dyn = mt_mla_decode_shared_bytes(job->variant.values, &job->problem, target.warp_size);
+                    size_t dyn = f->shared_bytes(&job->variant, &job->problem, target.warp_size);
                     int spill = r->spill_stores < 0 ? -1 : r->spill_stores + (r->spill_loads > 0 ? r->spill_loads : 0);
                     printf("%-7s %9.1f %-8s %5d %5d %7zu %6d %6d  %s\n", "ok", job->ms, origin_name(job->origin),
                            r->registers, r->scalar_registers, dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0),
@@ -314,7 +304,6 @@ int cmd_compile(int argc, char **argv) {
                 }
                 free(cc.jobs);
             }
-        free(source);
     }
     mt_jit_stats stats = mt_jit_get_stats(jit);
     printf("\n%d variants: %d ok, %d failed; %d pruned before compiling; %ld compiled, %ld from disk cache\n", total,

@@ -255,7 +255,7 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
                                         mt_problem_key *k = &p->keys[p->n_keys++];
                                         memset(k, 0, sizeof *k);
                                         snprintf(k->kind, sizeof k->kind, "mla_decode");
-                                        k->s = (mt_decode_static){.d = (int)d, .dl = (int)dl, .page_size = pages[c],
+                                        k->s = (mt_problem_static){.d = (int)d, .dl = (int)dl, .page_size = pages[c],
                                                                   .q_dtype = qt[a], .kv_dtype = kvt[b]};
                                         k->n_heads = heads[h];
                                         k->sq = sqs[s];

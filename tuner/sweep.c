@@ -54,8 +54,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "kernels/sources.h"
-#include "kernels/mla_decode/mla_decode.h"
+#include "kernels/build.h"
 #include "protocol.h"
 #include "runtime/gpu/jit.h"
 
@@ -500,7 +499,6 @@ static void *device_thread(void *arg) {
 typedef struct compile_ahead {
     sweep *sw;
     mt_jit *jit;
-    char *source;
     int key, cand;     /* next (key, candidate) to compile */
     pthread_mutex_t lock;
     long compiled, failed;
@@ -519,13 +517,8 @@ static void *compile_thread(void *arg) {
         /* stay behind the workers' progress no more than needed: compiling
          * keys the workers are about to reach first */
         const sweep_key *sk = &sw->keys[k];
-        char storage[16][48];
-        const char *defines[16];
-        int n = mt_variant_defines(&sk->candidates[c], &sk->key.s, storage, defines, 16);
-        mt_jit_request req = {.source = ca->source, .source_name = sk->candidates[c].family->source,
-                              .arch = sw->target.arch, .defines = defines, .n_defines = n};
         const mt_code_object *obj = NULL;
-        mt_status st = mt_jit_compile(ca->jit, &req, &obj, NULL);
+        mt_status st = mt_build_compile(ca->jit, &sk->candidates[c], &sk->key.s, &sw->target, &obj, NULL);
         pthread_mutex_lock(&ca->lock);
         if (st == MT_OK) ca->compiled++;
         else ca->failed++;  /* the worker compiles it again and records compile-failed */
@@ -839,7 +832,7 @@ int cmd_sweep(int argc, char **argv) {
     pthread_t compile_threads[64];
     int n_compile = 0;
     if (!sw.fake && mt_backend_open_for_arch(sw.target.arch, &compiler) == MT_OK &&
-        mt_jit_create(compiler, sw.cache_dir, &ca.jit) == MT_OK && mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &ca.source) == MT_OK) {
+        mt_jit_create(compiler, sw.cache_dir, &ca.jit) == MT_OK) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN) - n_devices;
         if (cores < 1) cores = 1;
         if (cores > 64) cores = 64;
@@ -919,7 +912,6 @@ int cmd_sweep(int argc, char **argv) {
     }
     if (ca.jit) mt_jit_destroy(ca.jit);
     mt_backend_close(compiler);
-    free(ca.source);
     for (int k = 0; k < sw.n_keys; k++) free(sw.keys[k].candidates);
     free(sw.keys);
     free(ctx);

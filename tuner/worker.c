@@ -40,6 +40,7 @@
 #include "commands.h"
 #include "lengths.h"
 #include "kernels/dtype.h"
+#include "kernels/build.h"
 #include "kernels/sources.h"
 #include "tuner/kernels/tuner_kernels.h"
 #include "kernels/mla_decode/mla_decode.h"
@@ -202,7 +203,6 @@ typedef struct gpu_worker {
     mt_device_info info;
     mt_stream stream;
     mt_l2_flush flush;
-    char *source;
     key_state ks;
     double *got_out, *got_lse;
     void *host_out;
@@ -226,23 +226,11 @@ static void free_key(gpu_worker *w) {
     memset(k, 0, sizeof *k);
 }
 
-static mt_status get_functions(gpu_worker *w, const mt_variant *v, const mt_decode_static *s,
-                               mt_mla_decode_kernels *fns) {
-    char storage[16][48];
-    const char *defines[16];
-    int n = mt_variant_defines(v, s, storage, defines, 16);
-    mt_jit_request req = {.source = w->source, .source_name = v->family->source, .arch = w->info.arch,
-                          .defines = defines, .n_defines = n};
-    const mt_code_object *obj = NULL;
-    mt_status st = mt_jit_compile(w->jit, &req, &obj, NULL);
-    if (st != MT_OK) return st;
-    const char *names[3];
-    mt_function fn[3] = {0, 0, 0};
-    mt_mla_decode_entry_names(v, names);
-    for (int i = 0; i < 3 && st == MT_OK; i++)
-        if (names[i]) st = mt_jit_function(w->jit, obj, names[i], &fn[i]);
-    *fns = (mt_mla_decode_kernels){fn[0], fn[1], fn[2]};
-    return st;
+/* The variant's kernels on this worker's GPU (the one recipe, kernels/build.h). */
+static mt_status get_functions(gpu_worker *w, const mt_variant *v, const mt_problem_static *s, mt_kernels *fns) {
+    mt_target t;
+    mt_target_from_device(&w->info, &t);
+    return mt_build_variant(w->jit, v, s, &t, fns);
 }
 
 static mt_status ensure_workspace(gpu_worker *w, size_t bytes) {
@@ -273,7 +261,7 @@ static mt_mla_decode_args key_args(gpu_worker *w, size_t ws_needed) {
 }
 
 /* Launch once into poisoned outputs and read them back as doubles. */
-static mt_status run_once(gpu_worker *w, const mt_variant *v, const mt_mla_decode_kernels *fns, double *out,
+static mt_status run_once(gpu_worker *w, const mt_variant *v, const mt_kernels *fns, double *out,
                           double *lse) {
     key_state *k = &w->ks;
     size_t ws = key_workspace_bytes(w, v);
@@ -283,7 +271,7 @@ static mt_status run_once(gpu_worker *w, const mt_variant *v, const mt_mla_decod
     if ((st = mt_backend_mem_set(w->b, k->dout, 0xff, k->out_elems * 2, w->stream)) != MT_OK) return st;
     if ((st = mt_backend_mem_set(w->b, k->dlse, 0xff, k->lse_elems * 4, w->stream)) != MT_OK) return st;
     if (ws && (st = mt_backend_mem_set(w->b, k->dws, 0xff, ws, w->stream)) != MT_OK) return st;
-    if ((st = mt_mla_decode_launch(w->b, fns, v, &k->key.s, &a, w->stream)) != MT_OK) return st;
+    if ((st = v->family->launch(w->b, fns, v, &k->key.s, &a, w->stream)) != MT_OK) return st;
     if ((st = mt_backend_copy_to_host(w->b, w->host_out, k->dout, k->out_elems * 2, w->stream)) != MT_OK) return st;
     if ((st = mt_backend_copy_to_host(w->b, w->host_lse, k->dlse, k->lse_elems * 4, w->stream)) != MT_OK) return st;
     const uint16_t *o16 = w->host_out;
@@ -301,7 +289,7 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     k->seed = job->seed;
     rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)job->seed << 20) ^ (uint64_t)job->key.batch * 1315423911u ^
           (uint64_t)job->key.seq_len;
-    const mt_decode_static *s = &k->key.s;
+    const mt_problem_static *s = &k->key.s;
     const int page = s->page_size;
     /* the requests' lengths: the key's mix (the same for the same key and
      * seed everywhere: the coordinator took the key's mean and longest
@@ -370,7 +358,7 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
         snprintf(k->ref_source, sizeof k->ref_source, "CPU reference");
     } else {
         mt_variant trusted;
-        mt_mla_decode_kernels fns;
+        mt_kernels fns;
         mt_target t = {.warp_size = w->info.warp_size, .shared_max = w->info.shared_per_group_max};
         snprintf(t.arch, sizeof t.arch, "%s", w->info.arch);
         if ((st = mt_variant_default_for(job->variant.family, s, &t, &trusted)) != MT_OK ||
@@ -386,14 +374,14 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
 /* One timed call: the decode launch (and its reduce) as the runtime makes it. */
 typedef struct launch_job {
     gpu_worker *w;
-    const mt_mla_decode_kernels *fns;
+    const mt_kernels *fns;
     const mt_variant *v;
-    const mt_decode_static *s;
+    const mt_problem_static *s;
     const mt_mla_decode_args *a;
 } launch_job;
 static mt_status run_launch(void *arg, mt_stream s) {
     launch_job *j = arg;
-    return mt_mla_decode_launch(j->w->b, j->fns, j->v, j->s, j->a, s);
+    return j->v->family->launch(j->w->b, j->fns, j->v, j->s, j->a, s);
 }
 
 /* Returns 1 when the worker must exit (its GPU context cannot be trusted). */
@@ -406,7 +394,7 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
         return 1;
     }
     key_state *k = &w->ks;
-    mt_mla_decode_kernels fns = {0, 0, 0};
+    mt_kernels fns = {{0}};
     int fp = w->fault_param[0] ? mt_family_param_index(job->variant.family, w->fault_param) : -1;
     if (fp >= 0 && job->variant.values[fp] == w->fault_value) {
         char *src = NULL;
@@ -493,7 +481,6 @@ int cmd_worker(int argc, char **argv) {
     if (st == MT_OK) st = mt_jit_create(w.b, cache_dir, &w.jit);
     if (st == MT_OK) st = mt_backend_compiler_version(w.b, compiler, sizeof compiler);
     if (st == MT_OK) st = mt_backend_stream_create(w.b, &w.stream);
-    if (st == MT_OK) st = mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &w.source);
     size_t flush_bytes = w.info.l2_bytes ? 4 * (size_t)w.info.l2_bytes : ((size_t)256 << 20);
     if (st == MT_OK) st = mt_l2_flush_create(w.b, w.jit, w.info.arch, flush_bytes, MT_FLUSH_READ, &w.flush);
     if (st != MT_OK) {
@@ -534,6 +521,5 @@ int cmd_worker(int argc, char **argv) {
     mt_l2_flush_destroy(&w.flush);
     mt_jit_destroy(w.jit);
     mt_backend_close(w.b);
-    free(w.source);
     return 0;
 }

@@ -1,7 +1,16 @@
 /*
- * mla_decode.h - the "mla_decode_simt" family (kernels/mla_decode.cu): its
- * variant description, its resource model, and the host side of a launch
- * (argument checks, grid, workspace).
+ * mla_decode.h - the MLA decode family ("mla_decode"; read as
+ * "mla_decode_simt" too, its name before the matrix-unit paths): its
+ * parameters, its paths, and the host side of a launch.  Callers outside
+ * this folder go through mt_family_mla_decode (kernels/family.h); the
+ * functions below are what its hooks are made of, open to tests.
+ *
+ * Files: family.c (parameters, path choice, sources, shared memory),
+ * constraints.c (which points may run where), launch.c (arguments,
+ * workspace, grids), heuristic.c (the built-in rule), schedule.c (the host
+ * model of the length-aware schedule), mla_reference.c (the CPU reference);
+ * the device side is common.cuh, one .cu per path, reduce.cu, schedule.cu,
+ * with params.h shared by both sides.
  */
 #ifndef MT_MLA_DECODE_H
 #define MT_MLA_DECODE_H
@@ -9,38 +18,46 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/gpu/backend.h"
-#include "kernels/variant.h"
+#include "kernels/family.h"
 
-extern const mt_family mt_family_mla_decode_simt;
+extern const mt_family mt_family_mla_decode;
 
 /* parameter positions in mt_variant.values for this family */
 enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES,
        MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU };
 
-/* Entry points in the compiled module (mla_schedule only in length-aware
- * variants, groups_per_cu > 0). */
+/* The kernel code a variant runs: one source file each (family.c). */
+typedef enum mt_decode_path {
+    MT_PATH_SIMT,       /* mma=0: simt.cu */
+    MT_PATH_MMA_SYNC,   /* mma=1 on 32-wide warps (NVIDIA sm_80+): mma_sync.cu */
+    MT_PATH_MFMA,       /* mma=1 on 64-wide wavefronts (AMD CDNA): mfma.cu */
+    MT_PATH_WGMMA64,    /* mma=2, tile_q 64 (Hopper): wgmma64.cu */
+    MT_PATH_WGMMA_T16   /* mma=2, tile_q 16 (Hopper): wgmma_t16.cu */
+} mt_decode_path;
+
+/* The one place a variant's path is decided. */
+mt_decode_path mt_decode_path_of(const int *values, int warp_size);
+const char *mt_decode_path_name(mt_decode_path p);   /* "simt", "mma_sync", ... */
+
+/* Entry points, in mt_kernels order: decode, reduce (0 when the variant
+ * never merges), mla_schedule (0 unless length-aware). */
+enum { MT_DECODE_FN, MT_REDUCE_FN, MT_SCHEDULE_FN };
 #define MT_MLA_DECODE_KERNEL "mla_decode"
 #define MT_MLA_REDUCE_KERNEL "mla_reduce"
 #define MT_MLA_SCHEDULE_KERNEL "mla_schedule"
 
-/* A variant's functions in a loaded module; schedule is 0 unless the
- * variant is length-aware, reduce is 0 when it never splits. */
-typedef struct mt_mla_decode_kernels {
-    mt_function decode, reduce, schedule;
-} mt_mla_decode_kernels;
-
-/* The variant's entry points, in the order of mt_mla_decode_kernels:
- * decode, reduce, and mla_schedule or NULL when the variant has none. */
-void mt_mla_decode_entry_names(const mt_variant *v, const char *names[3]);
-
 /* Dynamic shared memory one work-group needs on a target with this warp
  * width (the matrix-unit path has one layout per vendor: 32 NVIDIA, 64 AMD). */
-size_t mt_mla_decode_shared_bytes(const int *values, const mt_decode_static *s, int warp_size);
+size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s, int warp_size);
 
 /* The matrix-unit path's score step splits D over this many warp slices
- * (DG in mla_decode.cu): 4 when D/16 is a multiple of 4, else 2. */
+ * (DG in mma_sync.cu): 4 when D/16 is a multiple of 4, else 2. */
 int mt_mla_decode_score_slices(int d);
+
+/* The family's constraints (constraints.c): the problem's facts alone, and
+ * a point of the space on a target. */
+mt_status mt_mla_decode_check_static(const mt_problem_static *s);
+mt_status mt_mla_decode_check(const int *values, const mt_problem_static *s, const mt_target *t);
 
 /* The arguments of one decode call, all device pointers. */
 typedef struct mt_mla_decode_args {
@@ -68,7 +85,7 @@ typedef struct mt_mla_decode_args {
 /* Bytes of workspace a variant needs for this call shape (0 without
  * splits) on a device of `compute_units` (length-aware variants: a
  * schedule and their partial results, at most two per work-group). */
-size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_decode_static *s, int batch,
+size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_problem_static *s, int batch,
                                      int n_heads, int sq, int compute_units);
 
 /* Work-groups of a length-aware variant on a device of `compute_units`
@@ -82,17 +99,23 @@ size_t mt_mla_decode_schedule_bytes(const mt_variant *v, int compute_units);
 /* Launches mla_schedule: the schedule of a length-aware variant for the
  * lengths at a->seq_lens, into `dst` (mt_mla_decode_schedule_bytes bytes,
  * 16-byte aligned).  Graph-safe: nothing depends on host-side lengths. */
-mt_status mt_mla_decode_schedule(mt_backend *b, const mt_mla_decode_kernels *k, const mt_variant *v,
+mt_status mt_mla_decode_schedule(mt_backend *b, const mt_kernels *k, const mt_variant *v,
                                  const mt_mla_decode_args *a, mt_devptr dst, mt_stream stream);
 
 /* Rejects bad arguments before anything is launched, naming the one at fault. */
-mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_decode_static *s,
+mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static *s,
                                    const mt_mla_decode_args *a);
 
 /* Checks the arguments, then launches decode (and reduce when the variant
  * splits; length-aware variants first build their schedule unless
  * a->schedule gives one) on `stream`. */
-mt_status mt_mla_decode_launch(mt_backend *b, const mt_mla_decode_kernels *k, const mt_variant *v,
-                               const mt_decode_static *s, const mt_mla_decode_args *a, mt_stream stream);
+mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v,
+                               const mt_problem_static *s, const mt_mla_decode_args *a, mt_stream stream);
+
+/* The built-in rule (heuristic.c): the family hooks' parts. */
+mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set);
+int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
+                                 int compute_units);
+void mt_mla_decode_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size);
 
 #endif

@@ -13,7 +13,7 @@
 #include "kernels/variant.h"
 
 typedef struct mt_mla_host_problem {
-    mt_decode_static s;
+    mt_problem_static s;
     int batch, n_heads, sq, max_blocks;
     double scale, kv_scale;
     const void *q;              /* [B, Sq, N, D] s.q_dtype */

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
-#include "kernels/sources.h"
+#include "kernels/build.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "api_internal.h"
 #include "runtime/gpu/backend.h"
@@ -37,7 +37,6 @@ struct mlt_runtime {
     mt_choice *choices;
     mt_choice_source *sources;
     int n_choices;
-    char *source;            /* mla_decode.cu with the prelude */
 };
 
 struct mlt_plan {
@@ -46,7 +45,7 @@ struct mlt_plan {
     float scale, kv_scale;
     int max_batch;
     mt_dispatch_table table;
-    mt_mla_decode_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
+    mt_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
     size_t workspace;
     size_t schedule;         /* bytes of the largest length-aware variant's schedule at max_batch */
 };
@@ -116,7 +115,6 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
     if (st == MT_OK) st = mt_backend_device_info(rt->backend, o.device, &rt->info);
     if (st == MT_OK) st = mt_backend_set_device(rt->backend, o.device);
     if (st == MT_OK) st = mt_jit_create(rt->backend, o.cache_dir, &rt->jit);
-    if (st == MT_OK) st = mt_kernel_source(NULL, "mla_decode/mla_decode.cu", &rt->source);
     if (st == MT_OK) {
         snprintf(rt->target.arch, sizeof rt->target.arch, "%s", rt->info.arch);
         rt->target.warp_size = rt->info.warp_size;
@@ -147,7 +145,6 @@ void mlt_runtime_destroy(mlt_runtime *rt) {
     mt_backend_close(rt->backend);
     free(rt->choices);
     free(rt->sources);
-    free(rt->source);
     free(rt);
 }
 
@@ -175,7 +172,7 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
                        (double)p->softmax_scale);
     if (!(p->kv_scale > 0.0f) || p->kv_scale > 1e30f)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "kv_scale %g is not a positive finite number", (double)p->kv_scale);
-    k->s = (mt_decode_static){.d = p->d, .dl = p->dl, .page_size = p->page_size, .q_dtype = (mt_dtype)p->q_dtype,
+    k->s = (mt_problem_static){.d = p->d, .dl = p->dl, .page_size = p->page_size, .q_dtype = (mt_dtype)p->q_dtype,
                               .kv_dtype = (mt_dtype)p->kv_dtype};
     k->n_heads = p->n_heads;
     k->sq = p->sq;
@@ -186,28 +183,14 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
  * workspace; frees the plan on failure. */
 static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem, mt_status st, mlt_plan **out) {
     mlt_runtime *rt = plan->rt;
+    mt_shape shape = {.s = plan->shape.s, .n_heads = problem->n_heads, .sq = problem->sq};
     for (int i = 0; st == MT_OK && i < plan->table.n_variants; i++) {
         const mt_variant *v = &plan->table.variants[i];
-        char storage[16][48];
-        const char *defines[16];
-        int n = mt_variant_defines(v, &plan->shape.s, storage, defines, 16);
-        mt_jit_request req = {.source = rt->source, .source_name = v->family->source, .arch = rt->info.arch,
-                              .defines = defines, .n_defines = n};
-        const mt_code_object *obj = NULL;
-        st = mt_jit_compile(rt->jit, &req, &obj, NULL);
-        const char *names[3];
-        mt_function fn[3] = {0, 0, 0};
-        mt_mla_decode_entry_names(v, names);
-        for (int j = 0; j < 3 && st == MT_OK; j++)
-            if (names[j]) st = mt_jit_function(rt->jit, obj, names[j], &fn[j]);
-        plan->kernels[i] = (mt_mla_decode_kernels){fn[0], fn[1], fn[2]};
-        if (st == MT_OK)
-            st = mt_backend_prepare_launch(rt->backend, plan->kernels[i].decode,
-                                           mt_mla_decode_shared_bytes(v->values, &plan->shape.s, rt->info.warp_size));
-        size_t ws = mt_mla_decode_workspace_bytes(v, &plan->shape.s, plan->max_batch, problem->n_heads, problem->sq,
-                                                  rt->info.compute_units);
+        const mt_family *f = v->family;
+        st = mt_build_variant(rt->jit, v, &plan->shape.s, &rt->target, &plan->kernels[i]);
+        size_t ws = f->workspace_bytes(v, &shape, plan->max_batch, rt->info.compute_units);
         if (ws > plan->workspace) plan->workspace = ws;
-        size_t sb = mt_mla_decode_schedule_bytes(v, rt->info.compute_units);
+        size_t sb = f->schedule_bytes ? f->schedule_bytes(v, rt->info.compute_units) : 0;
         if (sb > plan->schedule) plan->schedule = sb;
     }
     if (st != MT_OK) {
@@ -320,8 +303,8 @@ mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) 
     mt_status st = prepare_call(plan, a, &i, &k);
     if (st != MT_OK) return to_public(st);
     const mt_variant *v = &plan->table.variants[i];
-    if (!v->values[MT_P_GROUPS_PER_CU]) k.schedule = 0; /* fixed splits: no schedule to read */
-    return to_public(mt_mla_decode_launch(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
+    if (!v->family->length_aware(v)) k.schedule = 0; /* fixed splits: no schedule to read */
+    return to_public(v->family->launch(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
                                           (mt_stream)stream));
 }
 
@@ -331,10 +314,8 @@ mlt_status mlt_plan_schedule(mlt_plan *plan, const mlt_decode_args *a, void *sch
     mt_status st = prepare_call(plan, a, &i, &k);
     if (st != MT_OK) return to_public(st);
     const mt_variant *v = &plan->table.variants[i];
-    if (!v->values[MT_P_GROUPS_PER_CU]) return MLT_OK; /* fixed splits: nothing to build */
-    st = mt_mla_decode_check_args(v, &plan->shape.s, &k);
-    if (st != MT_OK) return to_public(st);
-    return to_public(mt_mla_decode_schedule(plan->rt->backend, &plan->kernels[i], v, &k,
+    if (!v->family->length_aware(v) || !v->family->schedule) return MLT_OK; /* fixed splits: nothing to build */
+    return to_public(v->family->schedule(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
                                             (mt_devptr)(uintptr_t)schedule, (mt_stream)stream));
 }
 
@@ -347,7 +328,7 @@ mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, i
     const mt_variant *v = &plan->table.variants[r.variant];
     snprintf(out->family, sizeof out->family, "%s", v->family->name);
     mt_variant_format(v, out->variant, sizeof out->variant);
-    out->length_aware = v->values[MT_P_GROUPS_PER_CU] > 0;
+    out->length_aware = v->family->length_aware(v);
     mt_dispatch_explain(&plan->table, &r, out->why, sizeof out->why);
     if (!r.entry) {
         out->reason = MLT_CHOICE_HEURISTIC;

@@ -12,18 +12,23 @@
  * wins, ties going to the first in (batch, length, longest) order.  Only
  * keys of the same architecture, kind, dtypes, D, Dl, page size, head count
  * and Sq are candidates: those change the kernel itself.  With none, the
- * built-in heuristic (mt_dispatch_heuristic) is used.
+ * family's built-in rule (its heuristic hooks, kernels/family.h) is used.
  *
  * A call whose lengths are unknown on the host (L < 0: a CUDA graph being
  * captured) runs a length-aware variant (groups_per_cu > 0, which cuts the
  * work from the lengths on the GPU at every replay): the one chosen for the
  * measured key nearest in batch whose winner is length-aware (the most
- * ragged such key on a tie), else the heuristic's length-aware variant.
+ * ragged such key on a tie), else the rule's length-aware variant.
+ *
+ * The dispatcher knows no family's parameters: it asks the family that
+ * serves the shape's kind whether a variant is length-aware and what its
+ * rule runs.
  */
 #ifndef MT_DISPATCH_H
 #define MT_DISPATCH_H
 
 #include "db/db.h"
+#include "kernels/family.h"
 
 enum { MT_DISPATCH_MAX_VARIANTS = 64 };
 
@@ -43,9 +48,11 @@ typedef struct mt_dispatch_table {
     int n_entries;
     mt_variant variants[MT_DISPATCH_MAX_VARIANTS];
     int n_variants;
-    int heuristic;            /* 1: no entries; variants are the heuristic's */
-    mt_variant heuristic_base;  /* the default for this shape and target */
-    int aware_fallback;       /* index of the heuristic's length-aware variant, -1 if none fits */
+    const mt_family *family;  /* the family serving shape.kind */
+    int heuristic;            /* 1: no entries; variants are the rule's */
+    mt_heuristic_set heur;    /* what the family's rule may run for this shape */
+    int heur_variant[MT_MAX_HEURISTIC];  /* index in variants of each of heur's (-1: not in the table) */
+    int aware_fallback;       /* index of the rule's length-aware variant, -1 if none fits or not needed */
     int compute_units;
 } mt_dispatch_table;
 
@@ -63,17 +70,12 @@ typedef struct mt_dispatch_result {
     int unknown_lengths;      /* chosen for a call whose lengths are unknown */
     const mt_dispatch_entry *entry;  /* NULL for the heuristic */
     double distance;
+    int heuristic_pick;       /* which of the rule's variants (entry NULL), else -1 */
 } mt_dispatch_result;
 
 /* The hot path: no allocation, no I/O.  seq_len: mean keys per request, or
  * < 0 when unknown; max_len: the longest, or 0 (= seq_len). */
 void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, int max_len, mt_dispatch_result *out);
-
-/* The built-in rule: `base` (the family default for the shape and target),
- * with the split count chosen so that (query-row tiles x batch x splits)
- * covers the compute units twice, without splits shorter than 256 keys. */
-void mt_dispatch_heuristic(const mt_problem_key *shape, const mt_variant *base, int batch, int seq_len,
-                           int compute_units, mt_variant *out);
 
 /* One line saying why `r` was chosen (for explain and lookup). */
 void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size);

@@ -1,0 +1,206 @@
+/*
+ * family.c - the decode family's description: its parameters, which path
+ * and source files a variant compiles, its shared memory, and the family
+ * struct every caller goes through (constraints.c, launch.c and
+ * heuristic.c hold the rest of its hooks).
+ *
+ * Parameters (names as configs and the database spell them):
+ *   tile_q          query rows (token x head pairs) per work-group
+ *   kv_granularity  split boundaries fall on multiples of this many keys
+ *   num_splits      key ranges per request; > 1 adds the reduce kernel
+ *   block_threads   threads per work-group
+ *   kv_chunk        keys staged in shared memory per step
+ *   mma             0: SIMT arithmetic; 1: matrix units: mma.sync on NVIDIA
+ *                   sm_80+ (tile_q 16/32/64, 128/256 threads, 32/64-key
+ *                   chunks), MFMA on AMD CDNA (tile_q 16/32, 128/256
+ *                   threads, 16-key chunks; compiled, not yet run);
+ *                   2: warpgroup matrix instructions (wgmma) on Hopper
+ *                   (sm_90a): 256 threads, 64-key chunks; tile_q 64 with 2
+ *                   stages for 16-bit KV; tile_q 16 (transposed products)
+ *                   with 2 stages for 16-bit KV, 4 for fp8 KV
+ *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
+ *                   in flight while one is computed); mma=2: copy stages
+ *                   (2, or 4 for fp8); mma=0 takes 2 only
+ *   split_reduce    how the splits' partial results are merged: 0, by the
+ *                   reduce kernel from the workspace; 1, the splits of a row
+ *                   tile run as one thread-block cluster and merge through
+ *                   each other's shared memory (no workspace, one kernel;
+ *                   the 64-row mma=2 path, 2..16 splits)
+ *   groups_per_cu   0: a work-group per (row tile, split, request); 1, 2:
+ *                   length-aware: compute units x this many work-groups,
+ *                   each running a stretch of the work that mla_schedule
+ *                   cuts on the GPU from the lengths in device memory
+ *                   (schedule.h; cuts on kv_granularity), every path, with
+ *                   num_splits 1 and split_reduce 0
+ *
+ * Constraints (constraints.c; checked before compiling, and on every value
+ * read from a DB):
+ *   - shared memory (mt_mla_decode_shared_bytes) <= the target's limit;
+ *   - tile_q * ceil(dl / block_threads) <= 64: the output accumulator lives
+ *     in registers, and past 64 floats per thread it spills;
+ *   - block_threads is a multiple of the target's warp width;
+ *   - with num_splits = 1, kv_granularity changes nothing: only 16 is kept,
+ *     so the space holds no duplicate kernels (likewise kv_stages = 2 only
+ *     with mma = 0);
+ *   - mma = 1: D % 32 == 0; each warp owns an even number of 8-column
+ *     output tiles; the registers live across a chunk (the warp's slice of
+ *     Q, its partial scores, its output accumulators) stay <= 232;
+ *   - the problem: 1 <= dl <= d <= 1024, page size a power of two <= 1024.
+ */
+#include "mla_decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const mt_param_desc mla_decode_params[] = {
+    {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16,
+     "query rows (token x head pairs) one work-group handles", 0, 0},
+    {"kv_granularity", "KV_GRANULARITY", {16, 32, 64, 128, 256}, 5, 16,
+     "split boundaries fall on multiples of this many keys", 0, 0},
+    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0, 0},
+    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0, 0},
+    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0},
+    {"mma", "MMA", {0, 1, 2}, 3, 0,
+     "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1, 0},
+    {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1, 0},
+    {"split_reduce", "SPLIT_REDUCE", {0, 1}, 2, 0,
+     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1, 0},
+    {"groups_per_cu", "GROUPS_PER_CU", {0, 1, 2}, 3, 0,
+     "0: a work-group per (row tile, split, request); 1, 2: length-aware: compute units x this many work-groups, "
+     "each a stretch of the work cut on the GPU from the lengths", 1,
+     1 /* the kernel is the same for 1 and 2: only the grid differs */},
+};
+
+int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
+
+size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s, int warp_size) {
+    size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
+    if (values[MT_P_MMA] == 2 && tile_q == 16) {
+        /* must match the transposed path's layout in wgmma_t16.cu: up to
+         * 1023 bytes to a 1024-byte boundary, Q^T (16 rows x d, 16-bit),
+         * the stages of 64 keys x d elements, P^T per warpgroup (16 x 64
+         * 16-bit), the maxima/sums exchange, row limits, q maxima, an
+         * mbarrier per stage */
+        size_t blocks = (size_t)s->d / 64, stages = (size_t)values[MT_P_KV_STAGES];
+        /* length-aware: warpgroup 1's O^T (16 x 512 floats) meets warpgroup
+         * 0's in a buffer of its own, since the stages already hold the
+         * next item's chunks */
+        size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 : 0;
+        return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
+               16 * 4 + 8 * 4 + stages * 8 + merge;
+    }
+    if (values[MT_P_MMA] == 2) {
+        /* must match the warpgroup path's layout in wgmma64.cu: up to
+         * 1023 bytes to reach a 1024-byte boundary, Q and two stages of
+         * 64 rows x d (16-bit), P (64 x 64), row alpha and row limits, an
+         * mbarrier per stage */
+        return 1024 + 3 * 128 * (size_t)s->d + 64 * 128 + 64 * 4 + 64 * 4 + 2 * 8;
+    }
+    if (values[MT_P_MMA] && warp_size == 64) {
+        /* must match the AMD matrix-core path's layout in mfma.cu:
+         * partial scores (fp32, one tile per wave), two KV buffers and P in
+         * the 16-bit mma type (rows padded by 8), per-row values, the q
+         * factor */
+        size_t waves = (size_t)values[MT_P_BLOCK_THREADS] / 64, stride = (size_t)s->d + 8;
+        return 4 * waves * tile_q * (chunk + 8) + 2 * 2 * chunk * stride + 2 * tile_q * (chunk + 8) + 8 * tile_q + 4;
+    }
+    if (values[MT_P_MMA]) {
+        /* must match the MMA path's layout in mma_sync.cu: q (16-bit rows
+         * of d + 8) sharing its bytes with the partial scores (fp32, DG
+         * d-slices x rows of chunk + 8), the stages (fp8: raw rows of d
+         * bytes plus one converted chunk), P, per-warp row values, row
+         * limits, the q factor */
+        size_t stride = (size_t)s->d + 8, stages = (size_t)values[MT_P_KV_STAGES];
+        size_t warps = (size_t)values[MT_P_BLOCK_THREADS] / 32;
+        size_t q_bytes = 2 * tile_q * stride, sp_bytes = 4 * (size_t)mt_mla_decode_score_slices(s->d) * tile_q * (chunk + 8);
+        size_t kv = s->kv_dtype == MT_FP8_E4M3 ? stages * chunk * (size_t)s->d + 2 * chunk * stride
+                                               : stages * 2 * chunk * stride;
+        return (q_bytes > sp_bytes ? q_bytes : sp_bytes) + kv + 2 * tile_q * (chunk + 8) + 4 * warps * tile_q +
+               4 * tile_q + 4;
+    }
+    /* must match SMEM_FLOATS in common.cuh */
+    return sizeof(float) * (tile_q * (size_t)s->d + chunk * (size_t)(s->d + 1) + tile_q * chunk + 4 * tile_q);
+}
+
+mt_decode_path mt_decode_path_of(const int *values, int warp_size) {
+    if (values[MT_P_MMA] == 2) return values[MT_P_TILE_Q] == 16 ? MT_PATH_WGMMA_T16 : MT_PATH_WGMMA64;
+    if (values[MT_P_MMA]) return warp_size == 64 ? MT_PATH_MFMA : MT_PATH_MMA_SYNC;
+    return MT_PATH_SIMT;
+}
+
+const char *mt_decode_path_name(mt_decode_path p) {
+    static const char *const names[] = {"simt", "mma_sync", "mfma", "wgmma64", "wgmma_t16"};
+    return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : "?";
+}
+
+/* params.h (the host/device structs), the common part, what the path
+ * shares with its kind, the path, then the merge and the schedule when the
+ * variant has them (reduce.cu uses schedule.cu's helpers: it comes last). */
+static int mla_decode_sources(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]) {
+    static const char *const path_file[] = {"mla_decode/simt.cu", "mla_decode/mma_sync.cu", "mla_decode/mfma.cu",
+                                            "mla_decode/wgmma64.cu", "mla_decode/wgmma_t16.cu"};
+    const int *x = v->values;
+    mt_decode_path path = mt_decode_path_of(x, warp_size);
+    int n = 0;
+    names[n++] = "mla_decode/params.h";
+    names[n++] = "mla_decode/common.cuh";
+    if (path != MT_PATH_SIMT) names[n++] = "mla_decode/mma_common.cuh";
+    if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA_T16) names[n++] = "mla_decode/wgmma_common.cuh";
+    names[n++] = path_file[path];
+    if (x[MT_P_GROUPS_PER_CU]) names[n++] = "mla_decode/schedule.cu";
+    if (x[MT_P_GROUPS_PER_CU] || (x[MT_P_NUM_SPLITS] > 1 && !x[MT_P_SPLIT_REDUCE])) names[n++] = "mla_decode/reduce.cu";
+    return n;
+}
+
+static void mla_decode_entries(const mt_variant *v, const char *names[MT_MAX_ENTRIES]) {
+    const int *x = v->values;
+    names[MT_DECODE_FN] = MT_MLA_DECODE_KERNEL;
+    names[MT_REDUCE_FN] = x[MT_P_GROUPS_PER_CU] || (x[MT_P_NUM_SPLITS] > 1 && !x[MT_P_SPLIT_REDUCE])
+                              ? MT_MLA_REDUCE_KERNEL : NULL;
+    names[MT_SCHEDULE_FN] = x[MT_P_GROUPS_PER_CU] ? MT_MLA_SCHEDULE_KERNEL : NULL;
+}
+
+static size_t family_shared_bytes(const mt_variant *v, const mt_problem_static *s, int warp_size) {
+    return mt_mla_decode_shared_bytes(v->values, s, warp_size);
+}
+
+static size_t family_workspace_bytes(const mt_variant *v, const mt_shape *shape, int batch, int compute_units) {
+    return mt_mla_decode_workspace_bytes(v, &shape->s, batch, shape->n_heads, shape->sq, compute_units);
+}
+
+static mt_status family_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
+                               const void *args, mt_stream stream) {
+    return mt_mla_decode_launch(b, k, v, s, args, stream);
+}
+
+static mt_status family_schedule(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
+                                 const void *args, mt_devptr dst, mt_stream stream) {
+    mt_status st = mt_mla_decode_check_args(v, s, args);
+    return st == MT_OK ? mt_mla_decode_schedule(b, k, v, args, dst, stream) : st;
+}
+
+static int family_length_aware(const mt_variant *v) { return v->values[MT_P_GROUPS_PER_CU] > 0; }
+
+static const char *const old_names[] = {"mla_decode_simt", NULL};
+
+const mt_family mt_family_mla_decode = {
+    .name = "mla_decode",
+    .aliases = old_names,
+    .kind = "mla_decode",
+    .params = mla_decode_params,
+    .n_params = (int)(sizeof mla_decode_params / sizeof mla_decode_params[0]),
+    .files = NULL,
+    .check = mt_mla_decode_check,
+    .sources = mla_decode_sources,
+    .entries = mla_decode_entries,
+    .shared_bytes = family_shared_bytes,
+    .workspace_bytes = family_workspace_bytes,
+    .launch = family_launch,
+    .schedule_bytes = mt_mla_decode_schedule_bytes,
+    .schedule = family_schedule,
+    .length_aware = family_length_aware,
+    .heuristic_set = mt_mla_decode_heuristic_set,
+    .heuristic_pick = mt_mla_decode_heuristic_pick,
+    .heuristic_explain = mt_mla_decode_heuristic_explain,
+};

@@ -1,0 +1,102 @@
+/*
+ * heuristic.c - the decode family's built-in rule, for a shape no tuning
+ * database covers: a base variant measured best on the H100 where it fits
+ * the target (else the family default), its split count chosen per call,
+ * and a length-aware form of it for ragged calls and graph capture.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mla_decode.h"
+
+/* The matrix-unit variant that won most keys of the H100 fast-decode sweep
+ * (reports/h100/fast-decode), used as the base where it fits. */
+static const char mma_base[] =
+    "tile_q=16,kv_granularity=16,num_splits=1,block_threads=128,kv_chunk=32,mma=1,kv_stages=2";
+/* Where a request has 64+ query rows (64+ heads, or 16 heads x 4 tokens)
+ * the shape is bound by the matrix units, and the wgmma path (Hopper only)
+ * won every such key of that sweep (128 heads: 2.5x the mma.sync path). */
+static const char wgmma_base[] =
+    "tile_q=64,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
+/* fp8 KV on Hopper: the transposed wgmma path (1.40x the mma.sync path's
+ * best at 16 heads, B=128, L=16384; reports/PERFLOG.md, session 6). */
+static const char fp8_base[] =
+    "tile_q=16,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=4";
+
+static const int split_counts[] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+/* A ragged call (the longest request at least this many times the mean)
+ * runs the length-aware variant: with fixed splits the longest request's
+ * few work-groups would run on alone. */
+#define RAGGED_SPREAD 2
+
+/* Parses and validates a built-in base; 0 when it does not fit. */
+static int base_fits(const char *spec, const mt_shape *shape, const mt_target *t, mt_variant *out) {
+    int ok = mt_variant_parse(&mt_family_mla_decode, spec, out) == MT_OK &&
+             mt_variant_validate(out, &shape->s, t) == MT_OK;
+    if (!ok) mt_clear_error();
+    return ok;
+}
+
+mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set) {
+    memset(set, 0, sizeof *set);
+    set->aware = -1;
+    /* the base: for fp8 KV the transposed wgmma variant (Hopper); for 64+
+     * rows the measured wgmma variant (Hopper); the measured mma.sync
+     * variant (NVIDIA; its 32-key chunk never fits the MFMA path, which has
+     * not run on an AMD GPU yet); the family default */
+    mt_variant base;
+    int wide = shape->sq * shape->n_heads >= 64, fp8 = shape->s.kv_dtype == MT_FP8_E4M3;
+    if (!(fp8 && base_fits(fp8_base, shape, t, &base)) && !(wide && base_fits(wgmma_base, shape, t, &base)) &&
+        !base_fits(mma_base, shape, t, &base) &&
+        mt_variant_default_for(&mt_family_mla_decode, &shape->s, t, &base) != MT_OK)
+        return mt_fail(MT_ERR_UNSUPPORTED, "no built-in variant fits: %s", mt_last_error());
+    /* the rule only varies the base's split count (variants[0] is the base
+     * with one split when that is valid) */
+    for (size_t i = 0; i < sizeof split_counts / sizeof split_counts[0]; i++) {
+        mt_variant v = base;
+        v.values[MT_P_NUM_SPLITS] = split_counts[i];
+        if (split_counts[i] == 1) v.values[MT_P_KV_GRANULARITY] = 16;
+        if (mt_variant_validate(&v, &shape->s, t) == MT_OK) set->variants[set->n++] = v;
+    }
+    if (set->n == 0) set->variants[set->n++] = base;
+    /* the length-aware form: one work-group per compute unit, cutting on
+     * the chunk (64 keys on the warpgroup paths, 16 elsewhere) */
+    mt_variant v = base;
+    v.values[MT_P_NUM_SPLITS] = 1;
+    v.values[MT_P_SPLIT_REDUCE] = 0;
+    v.values[MT_P_GROUPS_PER_CU] = 1;
+    v.values[MT_P_KV_GRANULARITY] = v.values[MT_P_MMA] == 2 ? 64 : 16;
+    if (mt_variant_validate(&v, &shape->s, t) == MT_OK) {
+        set->aware = set->n;
+        set->variants[set->n++] = v;
+    }
+    mt_clear_error();
+    return MT_OK;
+}
+
+int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
+                                 int compute_units) {
+    int len = call->seq_len > 0 ? call->seq_len : 1, longest = call->max_len > len ? call->max_len : len;
+    if (call->seq_len < 0 || longest >= RAGGED_SPREAD * len) return set->aware >= 0 ? set->aware : 0;
+    /* the most splits that still fit one wave of work-groups, each split
+     * keeping at least 256 keys (measured on the H100: more splits than
+     * that cost more in the reduce than they gain) */
+    int tile_q = set->variants[0].values[MT_P_TILE_Q], batch = call->batch > 0 ? call->batch : 1;
+    long tiles = (long)((shape->sq * shape->n_heads + tile_q - 1) / tile_q) * batch;
+    int splits = 1;
+    while (splits < 128 && tiles * splits * 2 <= compute_units && call->seq_len / (splits * 2) >= 256) splits *= 2;
+    int pick = 0;
+    for (int i = 0; i < set->n; i++)
+        if (i != set->aware && set->variants[i].values[MT_P_NUM_SPLITS] <= splits) pick = i;
+    return pick;
+}
+
+void mt_mla_decode_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size) {
+    if (pick == set->aware)
+        snprintf(buf, size, "heuristic: a ragged call (longest >= %dx the mean) or unknown lengths run the built-in "
+                 "length-aware variant", RAGGED_SPREAD);
+    else
+        snprintf(buf, size, "heuristic: no tuning entry for this arch, dtypes, head count and Sq; %d split(s) for "
+                 "this batch and length", set->variants[pick].values[MT_P_NUM_SPLITS]);
+}

@@ -1,0 +1,63 @@
+/*
+ * params.h - what the decode family's host code (C) and its kernels
+ * (HIP/CUDA C++, compiled at run time) share, written once: the kernels'
+ * argument struct and the schedule's constants and layout.
+ *
+ * The host includes it as a C header; the JIT puts it right after the
+ * prelude in every decode variant's text (family.c, sources), so both sides
+ * read the same field list.  Pointers are device addresses: 64-bit integers
+ * on the host, typed by each kernel when it unpacks them (common.cuh).
+ */
+#ifndef MT_MLA_DECODE_PARAMS_H
+#define MT_MLA_DECODE_PARAMS_H
+
+#ifdef __cplusplus
+typedef unsigned long long mt_param_ptr; /* device code: cast to the kernel's types */
+#else
+#include <stdint.h>
+typedef uint64_t mt_param_ptr;
+#endif
+
+/* The arguments of mla_decode, mla_reduce and mla_schedule, passed by
+ * value (plus, on the wgmma paths, the KV cache's tensor map). */
+typedef struct mt_decode_params {
+    mt_param_ptr q;            /* [B, Sq, N, D] q dtype */
+    mt_param_ptr kv;           /* [pages, PAGE_SIZE, D] KV dtype */
+    mt_param_ptr block_table;  /* [B, max_blocks] int32 */
+    mt_param_ptr seq_lens;     /* [B] int32 */
+    mt_param_ptr out;          /* [B, Sq, N, DL] q dtype */
+    mt_param_ptr lse;          /* [B, Sq, N] fp32, natural log */
+    mt_param_ptr o_part;       /* split / piece partials in the workspace (0 when none) */
+    mt_param_ptr lse_part;
+    mt_param_ptr schedule;     /* length-aware variants: mla_schedule's output (int4 entries) */
+    int batch, n_heads, sq, max_blocks;
+    int rows;                  /* Sq x N: query rows per request */
+    int tiles;                 /* length-aware: row tiles per request */
+    int n_stretches;           /* length-aware: the schedule's stretches */
+    float scale;               /* softmax scale */
+    float kv_scale;            /* per-tensor dequantisation scale */
+    int pad_;                  /* keeps the size a multiple of 8 on both sides */
+} mt_decode_params;
+
+/* ---- the length-aware schedule (schedule.h describes the algorithm) ---- */
+
+/* Threads of mla_schedule's one work-group: a thread per stretch (+1). */
+#define MT_SCHEDULE_THREADS 1024
+/* The fixed cost of a request, in keys: its query loads, merges and stores
+ * come to roughly one 64-key chunk. */
+#define MT_SCHEDULE_OVERHEAD 64
+/* An end of a stretch closer than (a sixteenth of a share plus this many
+ * keys, at most a quarter share) to an edge of its request moves to the
+ * edge (schedule.h says why). */
+#define MT_SCHEDULE_SNAP_KEYS 64
+
+/* Entry positions, in int4 words:
+ *   [0]                    stretches, cut requests, reduce units, pieces
+ *   [1 + s]                stretch s's start: request, key, its first piece, 0
+ *                          ([1 + stretches] is the end of the last one)
+ *   [2 + stretches + i]    cut request i: b, first piece, pieces, first unit
+ * Piece p of a cut request keeps tile t's partial in slot p * tiles + t. */
+#define MT_SCHEDULE_START(s) (1 + (s))
+#define MT_SCHEDULE_CUT(n_stretches, i) (2 + (n_stretches) + (i))
+
+#endif

@@ -1,0 +1,299 @@
+/*
+ * reduce.cu - the split merge of the decode family: mla_reduce combines
+ * partial results (o_i normalised, lse_i) into out and lse:
+ *   lse = log(sum_i exp(lse_i)),  o = sum_i exp(lse_i - lse) * o_i.
+ * Fixed splits (num_splits > 1, split_reduce 0) merge every row of every
+ * request; the length-aware form (groups_per_cu > 0) merges only the
+ * requests its schedule cut (it comes after schedule.cu, whose helpers it
+ * uses).
+ */
+#if !GROUPS_PER_CU
+#if NUM_SPLITS < 8
+/* Few splits (2 or 4: the larger batches).  A group of 32 threads merges
+ * one whole row: each lane takes REDUCE_VEC consecutive columns in every
+ * 32 * REDUCE_VEC (coalesced) of all splits, and works out the splits'
+ * weights itself from their lse (the same few words for all lanes, so no
+ * exchange and no barrier).  Every load of the row is in flight at once,
+ * so the merge costs one trip to L2; REDUCE_ROWS rows per work-group.
+ * The wide form below spent 8 column blocks and 3 barriers per row, 4096
+ * work-groups at B=32 x 16 rows, 2 waves of them (reports/PERFLOG.md,
+ * session 12).  Grid (ceil(rows / REDUCE_ROWS), B); launched as a
+ * dependent of decode, as below. */
+#define REDUCE_ROWS 4
+#define REDUCE_THREADS (32 * REDUCE_ROWS)
+#define REDUCE_VEC (DL % 4 == 0 ? 4 : 1)
+#define REDUCE_STEPS ((DL + 32 * REDUCE_VEC - 1) / (32 * REDUCE_VEC))
+__device__ __forceinline__ void
+mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part,
+           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows) {
+    const int lane = threadIdx.x % 32, row = blockIdx.x * REDUCE_ROWS + threadIdx.x / 32, b = blockIdx.y;
+    MT_TRACE_DECL;
+    MT_TRACE_MARK(0);
+    mt_grid_dependency_wait();
+    MT_TRACE_MARK(1); /* the decode's results are visible */
+    if (row < rows) {
+        const float *lp = lse_part + (size_t)b * NUM_SPLITS * rows + row;
+        const float *base = o_part + ((size_t)b * NUM_SPLITS * rows + row) * DL;
+        const size_t split_stride = (size_t)rows * DL;
+        float x[NUM_SPLITS][REDUCE_STEPS][REDUCE_VEC], l[NUM_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) {
+            l[sp] = lp[(size_t)sp * rows];
+#pragma unroll
+            for (int j = 0; j < REDUCE_STEPS; j++) {
+                const int col = (32 * j + lane) * REDUCE_VEC;
+                const float *src = base + sp * split_stride + col;
+#if REDUCE_VEC == 4
+                const float4 v = col < DL ? *(const float4 *)src : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                x[sp][j][0] = v.x, x[sp][j][1] = v.y, x[sp][j][2] = v.z, x[sp][j][3] = v.w;
+#else
+                x[sp][j][0] = col < DL ? src[0] : 0.0f;
+#endif
+            }
+        }
+        /* weights exp(lse_i - max); a split that saw no keys has weight 0
+         * and a partial never written (select, not multiply: stale NaN
+         * cannot leak in) */
+        float m = MT_NEG_INF, total = 0.0f, w[NUM_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) m = fmaxf(m, l[sp]);
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) w[sp] = split_weight(l[sp], m), total += w[sp];
+        const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+        mt_u16 *orow = out + ((size_t)b * rows + row) * DL;
+#pragma unroll
+        for (int j = 0; j < REDUCE_STEPS; j++) {
+            const int col = (32 * j + lane) * REDUCE_VEC;
+            if (col >= DL) continue;
+            mt_u16 h[REDUCE_VEC];
+#pragma unroll
+            for (int e = 0; e < REDUCE_VEC; e++) {
+                float acc = 0.0f;
+#pragma unroll
+                for (int sp = 0; sp < NUM_SPLITS; sp++) acc += w[sp] != 0.0f ? w[sp] * x[sp][j][e] : 0.0f;
+                h[e] = store_out(acc * inv);
+            }
+#if REDUCE_VEC == 4
+            *(uint2 *)(orow + col) = make_uint2(h[0] | (unsigned)h[1] << 16, h[2] | (unsigned)h[3] << 16);
+#else
+            orow[col] = h[0];
+#endif
+        }
+        if (lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, total);
+    }
+    MT_TRACE_MARK(2);
+    if (threadIdx.x == 0) {
+        MT_TRACE_DUMP(2); /* kind 2: the reduce */
+        MT_TRACE_PRINT_KEPT();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
+mla_reduce(const mt_decode_params p) {
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows);
+}
+#else /* NUM_SPLITS >= 8 */
+/* The reduce's shape (kept equal to the launch in mla_decode.c): a block of
+ * 32 x REDUCE_GROUPS threads takes REDUCE_COLS columns of one row; the 32
+ * lanes of a warp take consecutive columns (coalesced), the groups take
+ * interleaved subsets of the splits, so every thread has all of its loads
+ * (REDUCE_COLS / 32 columns x NUM_SPLITS / REDUCE_GROUPS splits, at most 16)
+ * in flight at once: with many splits and a small batch the latency of
+ * these L2 reads is the whole cost. */
+#define REDUCE_GROUPS 8
+#define REDUCE_THREADS (32 * REDUCE_GROUPS)
+#define REDUCE_COLS 64
+#define REDUCE_CPT (REDUCE_COLS / 32)
+
+/* Merges the NUM_SPLITS partial results of one row.  Grid: (rows, B,
+ * ceil(DL / REDUCE_COLS)).  Launched as a dependent of the decode kernel
+ * (programmatic dependent launch where there is one), so it waits for
+ * decode's results before the first read.  The partial outputs are loaded
+ * before the split weights are worked out, so the two round trips to L2
+ * overlap.  A split that saw no keys has weight 0 and its partial is never
+ * written: it is read but not used (select, not multiply, so stale NaN
+ * cannot leak in). */
+__device__ __forceinline__ void
+mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part,
+           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows) {
+    __shared__ float weight[NUM_SPLITS];
+    __shared__ float red[REDUCE_GROUPS];
+    __shared__ float partial[REDUCE_GROUPS][REDUCE_COLS];
+    const int row = blockIdx.x, b = blockIdx.y, tid = threadIdx.x;
+    const int lane = tid % 32, group = tid / 32;
+    const int col0 = blockIdx.z * REDUCE_COLS;
+    const float *lp = lse_part + (size_t)b * NUM_SPLITS * rows + row;
+    const float *base = o_part + ((size_t)b * NUM_SPLITS * rows + row) * DL;
+    const size_t split_stride = (size_t)rows * DL;
+    MT_TRACE_DECL;
+    MT_TRACE_MARK(0);
+    mt_grid_dependency_wait();
+    MT_TRACE_MARK(1); /* the decode's results are visible */
+
+    float x[NUM_SPLITS / REDUCE_GROUPS][REDUCE_CPT];
+#pragma unroll
+    for (int i = 0; i < NUM_SPLITS / REDUCE_GROUPS; i++)
+#pragma unroll
+        for (int c = 0; c < REDUCE_CPT; c++) {
+            const int col = col0 + c * 32 + lane;
+            x[i][c] = col < DL ? base[(size_t)(group + i * REDUCE_GROUPS) * split_stride + col] : 0.0f;
+        }
+
+    /* split weights: exp(lse_i - max), computed by every block (a few loads) */
+    float m = MT_NEG_INF;
+    for (int s = tid; s < NUM_SPLITS; s += REDUCE_THREADS) m = fmaxf(m, lp[(size_t)s * rows]);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, mt_shfl_xor32(m, o));
+    if (lane == 0) red[group] = m;
+    __syncthreads();
+    m = MT_NEG_INF;
+    for (int g = 0; g < REDUCE_GROUPS; g++) m = fmaxf(m, red[g]);
+    float total = 0.0f;
+    for (int s = tid; s < NUM_SPLITS; s += REDUCE_THREADS) {
+        const float l = lp[(size_t)s * rows], w = split_weight(l, m);
+        weight[s] = w;
+        total += w;
+    }
+    for (int o = 16; o > 0; o >>= 1) total += mt_shfl_xor32(total, o);
+    __syncthreads(); /* red[] has been read */
+    if (lane == 0) red[group] = total;
+    __syncthreads();
+    total = 0.0f;
+    for (int g = 0; g < REDUCE_GROUPS; g++) total += red[g];
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+
+#pragma unroll
+    for (int c = 0; c < REDUCE_CPT; c++) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NUM_SPLITS / REDUCE_GROUPS; i++) {
+            const float w = weight[group + i * REDUCE_GROUPS];
+            acc += w != 0.0f ? w * x[i][c] : 0.0f;
+        }
+        partial[group][c * 32 + lane] = acc;
+    }
+    __syncthreads();
+    for (int c = tid; c < REDUCE_COLS; c += REDUCE_THREADS) {
+        const int col = col0 + c;
+        if (col >= DL) continue;
+        float acc = 0.0f;
+        for (int g = 0; g < REDUCE_GROUPS; g++) acc += partial[g][c];
+        out[((size_t)b * rows + row) * DL + col] = store_out(acc * inv);
+    }
+    if (tid == 0 && blockIdx.z == 0) lse[(size_t)b * rows + row] = merged_lse(m, total);
+    MT_TRACE_MARK(2);
+    if (tid == 0) {
+        MT_TRACE_DUMP(2); /* kind 2: the reduce */
+        MT_TRACE_PRINT_KEPT();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
+mla_reduce(const mt_decode_params p) {
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows);
+}
+#endif /* NUM_SPLITS */
+#else /* GROUPS_PER_CU: the cut requests only */
+
+/* Merges the requests the schedule cut, tile by tile.  A unit is 8 / g
+ * rows of one tile of a cut request (g = red_slot_groups of its piece
+ * count): a work-group of 8 warps takes 64 columns (two per lane) of them,
+ * the g warps of a row its pieces in turn, 8 at a time, every load of a
+ * round issued before any is used, so a round costs one trip to L2.  The
+ * grid is fixed (a captured graph replays it whatever the lengths): its
+ * work-groups take the units in turn, finding a unit's request by a
+ * binary search over the requests' first units (in shared memory).
+ * Launched as a dependent of decode. */
+#define RED_COLS_PAIR (DL % 2 == 0)
+__device__ __forceinline__ void
+mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part, mt_u16 *__restrict__ out,
+           float *__restrict__ lse, int rows, int n_stretches, const int4 *__restrict__ sched) {
+    __shared__ float m_s[8], l_s[8];
+    __shared__ float2 acc_s[8][32];
+    __shared__ int unit_first[SCHED_THREADS];
+    mt_grid_dependency_wait();
+    const int4 head = sched[0];
+    const int n_cut = head.y, n_units = head.z, tiles = (rows + TILE_Q - 1) / TILE_Q;
+    if ((int)blockIdx.x >= n_units) return;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    for (int i = tid; i < n_cut; i += 256) unit_first[i] = SCHED_CUT(sched, n_stretches, i).w;
+    __syncthreads();
+    const int col = blockIdx.y * 64 + 2 * lane;
+    for (int unit = blockIdx.x; unit < n_units; unit += gridDim.x) {
+        int lo = 0, hi = n_cut - 1; /* the cut request: unit_first[lo] <= unit < unit_first[lo + 1] */
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (unit_first[mid] <= unit) lo = mid;
+            else hi = mid - 1;
+        }
+        const int4 c = SCHED_CUT(sched, n_stretches, lo);
+        const int b = c.x, first = c.y, n = c.z, slot_groups = red_slot_groups(n);
+        const int rows_per_block = 8 / slot_groups, per_tile = red_units_per_tile(n);
+        const int local = unit - c.w, t = local / per_tile;
+        const int r = (local - t * per_tile) * rows_per_block + warp / slot_groups, sg = warp % slot_groups;
+        const int row = t * TILE_Q + r;
+        const bool mine = r < TILE_Q && row < rows;
+        float m = MT_NEG_INF, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
+        for (int base = sg; base < n && mine; base += 8 * slot_groups) {
+            float ls[8];
+            float2 x[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int s = base + j * slot_groups;
+                const size_t slot_row = (((size_t)first + s) * tiles + t) * TILE_Q + r;
+                ls[j] = s < n ? lse_part[slot_row] : MT_NEG_INF;
+                const float *src = o_part + slot_row * DL + col;
+                x[j] = make_float2(0.0f, 0.0f);
+                if (s < n) {
+#if RED_COLS_PAIR
+                    if (col < DL) x[j] = *(const float2 *)src;
+#else
+                    if (col < DL) x[j].x = src[0];
+                    if (col + 1 < DL) x[j].y = src[1];
+#endif
+                }
+            }
+            float mx = m;
+#pragma unroll
+            for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
+            if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
+            const float sc = split_weight(m, mx);
+            l *= sc, a0 *= sc, a1 *= sc;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                /* select: a slot without keys adds nothing, whatever it holds */
+                const float w = split_weight(ls[j], mx);
+                l += w, a0 += w != 0.0f ? w * x[j].x : 0.0f, a1 += w != 0.0f ? w * x[j].y : 0.0f;
+            }
+            m = mx;
+        }
+        if (slot_groups > 1) { /* the same for the whole work-group: the barriers are safe */
+            if (lane == 0) m_s[warp] = m, l_s[warp] = l;
+            acc_s[warp][lane] = make_float2(a0, a1);
+            __syncthreads();
+            if (sg == 0) {
+                float mx = MT_NEG_INF;
+                for (int w = warp; w < warp + slot_groups; w++) mx = fmaxf(mx, m_s[w]);
+                l = 0.0f, a0 = 0.0f, a1 = 0.0f;
+                for (int w = warp; w < warp + slot_groups; w++) {
+                    const float f = split_weight(m_s[w], mx);
+                    l += l_s[w] * f, a0 += acc_s[w][lane].x * f, a1 += acc_s[w][lane].y * f;
+                }
+                m = mx;
+            }
+            __syncthreads(); /* m_s, l_s, acc_s are free for the next unit */
+        }
+        if (!mine || sg != 0) continue;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        mt_u16 *dst = out + ((size_t)b * rows + row) * DL + col;
+        if (col < DL) dst[0] = store_out(a0 * inv);
+        if (col + 1 < DL) dst[1] = store_out(a1 * inv);
+        if (blockIdx.y == 0 && lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, l);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+mla_reduce(const mt_decode_params p) {
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows, p.n_stretches,
+        (const int4 *)p.schedule);
+}
+#endif /* GROUPS_PER_CU */
