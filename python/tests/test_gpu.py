@@ -348,5 +348,28 @@ class VllmExampleTest(unittest.TestCase):
         self.check("fp8", fp8_dtype(), 0.25)
 
 
+@unittest.skipIf(SKIP, SKIP or "")
+class ReadmeTest(unittest.TestCase):
+    """python/README.md's ```python blocks run as written, in order, in one
+    namespace (the graph block continues the example)."""
+
+    def test_readme_examples_run(self):
+        import contextlib
+        import io
+        import re
+        with open(os.path.join(support.PYTHON_DIR, "README.md")) as f:
+            blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        self.assertGreaterEqual(len(blocks), 2, "README.md lost its example blocks")
+        namespace = {"__name__": "readme"}
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            for block in blocks:
+                exec(compile(block, "README.md", "exec"), namespace)
+        text = printed.getvalue()
+        errors = [float(x) for x in re.findall(r"largest error: (\S+) (\S+)", text)[0]]
+        self.assertLess(max(errors), 5e-2, text)
+        self.assertIn("replay == direct call: True", text)
+
+
 if __name__ == "__main__":
     unittest.main()
