@@ -5,6 +5,7 @@
  * reaches the GPU (a counting backend proves no launch happened).
  */
 #include "check.h"
+#include "kernels/build.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/params.h"
 #include "kernels/mla_decode/schedule.h"
@@ -533,5 +534,31 @@ int main(void) {
     CHECK_STATUS(mt_backend_launch_dependent(&overlapping_backend, (mt_function)1, zero, single, 0, NULL, NULL),
                  MT_ERR_INVALID_ARGUMENT);
     CHECK(dependent_launches == 1);
+    {
+        /* issue 23: a variant compiles its path's file and what it uses,
+         * nothing else, so the JIT key (the text's hash) of an sm_90 SIMT
+         * build never changes when the MFMA path is edited */
+        mt_variant sv, mv;
+        mt_variant_default(f, &sv);
+        sv.values[MT_P_NUM_SPLITS] = 1;
+        CHECK(mt_decode_path_of(sv.values, 32) == MT_PATH_SIMT);
+        char *text = NULL;
+        CHECK_OK(mt_build_source(&sv, &sm90, &text));
+        CHECK(strstr(text, "#line 1 \"mla_decode/simt.cu\"") && strstr(text, "#line 1 \"mla_decode/params.h\""));
+        CHECK(!strstr(text, "mla_decode/mfma.cu") && !strstr(text, "mla_decode/wgmma") &&
+              !strstr(text, "mla_decode/reduce.cu") && !strstr(text, "mla_decode/schedule.cu"));
+        free(text);
+        mv = sv, mv.values[MT_P_MMA] = 1, mv.values[MT_P_NUM_SPLITS] = 4;
+        CHECK(mt_decode_path_of(mv.values, 64) == MT_PATH_MFMA && mt_decode_path_of(mv.values, 32) == MT_PATH_MMA_SYNC);
+        CHECK_OK(mt_build_source(&mv, &gfx942, &text));
+        CHECK(strstr(text, "mla_decode/mfma.cu") && strstr(text, "mla_decode/reduce.cu") &&
+              !strstr(text, "mla_decode/mma_sync.cu") && !strstr(text, "mla_decode/simt.cu"));
+        free(text);
+        mv.values[MT_P_NUM_SPLITS] = 1, mv.values[MT_P_GROUPS_PER_CU] = 1;
+        CHECK_OK(mt_build_source(&mv, &sm90, &text));
+        const char *sched = strstr(text, "mla_decode/schedule.cu"), *red = strstr(text, "mla_decode/reduce.cu");
+        CHECK(strstr(text, "mla_decode/mma_sync.cu") && sched && red && sched < red); /* reduce uses schedule's helpers */
+        free(text);
+    }
     return check_summary("test_variant");
 }
