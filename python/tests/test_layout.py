@@ -37,9 +37,19 @@ def parse_header(text):
                 if name:
                     fields.append(name.group(1))
         structs[m.group(2)] = fields
+    # an enum may be made from an X-macro list (mlatune.h's MLT_STATUS_LIST):
+    # its enumerators are the first argument of each X(...) entry
+    lists = {}
+    for m in re.finditer(r"^\s*#\s*define\s+(\w+_LIST)\(X\)((?:[^\n]*\\\n)*[^\n]*)", text, re.M):
+        lists[m.group(1)] = re.findall(r"\bX\((\w+)", m.group(2))
     enums = {}
     for m in re.finditer(r"typedef\s+enum\s+\w+\s*\{(.*?)\}\s*(\w+)\s*;", text, re.S):
-        enums[m.group(2)] = [re.match(r"\s*(\w+)", e).group(1) for e in m.group(1).split(",") if e.strip()]
+        body = m.group(1)
+        used = [name for name in lists if re.search(r"\b" + name + r"\(", body)]
+        if used:
+            enums[m.group(2)] = lists[used[0]]
+        else:
+            enums[m.group(2)] = [re.match(r"\s*(\w+)", e).group(1) for e in body.split(",") if e.strip()]
     macros = [m.group(1) for m in re.finditer(r"^\s*#\s*define\s+(MLT_\w+)\s+\S", text, re.M)]
     return structs, enums, macros
 

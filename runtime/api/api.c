@@ -50,35 +50,23 @@ struct mlt_plan {
     size_t schedule;         /* bytes of the largest length-aware variant's schedule at max_batch */
 };
 
+/* The public code of an internal status (error.h's list says which). */
 static mlt_status to_public(mt_status st) {
     switch (st) {
-    case MT_OK: return MLT_OK;
-    case MT_ERR_INVALID_ARGUMENT: return MLT_ERR_INVALID_ARGUMENT;
-    case MT_ERR_NO_BACKEND: return MLT_ERR_NO_BACKEND;
-    case MT_ERR_NO_DEVICE: return MLT_ERR_NO_DEVICE;
-    case MT_ERR_COMPILE: return MLT_ERR_COMPILE;
-    case MT_ERR_DATABASE:
-    case MT_ERR_CORRUPT:
-    case MT_ERR_NOT_FOUND: return MLT_ERR_DATABASE;
-    case MT_ERR_OUT_OF_MEMORY: return MLT_ERR_OUT_OF_MEMORY;
-    case MT_ERR_VENDOR: return MLT_ERR_LAUNCH;
-    case MT_ERR_IO: return MLT_ERR_IO;
-    default: return MLT_ERR_INTERNAL;
+#define MT_TO_PUBLIC(name, text, public_code) \
+    case name: return public_code;
+        MT_STATUS_LIST(MT_TO_PUBLIC)
+#undef MT_TO_PUBLIC
     }
+    return MLT_ERR_INTERNAL;
 }
 
 const char *mlt_status_string(mlt_status s) {
     switch (s) {
-    case MLT_OK: return "ok";
-    case MLT_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case MLT_ERR_NO_BACKEND: return "no GPU runtime library";
-    case MLT_ERR_NO_DEVICE: return "no such GPU";
-    case MLT_ERR_COMPILE: return "kernel compilation failed";
-    case MLT_ERR_DATABASE: return "tuning database unusable";
-    case MLT_ERR_OUT_OF_MEMORY: return "out of memory";
-    case MLT_ERR_LAUNCH: return "kernel launch failed";
-    case MLT_ERR_IO: return "cache folder unusable";
-    case MLT_ERR_INTERNAL: return "internal error";
+#define MLT_STATUS_STRING(code, text) \
+    case code: return text;
+        MLT_STATUS_LIST(MLT_STATUS_STRING)
+#undef MLT_STATUS_STRING
     }
     return "unknown status";
 }

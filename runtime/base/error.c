@@ -36,21 +36,20 @@ void mt_clear_error(void) { last_message[0] = '\0'; }
 
 const char *mt_status_name(mt_status code) {
     switch (code) {
-    case MT_OK: return "MT_OK";
-    case MT_ERR_INVALID_ARGUMENT: return "MT_ERR_INVALID_ARGUMENT";
-    case MT_ERR_NO_BACKEND: return "MT_ERR_NO_BACKEND";
-    case MT_ERR_NO_DEVICE: return "MT_ERR_NO_DEVICE";
-    case MT_ERR_UNSUPPORTED: return "MT_ERR_UNSUPPORTED";
-    case MT_ERR_OUT_OF_MEMORY: return "MT_ERR_OUT_OF_MEMORY";
-    case MT_ERR_COMPILE: return "MT_ERR_COMPILE";
-    case MT_ERR_VENDOR: return "MT_ERR_VENDOR";
-    case MT_ERR_IO: return "MT_ERR_IO";
-    case MT_ERR_CORRUPT: return "MT_ERR_CORRUPT";
-    case MT_ERR_NOT_FOUND: return "MT_ERR_NOT_FOUND";
-    case MT_ERR_TIMEOUT: return "MT_ERR_TIMEOUT";
-    case MT_ERR_DATABASE: return "MT_ERR_DATABASE";
-    case MT_ERR_CONFIG: return "MT_ERR_CONFIG";
-    case MT_ERR_WRONG_RESULT: return "MT_ERR_WRONG_RESULT";
+#define MT_STATUS_NAME(name, text, public_code) \
+    case name: return #name;
+        MT_STATUS_LIST(MT_STATUS_NAME)
+#undef MT_STATUS_NAME
     }
     return "MT_ERR_UNKNOWN";
+}
+
+const char *mt_status_text(mt_status code) {
+    switch (code) {
+#define MT_STATUS_TEXT(name, text, public_code) \
+    case name: return text;
+        MT_STATUS_LIST(MT_STATUS_TEXT)
+#undef MT_STATUS_TEXT
+    }
+    return "unknown status";
 }

@@ -46,17 +46,24 @@ extern "C" {
 #define MLT_VERSION_MAJOR 0
 #define MLT_VERSION_MINOR 1
 
+/* The statuses, once: each code and its description (mlt_status_string).
+ * The enum's values are fixed (ABI): new codes go at the end. */
+#define MLT_STATUS_LIST(X)                                                                         \
+    X(MLT_OK, "ok")                                                                                \
+    X(MLT_ERR_INVALID_ARGUMENT, "invalid argument") /* a bad argument: nothing was launched */     \
+    X(MLT_ERR_NO_BACKEND, "no GPU runtime library") /* no CUDA / HIP runtime library found */      \
+    X(MLT_ERR_NO_DEVICE, "no such GPU")             /* the runtime found no (such) GPU */          \
+    X(MLT_ERR_COMPILE, "kernel compilation failed") /* a kernel variant failed to compile */       \
+    X(MLT_ERR_DATABASE, "tuning database unusable") /* unreadable, damaged or too new */           \
+    X(MLT_ERR_OUT_OF_MEMORY, "out of memory")                                                      \
+    X(MLT_ERR_LAUNCH, "kernel launch failed")       /* the GPU runtime refused a launch */         \
+    X(MLT_ERR_IO, "cache folder unusable")          /* the code-object cache folder */             \
+    X(MLT_ERR_INTERNAL, "internal error")
+
 typedef enum mlt_status {
-    MLT_OK = 0,
-    MLT_ERR_INVALID_ARGUMENT,  /* a bad argument: nothing was launched */
-    MLT_ERR_NO_BACKEND,        /* no CUDA / HIP runtime library found */
-    MLT_ERR_NO_DEVICE,         /* the runtime found no (such) GPU */
-    MLT_ERR_COMPILE,           /* a kernel variant failed to compile */
-    MLT_ERR_DATABASE,          /* a tuning DB is unreadable, damaged or too new */
-    MLT_ERR_OUT_OF_MEMORY,
-    MLT_ERR_LAUNCH,            /* the GPU runtime refused a launch */
-    MLT_ERR_IO,                /* the code-object cache folder is unusable */
-    MLT_ERR_INTERNAL
+#define MLT_STATUS_ENUM(code, text) code,
+    MLT_STATUS_LIST(MLT_STATUS_ENUM)
+#undef MLT_STATUS_ENUM
 } mlt_status;
 
 /* A short constant description of a status ("invalid argument"). */
