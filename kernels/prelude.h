@@ -2,7 +2,7 @@
  * prelude.h - the one place where kernel sources meet vendor differences.
  *
  * Every kernel in kernels/ is compiled with this text in front of it (the
- * JIT concatenates them; see kernels/kernels.h), by NVRTC for sm_*, by hiprtc
+ * JIT concatenates them; see kernels/sources.h), by NVRTC for sm_*, by hiprtc
  * for gfx* on a ROCm host, and by clang's HIP compiler for the offline
  * gfx942 check.  Kernels use only what is defined here for anything that
  * differs between CUDA and HIP:
@@ -153,7 +153,7 @@ __device__ __forceinline__ float mt_fp8e4m3_to_f32(mt_u8 b) {
     return __int_as_float((int)(sign | ((exp + 120u) << 23) | (mant << 20)));
 }
 
-/* Programmatic dependent launch (runtime/backend.h, launch_dependent): a
+/* Programmatic dependent launch (runtime/gpu/backend.h, launch_dependent): a
  * kernel launched that way may start while the kernel before it in the
  * stream still runs, so it waits here before reading anything that kernel
  * wrote (the wait also makes those writes visible).  The kernel before it
@@ -241,7 +241,7 @@ __device__ __noinline__ void mt_trace_print_kept(void) {
 #endif
 
 /* --- NVIDIA matrix units and asynchronous copies (sm_80 and newer) --------
- * Used by the MMA=1 path of mla_decode.cu on NVIDIA; the AMD matrix cores
+ * Used by the MMA=1 path on NVIDIA (kernels/mla_decode/mma_sync.cu); the AMD matrix cores
  * (MFMA) follow in the section after this one. */
 #if MT_CUDA
 /* The shared-memory address of a generic pointer into shared memory (what
@@ -334,7 +334,7 @@ template <int N> __device__ __forceinline__ void mt_cp_async_wait(void) {
 #endif
 
 /* --- NVIDIA Hopper warpgroup matrix instructions (sm_90a) -----------------
- * Used by the MMA=2 path of mla_decode.cu.  A warpgroup is 4 consecutive
+ * Used by the MMA=2 paths (kernels/mla_decode/wgmma*.cu).  A warpgroup is 4 consecutive
  * warps (128 threads); one wgmma.mma_async multiplies a 64-row A (shared
  * memory through a descriptor, or registers) by a B in shared memory into
  * fp32 accumulators spread over the warpgroup:
@@ -359,7 +359,7 @@ template <int N> __device__ __forceinline__ void mt_cp_async_wait(void) {
 #define MT_HAVE_WGMMA 1
 
 /* The tensor copy engine (TMA): one thread asks for a box of a 2-D array
- * described by a tensor map (built on the host, runtime/backend.h
+ * described by a tensor map (built on the host, runtime/gpu/backend.h
  * tensor_map_2d; passed as a __grid_constant__ kernel parameter) to be
  * copied into shared memory in the 128-byte swizzle; completion is counted
  * in bytes on an mbarrier, which the consumers wait on by phase parity. */
@@ -391,7 +391,7 @@ __device__ __forceinline__ void mt_tma_load_2d(void *dst, const mt_tensor_map *m
                  : "memory");
 }
 
-/* Thread-block clusters (launched with a cluster shape, runtime/backend.h
+/* Thread-block clusters (launched with a cluster shape, runtime/gpu/backend.h
  * launch_cluster): the blocks of a cluster run at the same time on one GPC
  * and may read each other's shared memory.  mt_cluster_sync is a barrier
  * over every thread of the cluster that also orders shared-memory writes
@@ -559,7 +559,7 @@ __device__ __forceinline__ void mt_wgmma_m64n256k16_ss(float *d, mt_u64 a_desc, 
 #endif
 
 /* --- AMD matrix cores (MFMA, CDNA: gfx90a, gfx942, gfx950) ---------------
- * Used by the MMA=1 path of mla_decode.cu on 64-wide wavefronts.  Compiled
+ * Used by the MMA=1 path on 64-wide wavefronts (kernels/mla_decode/mfma.cu).  Compiled
  * for gfx942 in CI (clang's HIP compiler, register and LDS report); no AMD
  * GPU has run it yet. */
 #if MT_HIP

@@ -1,7 +1,7 @@
 /*
  * The AMD code paths executed on the CPU (label "emu"): the kernel sources'
  * AMD branches, compiled for the host against the HIP emulation
- * (runtime/emu/hip/hip_runtime.h) by the "hip-cpu" backend, launched through
+ * (runtime/gpu/emu/hip/hip_runtime.h) by the "hip-cpu" backend, launched through
  * the same code as on a GPU (mt_mla_decode_launch builds the arguments, the
  * JIT compiles and loads), and compared with the double-precision CPU
  * reference.  No GPU, no ROCm.

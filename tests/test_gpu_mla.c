@@ -12,7 +12,7 @@
  *
  * One case in 4 runs a length-aware variant (groups_per_cu > 0) on a ragged
  * batch with one long request among short ones; for those, the schedule the
- * GPU built must equal the host's (kernels/schedule.c) word for word, a run
+ * GPU built must equal the host's (kernels/mla_decode/schedule.c) word for word, a run
  * from a schedule built separately (mlt_plan_schedule's path) must give the
  * same bits, and every other one is captured in a CUDA graph, replayed after
  * new lengths are written to the device, and must equal a direct call with
@@ -99,7 +99,7 @@ static double to_double(const void *src, mt_dtype t, size_t i) {
 /* Runs a length-aware case again three ways, against the outputs of its
  * one-call run (out16 / lse32, already checked against the reference):
  *   1. the schedule the GPU built at the workspace's start equals the
- *      host's (kernels/schedule.c) word for word;
+ *      host's (kernels/mla_decode/schedule.c) word for word;
  *   2. a schedule built separately (mt_mla_decode_schedule: the step-level
  *      call) and passed in gives the same bits;
  *   3. (capture) the call captured in a graph, replayed after shorter

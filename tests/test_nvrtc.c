@@ -51,7 +51,7 @@ int main(void) {
         snprintf(dopts[i], sizeof dopts[i], "-D%s", defines[i]);
         optp[i] = dopts[i];
     }
-    CHECK_OK(mt_backend_compile(b, source, "mla_decode.cu", "sm_90", optp, n, &r));
+    CHECK_OK(mt_backend_compile(b, source, "mla_decode", "sm_90", optp, n, &r));
     mt_backend_parse_resources(b, r.log, MT_MLA_DECODE_KERNEL, &res);
     CHECK_MSG(res.registers > 0 && res.spill_stores == 0, "regs %d spills %d", res.registers, res.spill_stores);
     mt_compile_result_free(&r);

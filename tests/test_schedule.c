@@ -1,5 +1,5 @@
 /*
- * test_schedule.c - the length-aware schedule (kernels/schedule.c, the
+ * test_schedule.c - the length-aware schedule (kernels/mla_decode/schedule.c, the
  * host twin of mla_schedule): every key of every request is covered
  * exactly once and in order, cuts fall on the granularity, only a
  * stretch's first and last items are pieces, a request's pieces are

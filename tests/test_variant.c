@@ -507,7 +507,7 @@ int main(void) {
     launches = 0;
     CHECK_OK(mt_mla_decode_launch(&overlapping_backend, &two, &v, &s, &a, NULL));
     CHECK_MSG(launches == 1 && dependent_launches == 1, "%d launches, %d dependent", launches, dependent_launches);
-    /* its shape is the kernel's (mla_reduce in mla_decode.cu): with 4
+    /* its shape is the kernel's (mla_reduce in reduce.cu): with 4
      * splits, 4 rows of 32 threads per work-group over (16 rows, 2
      * requests); with 16, 8 x 32 threads per 64 columns of a row */
     CHECK_MSG(last_reduce_grid[0] == 4 && last_reduce_grid[1] == 2 && last_reduce_grid[2] == 1 &&

@@ -2,7 +2,7 @@
 # trace-timeline.sh MLA_TUNE BENCH-ARGS... - where a call's time goes, from
 # inside the kernels: runs `mla-tune bench BENCH-ARGS` (give the shape and
 # --variant) on a copy of the kernel sources built with MT_TRACE (marks in
-# kernels/mla_decode.cu, printing in kernels/prelude.h; the runtime's own
+# kernels/mla_decode/*.cu, printing in kernels/prelude.h; the runtime's own
 # builds never have them), then tuner/trace-summary.py prints when each
 # marked point was reached over the work-groups of the last calls.  The
 # traced build prints from every work-group, so its times are a little

@@ -3,7 +3,7 @@
  * the prelude and params.h): the math, the defaults of its defines, dtype
  * loads and stores, causal limits, and the work items a work-group runs.
  *
- * The math (DESIGN.md section 2), for request b, query token t, head n:
+ * The math (docs/DESIGN.md section 2), for request b, query token t, head n:
  *   keys j < L_b - Sq + t + 1                        (causal among new tokens)
  *   s_j = scale * dot(q[b,t,n,:D], kv[j,:D])
  *   out[b,t,n,:Dl] = sum_j softmax(s)_j * kv[j,:Dl]

@@ -2,7 +2,7 @@
  * mla_reference.h - the MLA decode computation on the CPU in double
  * precision: the reference that tests and the tuner's verification compare
  * kernels against.  Same inputs as the kernel (storage types, paged KV
- * through the block table), same definition (DESIGN.md section 2, with
+ * through the block table), same definition (docs/DESIGN.md section 2, with
  * keyless rows giving out = 0 and lse = -inf).
  */
 #ifndef MT_MLA_REFERENCE_H

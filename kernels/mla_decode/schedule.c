@@ -1,6 +1,6 @@
 /*
  * schedule.c - the length-aware schedule on the host (see schedule.h): the
- * same steps as mla_schedule in mla_decode.cu, one after the other.
+ * same steps as mla_schedule in schedule.cu, one after the other.
  *
  * The cost axis: request r occupies [start_r, start_r + overhead + len_r),
  * its overhead first.  Stretch s ends at round((s + 1) * total / stretches)

@@ -17,7 +17,7 @@
  * KV_GRANULARITY; but an end closer than the snap distance (a sixteenth of
  * a share plus SCHED_SNAP_KEYS, at most a quarter share) to an edge of its
  * request moves to that edge: a cut costs a query load and a merge.
- * kernels/schedule.c is the same algorithm on the host; test_gpu_mla checks
+ * schedule.c is the same algorithm on the host; test_gpu_mla checks
  * that both agree word for word.
  *
  * Only a stretch's first and last items can be pieces of a request; pieces

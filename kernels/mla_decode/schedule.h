@@ -3,7 +3,7 @@
  * of requests of any lengths is cut into nearly equal stretches of work,
  * one per work-group, compute units x groups_per_cu of them.
  *
- * The GPU builds it (mla_schedule in mla_decode.cu) from the lengths in
+ * The GPU builds it (mla_schedule in schedule.cu) from the lengths in
  * device memory, once per decode step, so a captured CUDA graph stays right
  * when the lengths change; this file is the same algorithm on the host: the
  * reference the GPU's result is compared with (test_gpu_mla) and the model
@@ -45,7 +45,7 @@ enum {
 };
 
 /* The fixed cost of a request, in keys: its query loads, merges and stores
- * come to roughly one 64-key chunk (SCHED_OVERHEAD in mla_decode.cu). */
+ * come to roughly one 64-key chunk (params.h, shared with schedule.cu). */
 #define MT_SCHEDULE_OVERHEAD 64
 
 /* An end of a stretch closer than this to an edge of its request moves to the
@@ -92,7 +92,7 @@ uint64_t mt_schedule_snap(uint64_t total, int n_stretches);
 
 /* The reduce's work for a cut request of n pieces: g = slot groups warps
  * share a row (as many as rounds of 8 pieces need, a power of two up to 8),
- * 8 / g rows a unit; units per tile (red_units_per_tile in mla_decode.cu). */
+ * 8 / g rows a unit; units per tile (red_units_per_tile in schedule.cu). */
 int mt_schedule_slot_groups(int n_pieces);
 int mt_schedule_units_per_tile(int tile_q, int n_pieces);
 

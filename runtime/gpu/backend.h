@@ -137,7 +137,7 @@ typedef struct mt_backend_iface {
      * elements (1 or 2) at `base`: `rows` rows of `cols` elements,
      * `row_bytes` apart; each copy moves a box of box_cols x box_rows into
      * shared memory in the swizzle as wide as a box row, which must be 64
-     * or 128 bytes (kernels/prelude.h, mt_swizzle128; mla_decode.cu,
+     * or 128 bytes (kernels/prelude.h, mt_swizzle128; kernels/mla_decode/wgmma_common.cuh,
      * t8_swizzle64); like every driver operation it needs the device
      * current on the calling thread */
     mt_status (*tensor_map_2d)  (mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,

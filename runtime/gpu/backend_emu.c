@@ -3,12 +3,12 @@
  * ROCm runtime.  A development and CI backend: it proves that the kernel
  * sources' AMD branches compute the right thing under AMD's documented
  * semantics (64-lane waves, barriers, LDS, shuffles, the MFMA operand
- * layouts), through the same launch code as a GPU (kernels/mla_decode.c
+ * layouts), through the same launch code as a GPU (kernels/mla_decode/launch.c
  * builds the arguments, the JIT and its cache compile and load).  It says
  * nothing about the GPU compiler's code, timing or occupancy.
  *
  * Its "compiler" is the host's clang++ with the HIP emulation header
- * (runtime/emu/hip/hip_runtime.h, which the kernels' prelude includes in
+ * (runtime/gpu/emu/hip/hip_runtime.h, which the kernels' prelude includes in
  * place of ROCm's): a kernel source becomes a shared object, its "code
  * object".  Two steps, because the emulation has no kernel-launch syntax
  * to hook into:

@@ -102,7 +102,7 @@ mlt_status mlt_synchronize(mlt_runtime *rt);
 
 typedef enum mlt_dtype { MLT_BF16 = 0, MLT_FP16 = 1, MLT_FP8_E4M3 = 2 } mlt_dtype;
 
-/* The static facts of an MLA decode problem (DESIGN.md section 2). */
+/* The static facts of an MLA decode problem (docs/DESIGN.md section 2). */
 typedef struct mlt_decode_problem {
     int n_heads;            /* 1..128 */
     int sq;                 /* query tokens per request, 1..8 (causal among them) */

@@ -30,7 +30,7 @@
 //                  split structure and no arithmetic: the chunks streamed,
 //                  then 16 KB out (no merge), or a 32 KB fp32 partial per
 //                  work-group, then also a dependent reduce over them (the
-//                  shapes of mla_decode.cu's two reduce forms), then the
+//                  shapes of kernels/mla_decode/reduce.cu's two forms), then the
 //                  pair replayed as a CUDA graph
 // Build here (nvcc of the CUDA toolkit; the CUDA runtime is linked
 // statically): nvcc -O2 -arch=sm_90a -o build/launch-floor tuner/probes/launch-floor.cu
@@ -176,7 +176,7 @@ __global__ void stream_chunks(const int *seq_len, const int *table, const char *
 // at part + (s * rows + r) * 512), merged with equal weights into bf16-size
 // outputs.  Grid (rows, 8): a block of 8 warps takes 64 columns of a row,
 // warp w the splits w, w + 8, ... with all of its loads in flight, as
-// kernels/mla_decode.cu's reduce does (without the lse arithmetic).
+// kernels/mla_decode/reduce.cu does (without the lse arithmetic).
 // Launched as a programmatic dependent of stream_chunks.
 template <int SPLITS>
 __global__ void reduce_partials(const float *part, int rows, unsigned short *out) {
@@ -241,7 +241,7 @@ static void time_it(const char *name, Flush &fl, cudaStream_t s, F launch) {
     for (auto &e : ev) CHECK(cudaEventDestroy(e));
 }
 
-// The few-splits reduce's shape (mla_decode.cu, NUM_SPLITS < 8): 32 lanes
+// The few-splits reduce's shape (reduce.cu, NUM_SPLITS < 8): 32 lanes
 // per row, 4 float4 columns of every split per lane, 4 rows per work-group.
 template <int SPLITS>
 __global__ void reduce_rows(const float *part, int rows, unsigned short *out) {

@@ -1,5 +1,5 @@
 /*
- * mt_emu_launch.h - what the "hip-cpu" backend (runtime/backend_emu.c, C)
+ * mt_emu_launch.h - what the "hip-cpu" backend (runtime/gpu/backend_emu.c, C)
  * hands the emulated kernel module (hip/hip_runtime.h, compiled as C++ into
  * each module) for one launch: one definition for both sides.
  */

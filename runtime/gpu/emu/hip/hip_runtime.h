@@ -1,7 +1,7 @@
 /*
  * hip/hip_runtime.h - HIP on the CPU: what the kernel sources (prelude.h +
- * mla_decode.cu, their AMD branches) need from HIP, implemented for the
- * host, so that the "hip-cpu" backend (runtime/backend_emu.c) can compile
+ * kernels/mla_decode/*.cu, their AMD paths) need from HIP, implemented for the
+ * host, so that the "hip-cpu" backend (runtime/gpu/backend_emu.c) can compile
  * them with the host's clang++ into a shared object and run them.
  *
  * It proves the kernels' logic under AMD's documented semantics: 64-lane
@@ -470,7 +470,7 @@ static inline mt_emu_f32x4 __builtin_amdgcn_mfma_f32_16x16x32_f16(mt_emu_h16x8 a
 #endif
 
 /* --- the launch ----------------------------------------------------------- */
-#include "mt_emu_launch.h" /* what backend_emu.c passes (the include folder is runtime/emu) */
+#include "mt_emu_launch.h" /* what backend_emu.c passes (the include folder is runtime/gpu/emu) */
 extern "C" __attribute__((visibility("default"))) int mt_emu_launch(mt_emu_launch_desc *d);
 
 namespace mt_emu {
