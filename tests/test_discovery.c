@@ -82,5 +82,22 @@ int main(void) {
         CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 1, "exit status %d", status);
         CHECK_MSG(strstr(out, "no GPU found") && strstr(out, "libcuda"), "output: %s", out);
     }
+    /* MLA_TUNE_BACKEND picks one backend, and an unusable one is an
+     * error naming it, not a fall-back to another */
+    setenv("MLA_TUNE_BACKEND", "bogus", 1);
+    CHECK_STATUS(mt_backend_discover(&b), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "MLA_TUNE_BACKEND=bogus: unknown backend 'bogus'") != NULL, "%s",
+              mt_last_error());
+    setenv("MLA_TUNE_BACKEND", "cuda", 1);
+    CHECK_STATUS(mt_backend_discover(&b), MT_ERR_NO_BACKEND);
+    CHECK_MSG(strstr(mt_last_error(), "/nonexistent/libcuda.so.1") != NULL, "%s", mt_last_error());
+    setenv("MLA_TUNE_BACKEND", "hip-cpu", 1); /* the CPU emulation: needs clang++ (CI installs it) */
+    setenv("MLA_TUNE_EMU_ARCH", "gfx942", 1);
+    b = NULL;
+    CHECK_OK(mt_backend_discover(&b));
+    mt_device_info info;
+    CHECK(b && mt_backend_device_info(b, 0, &info) == MT_OK && strcmp(info.arch, "gfx942") == 0);
+    mt_backend_close(b);
+    unsetenv("MLA_TUNE_BACKEND");
     return check_summary("test_discovery");
 }

@@ -100,11 +100,32 @@ void mt_backend_close(mt_backend *b) {
     free(b);
 }
 
+/* MLA_TUNE_BACKEND names the one backend to use ("hip-cpu" runs kernels on
+ * the CPU: tests and the Python binding use it on hosts without a GPU); a
+ * backend so named that cannot run is an error, never a fall-back. */
+static mt_status discover_named(const char *name, mt_backend **out) {
+    mt_backend *b = NULL;
+    mt_status st = mt_backend_open(name, &b);
+    if (st != MT_OK) return mt_fail(st, "MLA_TUNE_BACKEND=%s: %s", name, mt_last_error());
+    int count = 0;
+    if (!b->has_driver || mt_backend_device_count(b, &count) != MT_OK || count == 0) {
+        st = mt_fail(b->has_driver ? MT_ERR_NO_DEVICE : MT_ERR_NO_BACKEND,
+                     "MLA_TUNE_BACKEND=%s: the backend loaded but cannot run kernels (%s)", name,
+                     b->has_driver ? "no device" : b->looked_for);
+        mt_backend_close(b);
+        return st;
+    }
+    *out = b;
+    return MT_OK;
+}
+
 mt_status mt_backend_discover(mt_backend **out) {
     static const char *const order[] = {"hip", "cuda"};
     char report[2048] = "";
     mt_status worst = MT_ERR_NO_BACKEND;
     *out = NULL;
+    const char *named = getenv("MLA_TUNE_BACKEND");
+    if (named && named[0]) return discover_named(named, out);
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         mt_backend *b = NULL;
         if (mt_backend_open(order[i], &b) != MT_OK) {

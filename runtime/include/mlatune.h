@@ -22,6 +22,11 @@
  * mlt_runtime_bind_thread first.  Creating and destroying plans is
  * thread-safe too.
  *
+ * Backend: the first of HIP, CUDA with a device; MLA_TUNE_BACKEND=cuda, hip
+ * or hip-cpu names one (hip-cpu runs the AMD kernels on the CPU under an
+ * emulation of the GPU: for tests on hosts without one; slow), and a backend
+ * so named that cannot run is an error.
+ *
  * Databases (read once, at mlt_runtime_create):
  *   user DB:   options.user_db, else $MLA_TUNE_DB, else
  *              $XDG_DATA_HOME/mla-tune/tuning.db (~/.local/share/...)
