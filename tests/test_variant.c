@@ -545,20 +545,80 @@ int main(void) {
         char *text = NULL;
         CHECK_OK(mt_build_source(&sv, &sm90, &text));
         CHECK(strstr(text, "#line 1 \"mla_decode/simt.cu\"") && strstr(text, "#line 1 \"mla_decode/params.h\""));
-        CHECK(!strstr(text, "mla_decode/mfma.cu") && !strstr(text, "mla_decode/wgmma") &&
-              !strstr(text, "mla_decode/reduce.cu") && !strstr(text, "mla_decode/schedule.cu"));
+        CHECK(!strstr(text, "#line 1 \"mla_decode/mfma.cu\"") && !strstr(text, "#line 1 \"mla_decode/wgmma") &&
+              !strstr(text, "#line 1 \"mla_decode/reduce.cu\"") &&
+              !strstr(text, "#line 1 \"mla_decode/schedule.cu\""));
         free(text);
         mv = sv, mv.values[MT_P_MMA] = 1, mv.values[MT_P_NUM_SPLITS] = 4;
-        CHECK(mt_decode_path_of(mv.values, 64) == MT_PATH_MFMA && mt_decode_path_of(mv.values, 32) == MT_PATH_MMA_SYNC);
+        CHECK(mt_decode_path_of(mv.values, 64) == MT_PATH_MFMA &&
+              mt_decode_path_of(mv.values, 32) == MT_PATH_MMA_SYNC);
         CHECK_OK(mt_build_source(&mv, &gfx942, &text));
-        CHECK(strstr(text, "mla_decode/mfma.cu") && strstr(text, "mla_decode/reduce.cu") &&
-              !strstr(text, "mla_decode/mma_sync.cu") && !strstr(text, "mla_decode/simt.cu"));
+        CHECK(strstr(text, "#line 1 \"mla_decode/mfma.cu\"") && strstr(text, "#line 1 \"mla_decode/reduce.cu\"") &&
+              !strstr(text, "#line 1 \"mla_decode/mma_sync.cu\"") && !strstr(text, "#line 1 \"mla_decode/simt.cu\""));
         free(text);
         mv.values[MT_P_NUM_SPLITS] = 1, mv.values[MT_P_GROUPS_PER_CU] = 1;
         CHECK_OK(mt_build_source(&mv, &sm90, &text));
-        const char *sched = strstr(text, "mla_decode/schedule.cu"), *red = strstr(text, "mla_decode/reduce.cu");
-        CHECK(strstr(text, "mla_decode/mma_sync.cu") && sched && red && sched < red); /* reduce uses schedule's helpers */
+        const char *sched = strstr(text, "#line 1 \"mla_decode/schedule.cu\"");
+        const char *red = strstr(text, "#line 1 \"mla_decode/reduce.cu\"");
+        /* the reduce uses the schedule's helpers: it comes after */
+        CHECK(strstr(text, "#line 1 \"mla_decode/mma_sync.cu\"") && sched && red && sched < red);
         free(text);
+    }
+    {
+        /* issue 27: the views' rules, each refused naming the tensor and
+         * the rule; the kernels' form of a call without views is the
+         * contiguous layout, and q's rope part follows its first Dl columns */
+        mt_variant gv;
+        mt_variant_default(f, &gv);
+        gv.values[MT_P_NUM_SPLITS] = 1;
+        mt_mla_decode_args va = {.batch = 2, .n_heads = 16, .sq = 2, .max_blocks = 4, .page_size = 64,
+                                 .warp_size = 32, .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000,
+                                 .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000,
+                                 .compute_units = 132};
+        CHECK_OK(mt_mla_decode_check_args(&gv, &s, &va));
+        mt_decode_params vp;
+        memset(&vp, 0, sizeof vp);
+        mt_mla_decode_fill_views(&s, &va, &vp);
+        CHECK(vp.q_str.b == 2 * 16 * 576 && vp.q_str.t == 16 * 576 && vp.q_str.n == 576);
+        CHECK(vp.q_pe == 0x1000 + 512 * 2 && vp.q_pe_str.n == 576 && vp.out_str.n == 512 && vp.lse_str.b == 32);
+        /* vLLM's pair: ql_nope [B, N, 512] and q_pe [B, N, 64], Sq = 1 */
+        mt_mla_decode_args pair = va;
+        pair.sq = 1, pair.q_pe = 0x8000;
+        pair.q_strides[0] = 16 * 512, pair.q_strides[1] = 16 * 512, pair.q_strides[2] = 512;
+        pair.q_pe_strides[0] = 16 * 64, pair.q_pe_strides[1] = 16 * 64, pair.q_pe_strides[2] = 64;
+        CHECK_OK(mt_mla_decode_check_args(&gv, &s, &pair));
+        mt_mla_decode_fill_views(&s, &pair, &vp);
+        CHECK(vp.q_pe == 0x8000 && vp.q_str.n == 512 && vp.q_pe_str.b == 16 * 64);
+        /* FlashMLA's lse [B, N, Sq] and out rows padded to 520 */
+        mt_mla_decode_args lay = va;
+        lay.lse_strides[0] = 32, lay.lse_strides[1] = 1, lay.lse_strides[2] = 2;
+        lay.out_strides[0] = 32 * 520, lay.out_strides[1] = 16 * 520, lay.out_strides[2] = 520;
+        CHECK_OK(mt_mla_decode_check_args(&gv, &s, &lay));
+        struct { const char *what; mt_mla_decode_args a; const char *says; } bad[] = {
+            {"negative", va, "out stride per head is -512"},
+            {"unaligned", va, "q stride per head is 580 elements, not a multiple of 8"},
+            {"overlap", va, "out strides (16384, 512, 256 per request, token, head) make rows overlap"},
+            {"lse overlap", va, "lse strides (32, 1, 1 per request, token, head) make rows overlap"},
+            {"pe unaligned", pair, "q_pe pointer 0x8008 is not 16-byte aligned"},
+            {"pe strides alone", va, "q_pe strides given without q_pe"},
+            {"scale", va, "kv scale pointer 0x7002 is not 4-byte aligned"},
+        };
+        bad[0].a.out_strides[0] = 16384, bad[0].a.out_strides[1] = 512, bad[0].a.out_strides[2] = -512;
+        bad[1].a.q_strides[0] = 2 * 16 * 580, bad[1].a.q_strides[1] = 16 * 580, bad[1].a.q_strides[2] = 580;
+        bad[2].a.out_strides[0] = 16384, bad[2].a.out_strides[1] = 512, bad[2].a.out_strides[2] = 256;
+        bad[3].a.lse_strides[0] = 32, bad[3].a.lse_strides[1] = 1, bad[3].a.lse_strides[2] = 1;
+        bad[4].a.q_pe = 0x8008;
+        bad[5].a.q_pe_strides[2] = 64;
+        bad[6].a.kv_scale_ptr = 0x7002;
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            CHECK_STATUS(mt_mla_decode_check_args(&gv, &s, &bad[k].a), MT_ERR_INVALID_ARGUMENT);
+            CHECK_MSG(strstr(mt_last_error(), bad[k].says) != NULL, "%s: %s", bad[k].what, mt_last_error());
+        }
+        /* q in two parts needs a rope part and Dl on a 16-byte boundary */
+        mt_problem_static no_rope = s;
+        no_rope.d = 512;
+        CHECK_STATUS(mt_mla_decode_check_args(&gv, &no_rope, &pair), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "q in two parts needs D > Dl") != NULL, "%s", mt_last_error());
     }
     return check_summary("test_variant");
 }
