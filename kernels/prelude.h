@@ -51,6 +51,15 @@
 #define MT_WARP 32
 #endif
 
+/* A kernel parameter whose address device code may take without a copy
+ * to local memory (CUDA's __grid_constant__; HIP's parameters are
+ * addressable as they are). */
+#if MT_CUDA
+#define MT_GRID_CONST __grid_constant__
+#else
+#define MT_GRID_CONST
+#endif
+
 typedef unsigned char mt_u8;
 typedef unsigned short mt_u16;
 typedef unsigned int mt_u32;

@@ -96,6 +96,66 @@ static double to_double(const void *src, mt_dtype t, size_t i) {
     return t == MT_BF16 ? mt_host_bf16_to_f32(((const uint16_t *)src)[i]) : mt_host_f16_to_f32(((const uint16_t *)src)[i]);
 }
 
+/* Issue 27: the same call through views equals the contiguous one bit for
+ * bit: q in two parts (ql_nope with padded rows, q_pe stored head-major),
+ * out with padded rows, lse as [B, N, Sq] (FlashMLA's), and the kv scale
+ * read from device memory (the plan's own set wrong, so only the device
+ * one can give the right answer).  Returns 1 when it ran (D > Dl, Dl % 8). */
+static int check_views(mt_backend *b, mt_stream stream, const mt_kernels *fns, const test_case *tc,
+                       const mt_mla_decode_args *base, const uint16_t *q, const uint16_t *out16, const float *lse32,
+                       int case_index) {
+    const int d = tc->s.d, dl = tc->s.dl, dr = d - dl, n = tc->n_heads, sq = tc->sq, bsz = tc->batch;
+    if (dr <= 0 || dl % 8 != 0) return 0;
+    const long long qs = dl + 8, os = dl + 16; /* padded row strides (multiples of 8) */
+    const size_t rows = (size_t)bsz * sq * n;
+    uint16_t *nope = calloc(rows * (size_t)qs, 2), *pe = calloc(rows * (size_t)dr, 2);
+    for (int bb = 0; bb < bsz; bb++)
+        for (int t = 0; t < sq; t++)
+            for (int h = 0; h < n; h++) {
+                const size_t row = ((size_t)bb * sq + t) * n + h, pe_row = ((size_t)bb * n + h) * sq + t;
+                memcpy(nope + row * (size_t)qs, q + row * (size_t)d, (size_t)dl * 2);
+                memcpy(pe + pe_row * (size_t)dr, q + row * (size_t)d + dl, (size_t)dr * 2);
+            }
+    mt_devptr dnope, dpe, dout, dlse, dscale;
+    const float scale = base->kv_scale;
+    CHECK_OK(mt_backend_mem_alloc(b, rows * (size_t)qs * 2, &dnope));
+    CHECK_OK(mt_backend_mem_alloc(b, rows * (size_t)dr * 2, &dpe));
+    CHECK_OK(mt_backend_mem_alloc(b, rows * (size_t)os * 2, &dout));
+    CHECK_OK(mt_backend_mem_alloc(b, rows * 4, &dlse));
+    CHECK_OK(mt_backend_mem_alloc(b, 16, &dscale));
+    CHECK_OK(mt_backend_copy_to_device(b, dnope, nope, rows * (size_t)qs * 2, stream));
+    CHECK_OK(mt_backend_copy_to_device(b, dpe, pe, rows * (size_t)dr * 2, stream));
+    CHECK_OK(mt_backend_copy_to_device(b, dscale, &scale, 4, stream));
+    CHECK_OK(mt_backend_mem_set(b, dout, 0xff, rows * (size_t)os * 2, stream));
+    CHECK_OK(mt_backend_mem_set(b, dlse, 0xff, rows * 4, stream));
+    mt_mla_decode_args a = *base;
+    a.q = dnope, a.q_pe = dpe, a.out = dout, a.lse = dlse, a.kv_scale = 7.0f, a.kv_scale_ptr = dscale;
+    a.q_strides[0] = (long long)sq * n * qs, a.q_strides[1] = (long long)n * qs, a.q_strides[2] = qs;
+    a.q_pe_strides[0] = (long long)n * sq * dr, a.q_pe_strides[1] = dr, a.q_pe_strides[2] = (long long)sq * dr;
+    a.out_strides[0] = (long long)sq * n * os, a.out_strides[1] = (long long)n * os, a.out_strides[2] = os;
+    a.lse_strides[0] = (long long)n * sq, a.lse_strides[1] = 1, a.lse_strides[2] = sq;
+    a.schedule = 0;
+    CHECK_OK(mt_mla_decode_launch(b, fns, &tc->v, &tc->s, &a, stream));
+    uint16_t *vout = malloc(rows * (size_t)os * 2);
+    float *vlse = malloc(rows * 4);
+    CHECK_OK(mt_backend_copy_to_host(b, vout, dout, rows * (size_t)os * 2, stream));
+    CHECK_OK(mt_backend_copy_to_host(b, vlse, dlse, rows * 4, stream));
+    int diff = 0;
+    for (int bb = 0; bb < bsz; bb++)
+        for (int t = 0; t < sq; t++)
+            for (int h = 0; h < n; h++) {
+                const size_t row = ((size_t)bb * sq + t) * n + h, lrow = ((size_t)bb * n + h) * sq + t;
+                diff += memcmp(vout + row * (size_t)os, out16 + row * (size_t)dl, (size_t)dl * 2) != 0;
+                diff += memcmp(&vlse[lrow], &lse32[row], 4) != 0;
+            }
+    CHECK_MSG(diff == 0, "case %d: %d rows differ between the contiguous call and the same call through views",
+              case_index, diff);
+    free(nope), free(pe), free(vout), free(vlse);
+    mt_backend_mem_free(b, dnope), mt_backend_mem_free(b, dpe), mt_backend_mem_free(b, dout);
+    mt_backend_mem_free(b, dlse), mt_backend_mem_free(b, dscale);
+    return 1;
+}
+
 /* Runs a length-aware case again three ways, against the outputs of its
  * one-call run (out16 / lse32, already checked against the reference):
  *   1. the schedule the GPU built at the workspace's start equals the
@@ -295,6 +355,7 @@ int main(void) {
     CHECK_OK(mt_backend_stream_create(b, &stream));
     double worst_out[2] = {0, 0}, worst_lse = 0;
     int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, aware_cases = 0, graph_cases = 0;
+    int view_cases = 0;
     int ran = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
@@ -410,6 +471,7 @@ int main(void) {
                ok ? "ok  " : "FAIL", tc->n_heads, tc->sq, page, tc->s.dl, tc->batch, lens_text,
                mt_dtype_name(tc->s.q_dtype), mt_dtype_name(tc->s.kv_dtype), vname, e_out, e_lse, has_nan ? " NaN" : "");
         CHECK_MSG(ok, "case %d failed (seed %llu)", i, (unsigned long long)seed);
+        if (ok) view_cases += check_views(b, stream, &fns, tc, &a, (const uint16_t *)q, out16, lse32, i);
         if (aware && ok) {
             aware_cases++;
             graph_cases += check_length_aware(b, stream, &fns, tc, &a, out16, lse32, out_elems, lse_elems, i % 8 == 2);
@@ -422,12 +484,14 @@ int main(void) {
     }
     printf("\n%d/%d cases passed (%d on the matrix-unit path mma=1, %d on the warpgroup path mma=2; "
            "length-aware: %d, their schedule equal to the host's and the step-level run bit-identical; %d replayed "
-           "from a CUDA graph after a length change, bit-identical to a direct call); worst relative error: out %.2e "
-           "(bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless rows; %ld keys in all\n",
-           passed, ran, mma_cases, wgmma_cases, aware_cases, graph_cases, worst_out[0], worst_out[1], worst_lse,
-           nan_cases, keyless_rows, total_keys);
+           "from a CUDA graph after a length change, bit-identical to a direct call; %d run again through views "
+           "(q in two parts, strided out, lse [B, N, Sq], kv scale from device memory), bit-identical); worst "
+           "relative error: out %.2e (bf16), %.2e (fp16), lse %.2e; NaN in %d cases; %d keyless rows; %ld keys in "
+           "all\n",
+           passed, ran, mma_cases, wgmma_cases, aware_cases, graph_cases, view_cases, worst_out[0], worst_out[1],
+           worst_lse, nan_cases, keyless_rows, total_keys);
     if (only < 0) CHECK(keyless_rows > 0); /* the draw must cover requests shorter than Sq */
-    if (only < 0 && n_cases >= 16) CHECK(aware_cases > 0 && graph_cases > 0);
+    if (only < 0 && n_cases >= 16) CHECK(aware_cases > 0 && graph_cases > 0 && view_cases > 0);
     mt_jit_destroy(jit);
     mt_backend_stream_destroy(b, stream);
     mt_backend_close(b);

@@ -190,12 +190,37 @@ __device__ __forceinline__ float merged_lse(float m, float total) {
 #define DEST_DIRECT(dest) (NUM_SPLITS == 1)
 #define PART_ROW(b, dest, rows, row) (((size_t)(b) * NUM_SPLITS + (dest)) * (rows) + (row))
 #endif
-__device__ __forceinline__ void store_lse(float *lse, float *lse_part, int b, int dest, int rows, int row, float v) {
-    if (DEST_DIRECT(dest)) lse[(size_t)b * rows + row] = v;
+/* ---- the call's views (params.h, mt_row_strides) ------------------------
+ * q, out and lse may be views into larger tensors, and q may come in two
+ * parts (vLLM's ql_nope and q_pe): every access to them goes through these,
+ * which place query row `row` (= t * N + n) of request b by the strides the
+ * host filled (the contiguous layout when the caller gave none). */
+__device__ __forceinline__ long long row_offset(const mt_row_strides &s, int n_heads, int b, int row) {
+    const int t = row / n_heads;
+    return (long long)b * s.b + (long long)t * s.t + (long long)(row - t * n_heads) * s.n;
+}
+/* q's element `col` of a row: columns below DL from q, the rest from q_pe.
+ * Loads of 8 or 4 elements from a multiple of their size lie in one part
+ * (the host requires DL % 8 == 0 when q_pe is a tensor of its own). */
+__device__ __forceinline__ const mt_u16 *q_at(const mt_decode_params &p, const mt_u16 *q, int b, int row, int col) {
+    return col < DL ? q + row_offset(p.q_str, p.n_heads, b, row) + col
+                    : (const mt_u16 *)p.q_pe + row_offset(p.q_pe_str, p.n_heads, b, row) + (col - DL);
+}
+__device__ __forceinline__ mt_u16 *out_row(const mt_decode_params &p, mt_u16 *out, int b, int row) {
+    return out + row_offset(p.out_str, p.n_heads, b, row);
+}
+__device__ __forceinline__ float *lse_at(const mt_decode_params &p, float *lse, int b, int row) {
+    return lse + row_offset(p.lse_str, p.n_heads, b, row);
+}
+
+__device__ __forceinline__ void store_lse(const mt_decode_params &p, float *lse, float *lse_part, int b, int dest,
+                                          int rows, int row, float v) {
+    if (DEST_DIRECT(dest)) *lse_at(p, lse, b, row) = v;
     else lse_part[PART_ROW(b, dest, rows, row)] = v;
 }
-__device__ __forceinline__ void store_o(mt_u16 *out, float *o_part, int b, int dest, int rows, int row, int col, float v) {
-    if (DEST_DIRECT(dest)) out[((size_t)b * rows + row) * DL + col] = store_out(v);
+__device__ __forceinline__ void store_o(const mt_decode_params &p, mt_u16 *out, float *o_part, int b, int dest,
+                                        int rows, int row, int col, float v) {
+    if (DEST_DIRECT(dest)) out_row(p, out, b, row)[col] = store_out(v);
     else o_part[PART_ROW(b, dest, rows, row) * DL + col] = v;
 }
 
@@ -276,4 +301,10 @@ __device__ __forceinline__ mt_item item_at(const mt_items &g, int i, const int *
 #define MT_DECODE_BODY_ARGS(p)                                                                                     \
     (const mt_u16 *)(p).q, (const kv_t *)(p).kv, (const int *)(p).block_table, (const int *)(p).seq_lens,         \
         (mt_u16 *)(p).out, (float *)(p).lse, (float *)(p).o_part, (float *)(p).lse_part, (p).n_heads, (p).sq,     \
-        (p).max_blocks, (p).scale, (p).kv_scale, (const int4 *)(p).schedule
+        (p).max_blocks, (p).scale, kv_scale_of(p), (const int4 *)(p).schedule
+
+/* The dequantisation scale: from device memory when the caller keeps it
+ * there (read at run time, so a captured graph follows its changes). */
+__device__ __forceinline__ float kv_scale_of(const mt_decode_params &p) {
+    return p.kv_scale_ptr ? *(const float *)p.kv_scale_ptr : p.kv_scale;
+}

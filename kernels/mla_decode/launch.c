@@ -88,6 +88,8 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static 
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: %s pointer 0x%llx is not %u-byte aligned",
                            ptrs[i].name, (unsigned long long)ptrs[i].p, ptrs[i].align);
     }
+    st = mt_mla_decode_check_views(s, a);
+    if (st != MT_OK) return st;
     if (v->values[MT_P_GROUPS_PER_CU]) {
         mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
         mt_status st2 = mt_schedule_check(&sh);
@@ -106,9 +108,9 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static 
     return MT_OK;
 }
 
-/* The kernels' arguments for call `a` (params.h); the workspace pointers
- * and the schedule are set by the launch. */
-static mt_decode_params kernel_params(const mt_variant *v, const mt_mla_decode_args *a) {
+/* The kernels' arguments for call `a` (params.h), views included (views.c);
+ * the workspace pointers and the schedule are set by the launch. */
+static mt_decode_params kernel_params(const mt_variant *v, const mt_problem_static *s, const mt_mla_decode_args *a) {
     mt_decode_params p;
     memset(&p, 0, sizeof p);
     p.q = a->q, p.kv = a->kv, p.block_table = a->block_table, p.seq_lens = a->seq_lens, p.out = a->out,
@@ -116,6 +118,7 @@ static mt_decode_params kernel_params(const mt_variant *v, const mt_mla_decode_a
     p.batch = a->batch, p.n_heads = a->n_heads, p.sq = a->sq, p.max_blocks = a->max_blocks;
     p.rows = a->sq * a->n_heads;
     p.scale = a->scale, p.kv_scale = a->kv_scale;
+    if (s) mt_mla_decode_fill_views(s, a, &p); /* mla_schedule (s NULL) reads no tensor view */
     if (v->values[MT_P_GROUPS_PER_CU]) {
         mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
         p.tiles = mt_schedule_tiles(&sh), p.n_stretches = mt_schedule_stretches(&sh);
@@ -131,7 +134,7 @@ mt_status mt_mla_decode_schedule(mt_backend *b, const mt_kernels *k, const mt_va
     if (!dst || dst % 16 != 0 || !a->seq_lens)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: schedule needs 16-byte aligned memory and the lengths "
                        "(schedule 0x%llx, lengths 0x%llx)", (unsigned long long)dst, (unsigned long long)a->seq_lens);
-    mt_decode_params p = kernel_params(v, a);
+    mt_decode_params p = kernel_params(v, NULL, a);
     p.schedule = dst;
     void *args[] = {&p};
     unsigned grid[3] = {1, 1, 1}, block[3] = {MT_SCHEDULE_THREADS, 1, 1};
@@ -175,7 +178,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
     int length_aware = v->values[MT_P_GROUPS_PER_CU] != 0;
     /* the workspace: the schedule (length-aware), o_part, then lse_part (partial_rows) */
     size_t part_rows = partial_rows(v, a->batch, a->n_heads, a->sq, a->compute_units);
-    mt_decode_params p = kernel_params(v, a);
+    mt_decode_params p = kernel_params(v, s, a);
     p.o_part = part_rows ? a->workspace + mt_mla_decode_schedule_bytes(v, a->compute_units) : 0;
     p.lse_part = part_rows ? p.o_part + part_rows * (size_t)s->dl * sizeof(float) : 0;
     /* mma=2 also takes the KV cache's tensor map (its copy engine reads

@@ -60,7 +60,8 @@ __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const int4 *__restrict__ sched) {
+           float kv_scale, const int4 *__restrict__ sched,
+                const mt_decode_params &prm) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     float *s_part = (float *)smem_bytes;
     mt_u16 *kv_s = (mt_u16 *)(smem_bytes + NWV * TILE_Q * SP_STRIDE * 4);
@@ -83,7 +84,6 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 
     /* this wave's slice of Q: A fragments (4 consecutive d of one row per
      * lane), 8 bytes each, straight from global memory */
-    const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
     const int q_rows_here = min(TILE_Q, rows - row0);
     mt_u32x2 qf[MT_TILES][KSA];
 #pragma unroll
@@ -91,7 +91,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #pragma unroll
         for (int ks = 0; ks < KSA; ks++) {
             const int r = m * 16 + l16, d0 = (wave * KSA + ks) * 16 + l4 * 4;
-            qf[m][ks] = r < q_rows_here ? *(const mt_u32x2 *)(q_rows + (size_t)r * D + d0) : (mt_u32x2){0u, 0u};
+            qf[m][ks] = r < q_rows_here ? *(const mt_u32x2 *)q_at(prm, q, b, row0 + r, d0) : (mt_u32x2){0u, 0u};
         }
 #if Q_CONVERT
 #if Q_DTYPE == 0
@@ -296,7 +296,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     __syncthreads();
     if (lane % LPR == 0) {
         red[srow] = l_run > 0.0f ? kv_scale / l_run : 0.0f;
-        if (row0 + srow < rows) store_lse(lse, lse_part, b, split, rows, row0 + srow, row_lse(m_run, l_run));
+        if (row0 + srow < rows) store_lse(prm, lse, lse_part, b, split, rows, row0 + srow, row_lse(m_run, l_run));
     }
     __syncthreads();
 #pragma unroll
@@ -308,13 +308,13 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             const float inv = red[r];
 #pragma unroll
             for (int t = 0; t < ON; t++) {
-                store_o(out, o_part, b, split, rows, grow, wave * CPW + t * 16 + l16, acc[m][t][e] * inv);
+                store_o(prm, out, o_part, b, split, rows, grow, wave * CPW + t * 16 + l16, acc[m][t][e] * inv);
             }
         }
     } /* items */
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-mla_decode(const mt_decode_params p) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p));
+mla_decode(const MT_GRID_CONST mt_decode_params p) {
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), p);
 }

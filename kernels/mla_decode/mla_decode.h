@@ -80,7 +80,19 @@ typedef struct mt_mla_decode_args {
     mt_devptr schedule;     /* length-aware variants: a schedule mt_mla_decode_schedule built for
                                this call's lengths, or 0 to build one in the workspace first */
     int compute_units;      /* the device's SMs / CUs: length-aware variants run groups_per_cu per unit */
+    /* views (views.c has the rules): all 0 for the contiguous layouts above */
+    mt_devptr q_pe;               /* 0: q is one tensor of D columns; else q holds the first Dl, q_pe the rest */
+    long long q_strides[3];       /* elements per request, token, head of q (all 0: contiguous) */
+    long long q_pe_strides[3];
+    long long out_strides[3];
+    long long lse_strides[3];
+    mt_devptr kv_scale_ptr;       /* a float in device memory, read at run time instead of kv_scale, or 0 */
 } mt_mla_decode_args;
+
+/* The views' rules (views.c), and the kernels' form of them. */
+struct mt_decode_params;
+mt_status mt_mla_decode_check_views(const mt_problem_static *s, const mt_mla_decode_args *a);
+void mt_mla_decode_fill_views(const mt_problem_static *s, const mt_mla_decode_args *a, struct mt_decode_params *p);
 
 /* Bytes of workspace a variant needs for this call shape (0 without
  * splits) on a device of `compute_units` (length-aware variants: a

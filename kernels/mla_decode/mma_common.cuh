@@ -32,13 +32,14 @@ __device__ __forceinline__ float q_fp16_factor(float amax) {
 #if MT_CUDA
 /* Output columns col and col + 1 of one row (the NVIDIA matrix paths'
  * accumulator pairs), as store_o does for one. */
-__device__ __forceinline__ void store_o_pair(mt_u16 *out, float *o_part, int b, int dest, int rows, int row, int col,
+__device__ __forceinline__ void store_o_pair(const mt_decode_params &p, mt_u16 *out, float *o_part, int b, int dest,
+                                             int rows, int row, int col,
                                              float v0, float v1) {
     if (DEST_DIRECT(dest)) {
 #if Q_DTYPE == 0
-        *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_bf16x2(v0, v1);
+        *(mt_u32 *)(out_row(p, out, b, row) + col) = mt_pack_bf16x2(v0, v1);
 #else
-        *(mt_u32 *)(out + ((size_t)b * rows + row) * DL + col) = mt_pack_f16x2(v0, v1);
+        *(mt_u32 *)(out_row(p, out, b, row) + col) = mt_pack_f16x2(v0, v1);
 #endif
     } else {
         *(float2 *)(o_part + PART_ROW(b, dest, rows, row) * DL + col) = make_float2(v0, v1);

@@ -70,7 +70,8 @@ __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const int4 *__restrict__ sched) {
+           float kv_scale, const int4 *__restrict__ sched,
+                const mt_decode_params &prm) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     mt_u16 *q_s = (mt_u16 *)smem_bytes;
     float *s_part = (float *)smem_bytes;
@@ -103,7 +104,6 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
      * When q already has the mma type it goes by cp.async (its own group,
      * committed before the KV stages); otherwise all of a thread's pieces
      * are loaded before any is converted, so their latencies overlap. */
-    const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
     const int q_rows_here = min(TILE_Q, rows - row0);
 #define Q_PIECES (TILE_Q * (D / 8))
 #define Q_PER_THREAD ((Q_PIECES + BLOCK_THREADS - 1) / BLOCK_THREADS)
@@ -112,7 +112,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     for (int i = tid; i < Q_PIECES; i += BLOCK_THREADS) {
         const int r = i / (D / 8), u = i - r * (D / 8);
         const bool valid = r < q_rows_here;
-        mt_cp_async16(q_s + r * QS_STRIDE + u * 8, valid ? q_rows + (size_t)r * D + u * 8 : q, valid ? 16 : 0);
+        mt_cp_async16(q_s + r * QS_STRIDE + u * 8, valid ? q_at(prm, q, b, row0 + r, u * 8) : q, valid ? 16 : 0);
     }
     mt_cp_async_commit();
 #else
@@ -121,7 +121,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     for (int j = 0; j < Q_PER_THREAD; j++) {
         const int i = tid + j * BLOCK_THREADS, r = i / (D / 8), u = i - r * (D / 8);
         qv[j] = make_uint4(0, 0, 0, 0);
-        if (i < Q_PIECES && r < q_rows_here) qv[j] = *(const uint4 *)(q_rows + (size_t)r * D + u * 8);
+        if (i < Q_PIECES && r < q_rows_here) qv[j] = *(const uint4 *)q_at(prm, q, b, row0 + r, u * 8);
     }
 #if Q_DTYPE == 0
     /* bf16 q into fp16: the tile's largest |q| picks the factor */
@@ -374,7 +374,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     __syncthreads();
     if (lane % LPR == 0) {
         red[srow] = l_run > 0.0f ? kv_scale / l_run : 0.0f;
-        if (row0 + srow < rows) store_lse(lse, lse_part, b, split, rows, row0 + srow, row_lse(m_run, l_run));
+        if (row0 + srow < rows) store_lse(prm, lse, lse_part, b, split, rows, row0 + srow, row_lse(m_run, l_run));
     }
     __syncthreads();
 #pragma unroll
@@ -384,14 +384,14 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #pragma unroll
         for (int t = 0; t < ON; t++) {
             const int col = warp * CPW + t * 8 + quad * 2;
-            if (g0 < rows) store_o_pair(out, o_part, b, split, rows, g0, col, acc_o[m][t][0] * inv0, acc_o[m][t][1] * inv0);
-            if (g1 < rows) store_o_pair(out, o_part, b, split, rows, g1, col, acc_o[m][t][2] * inv1, acc_o[m][t][3] * inv1);
+            if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc_o[m][t][0] * inv0, acc_o[m][t][1] * inv0);
+            if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc_o[m][t][2] * inv1, acc_o[m][t][3] * inv1);
         }
     }
     } /* items */
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-mla_decode(const mt_decode_params p) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p));
+mla_decode(const MT_GRID_CONST mt_decode_params p) {
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), p);
 }

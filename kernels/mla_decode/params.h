@@ -18,6 +18,14 @@ typedef unsigned long long mt_param_ptr; /* device code: cast to the kernel's ty
 typedef uint64_t mt_param_ptr;
 #endif
 
+/* Where query row `row` = t * N + n (token t, head n) of request b lives
+ * in a tensor: at b * b_stride + t * t_stride + n * n_stride elements from
+ * its start.  The host always fills them (the contiguous layout when the
+ * caller gave no strides). */
+typedef struct mt_row_strides {
+    long long b, t, n;
+} mt_row_strides;
+
 /* The arguments of mla_decode, mla_reduce and mla_schedule, passed by
  * value (plus, on the wgmma paths, the KV cache's tensor map). */
 typedef struct mt_decode_params {
@@ -36,7 +44,13 @@ typedef struct mt_decode_params {
     int n_stretches;           /* length-aware: the schedule's stretches */
     float scale;               /* softmax scale */
     float kv_scale;            /* per-tensor dequantisation scale */
-    int pad_;                  /* keeps the size a multiple of 8 on both sides */
+    int pad_;                  /* keeps the 8-byte fields below aligned on both sides */
+    mt_param_ptr q_pe;         /* q's columns DL..D-1 (the rope part): q + DL when q is one tensor */
+    mt_param_ptr kv_scale_ptr; /* a float in device memory read at run time instead of kv_scale, or 0 */
+    mt_row_strides q_str;      /* of q (its first DL columns) */
+    mt_row_strides q_pe_str;   /* of q_pe */
+    mt_row_strides out_str;
+    mt_row_strides lse_str;
 } mt_decode_params;
 
 /* ---- the length-aware schedule (schedule.h describes the algorithm) ---- */

@@ -25,7 +25,7 @@
 #define REDUCE_STEPS ((DL + 32 * REDUCE_VEC - 1) / (32 * REDUCE_VEC))
 __device__ __forceinline__ void
 mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part,
-           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows) {
+           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows, const mt_decode_params &prm) {
     const int lane = threadIdx.x % 32, row = blockIdx.x * REDUCE_ROWS + threadIdx.x / 32, b = blockIdx.y;
     MT_TRACE_DECL;
     MT_TRACE_MARK(0);
@@ -60,7 +60,7 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
 #pragma unroll
         for (int sp = 0; sp < NUM_SPLITS; sp++) w[sp] = split_weight(l[sp], m), total += w[sp];
         const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-        mt_u16 *orow = out + ((size_t)b * rows + row) * DL;
+        mt_u16 *orow = out_row(prm, out, b, row);
 #pragma unroll
         for (int j = 0; j < REDUCE_STEPS; j++) {
             const int col = (32 * j + lane) * REDUCE_VEC;
@@ -79,7 +79,7 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
             orow[col] = h[0];
 #endif
         }
-        if (lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, total);
+        if (lane == 0) *lse_at(prm, lse, b, row) = merged_lse(m, total);
     }
     MT_TRACE_MARK(2);
     if (threadIdx.x == 0) {
@@ -89,8 +89,8 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
 }
 
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
-mla_reduce(const mt_decode_params p) {
-    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows);
+mla_reduce(const MT_GRID_CONST mt_decode_params p) {
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows, p);
 }
 #else /* NUM_SPLITS >= 8 */
 /* The reduce's shape (kept equal to the launch in mla_decode.c): a block of
@@ -115,7 +115,7 @@ mla_reduce(const mt_decode_params p) {
  * cannot leak in). */
 __device__ __forceinline__ void
 mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part,
-           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows) {
+           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows, const mt_decode_params &prm) {
     __shared__ float weight[NUM_SPLITS];
     __shared__ float red[REDUCE_GROUPS];
     __shared__ float partial[REDUCE_GROUPS][REDUCE_COLS];
@@ -177,9 +177,9 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
         if (col >= DL) continue;
         float acc = 0.0f;
         for (int g = 0; g < REDUCE_GROUPS; g++) acc += partial[g][c];
-        out[((size_t)b * rows + row) * DL + col] = store_out(acc * inv);
+        out_row(prm, out, b, row)[col] = store_out(acc * inv);
     }
-    if (tid == 0 && blockIdx.z == 0) lse[(size_t)b * rows + row] = merged_lse(m, total);
+    if (tid == 0 && blockIdx.z == 0) *lse_at(prm, lse, b, row) = merged_lse(m, total);
     MT_TRACE_MARK(2);
     if (tid == 0) {
         MT_TRACE_DUMP(2); /* kind 2: the reduce */
@@ -188,8 +188,8 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
 }
 
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
-mla_reduce(const mt_decode_params p) {
-    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows);
+mla_reduce(const MT_GRID_CONST mt_decode_params p) {
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows, p);
 }
 #endif /* NUM_SPLITS */
 #else /* GROUPS_PER_CU: the cut requests only */
@@ -206,7 +206,8 @@ mla_reduce(const mt_decode_params p) {
 #define RED_COLS_PAIR (DL % 2 == 0)
 __device__ __forceinline__ void
 mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part, mt_u16 *__restrict__ out,
-           float *__restrict__ lse, int rows, int n_stretches, const int4 *__restrict__ sched) {
+                float *__restrict__ lse, int rows, int n_stretches, const int4 *__restrict__ sched,
+                const mt_decode_params &prm) {
     __shared__ float m_s[8], l_s[8];
     __shared__ float2 acc_s[8][32];
     __shared__ int unit_first[SCHED_THREADS];
@@ -284,16 +285,16 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
         }
         if (!mine || sg != 0) continue;
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        mt_u16 *dst = out + ((size_t)b * rows + row) * DL + col;
+        mt_u16 *dst = out_row(prm, out, b, row) + col;
         if (col < DL) dst[0] = store_out(a0 * inv);
         if (col + 1 < DL) dst[1] = store_out(a1 * inv);
-        if (blockIdx.y == 0 && lane == 0) lse[(size_t)b * rows + row] = merged_lse(m, l);
+        if (blockIdx.y == 0 && lane == 0) *lse_at(prm, lse, b, row) = merged_lse(m, l);
     }
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-mla_reduce(const mt_decode_params p) {
-    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows, p.n_stretches,
-        (const int4 *)p.schedule);
+mla_reduce(const MT_GRID_CONST mt_decode_params p) {
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
+                    p.n_stretches, (const int4 *)p.schedule, p);
 }
 #endif /* GROUPS_PER_CU */

@@ -168,6 +168,6 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
 }
 
 extern "C" __global__ void __launch_bounds__(SCHED_THREADS)
-mla_schedule(const mt_decode_params p) {
+mla_schedule(const MT_GRID_CONST mt_decode_params p) {
     mla_schedule_body((const int *)p.seq_lens, p.batch, p.tiles, p.n_stretches, (int4 *)p.schedule);
 }

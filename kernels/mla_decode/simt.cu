@@ -3,16 +3,17 @@
  * arithmetic, any target; the simple, always-correct baseline.
  */
 __device__ __forceinline__ void
-mla_decode_body(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
-           const kv_t *__restrict__ kv,           /* [blocks, PAGE_SIZE, D] */
-           const int *__restrict__ block_table,   /* [B, max_blocks] */
-           const int *__restrict__ seq_lens,      /* [B] */
-           mt_u16 *__restrict__ out,              /* [B, Sq, N, DL] */
-           float *__restrict__ lse,               /* [B, Sq, N] */
-           float *__restrict__ o_part,            /* partials (store_o) */
-           float *__restrict__ lse_part,          /* partials (store_lse) */
-           int n_heads, int sq, int max_blocks, float scale, float kv_scale,
-           const int4 *__restrict__ sched) {      /* groups_per_cu > 0: mla_schedule's output */
+mla_decode_body(const mt_u16 *__restrict__ q,          /* [B, Sq, N, DL] view (q_at) */
+                const kv_t *__restrict__ kv,           /* [blocks, PAGE_SIZE, D] */
+                const int *__restrict__ block_table,   /* [B, max_blocks] */
+                const int *__restrict__ seq_lens,      /* [B] */
+                mt_u16 *__restrict__ out,              /* [B, Sq, N, DL] view (store_o) */
+                float *__restrict__ lse,               /* [B, Sq, N] view (store_lse) */
+                float *__restrict__ o_part,            /* partials (store_o) */
+                float *__restrict__ lse_part,          /* partials (store_lse) */
+                int n_heads, int sq, int max_blocks, float scale, float kv_scale,
+                const int4 *__restrict__ sched,        /* groups_per_cu > 0: mla_schedule's output */
+                const mt_decode_params &prm) {         /* the call's views (strides, q's rope part) */
     extern __shared__ float smem[];
     float *q_tile = smem;
     float *kv_tile = q_tile + TILE_Q * D;
@@ -40,7 +41,7 @@ mla_decode_body(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
     for (int i = tid; i < TILE_Q * D; i += BLOCK_THREADS) {
         int r = i / D, d = i - r * D;
         int row = row0 + r;
-        q_tile[i] = row < rows ? load_q(q + ((size_t)b * rows + row) * D + d) * q_scale : 0.0f;
+        q_tile[i] = row < rows ? load_q(q_at(prm, q, b, row, d)) * q_scale : 0.0f;
     }
     __syncthreads();
     const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
@@ -126,14 +127,14 @@ mla_decode_body(const mt_u16 *__restrict__ q,          /* [B, Sq, N, D] */
         for (int j = 0; j < COLS_PER_THREAD; j++) {
             int col = tid + j * BLOCK_THREADS;
             if (col >= DL) continue;
-            store_o(out, o_part, b, split, rows, row, col, acc_o[r][j] * inv);
+            store_o(prm, out, o_part, b, split, rows, row, col, acc_o[r][j] * inv);
         }
-        if (tid == 0) store_lse(lse, lse_part, b, split, rows, row, row_lse(row_max[r], sum));
+        if (tid == 0) store_lse(prm, lse, lse_part, b, split, rows, row, row_lse(row_max[r], sum));
     }
     } /* items */
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-mla_decode(const mt_decode_params p) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p));
+mla_decode(const MT_GRID_CONST mt_decode_params p) {
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), p);
 }

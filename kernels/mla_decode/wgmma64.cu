@@ -65,7 +65,7 @@ __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const int4 *__restrict__ sched, const mt_tensor_map &kv_map) {
+           float kv_scale, const int4 *__restrict__ sched, const mt_tensor_map &kv_map, const mt_decode_params &prm) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes of the shared address */
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -95,12 +95,11 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
     /* Q by cp.async (its own group, the oldest); rows past the request's are zeros */
-    const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
     const int q_rows_here = min(64, rows - row0);
     for (int i = tid; i < 64 * WG_PIECES; i += 256) {
         const int r = i / WG_PIECES, u = i - r * WG_PIECES;
         const bool valid = r < q_rows_here;
-        mt_cp_async16(q_s + mt_swizzle128(r, u, 64), valid ? q_rows + (size_t)r * D + u * 8 : q, valid ? 16 : 0);
+        mt_cp_async16(q_s + mt_swizzle128(r, u, 64), valid ? q_at(prm, q, b, row0 + r, u * 8) : q, valid ? 16 : 0);
     }
     mt_cp_async_commit();
     __syncthreads();
@@ -242,8 +241,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #if SPLIT_REDUCE
             lse_red[r0] = row_lse(m0, l0), lse_red[r1] = row_lse(m1, l1);
 #else
-            if (row0 + r0 < rows) store_lse(lse, lse_part, b, split, rows, row0 + r0, row_lse(m0, l0));
-            if (row0 + r1 < rows) store_lse(lse, lse_part, b, split, rows, row0 + r1, row_lse(m1, l1));
+            if (row0 + r0 < rows) store_lse(prm, lse, lse_part, b, split, rows, row0 + r0, row_lse(m0, l0));
+            if (row0 + r1 < rows) store_lse(prm, lse, lse_part, b, split, rows, row0 + r1, row_lse(m1, l1));
 #endif
         }
     }
@@ -258,18 +257,18 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         if (g1 < rows)
             *(float2 *)(o_red + r1 * RED_STRIDE + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
 #else
-        if (g0 < rows) store_o_pair(out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-        if (g1 < rows) store_o_pair(out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+        if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+        if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
 #endif
     }
 #if SPLIT_REDUCE
-    cluster_merge(o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
+    cluster_merge(prm, o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
 #endif
     chunk_base += n_chunks;
     } /* items */
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)
-mla_decode(const mt_decode_params p, const __grid_constant__ mt_tensor_map kv_map) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p), kv_map);
+mla_decode(const MT_GRID_CONST mt_decode_params p, const __grid_constant__ mt_tensor_map kv_map) {
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), kv_map, p);
 }

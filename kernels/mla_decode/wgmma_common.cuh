@@ -22,8 +22,8 @@
 #error "split_reduce=1 takes 2..16 splits, each merging a multiple of 4 columns"
 #endif
 #define RED_STRIDE (DL + 8)
-__device__ __forceinline__ void cluster_merge(const float *o_red, const float *lse_red, float *wts, mt_u16 *out,
-                                              float *lse, int b, int rows, int row0, int rows_here, int tid,
+__device__ __forceinline__ void cluster_merge(const mt_decode_params &prm, const float *o_red, const float *lse_red,
+                                              float *wts, mt_u16 *out, float *lse, int b, int rows, int row0, int rows_here, int tid,
                                               int threads) {
     const unsigned rank = mt_cluster_rank();
     mt_cluster_sync(); /* every block's o_red and lse_red are written */
@@ -41,7 +41,7 @@ __device__ __forceinline__ void cluster_merge(const float *o_red, const float *l
         }
         const float inv = total > 0.0f ? 1.0f / total : 0.0f;
         for (int sp = 0; sp < NUM_SPLITS; sp++) wts[sp * 64 + tid] *= inv;
-        if (rank == 0) lse[(size_t)b * rows + row0 + tid] = merged_lse(m, total);
+        if (rank == 0) *lse_at(prm, lse, b, row0 + tid) = merged_lse(m, total);
     }
     __syncthreads();
     unsigned peer[NUM_SPLITS]; /* o_red in each block of the cluster */
@@ -60,7 +60,7 @@ __device__ __forceinline__ void cluster_merge(const float *o_red, const float *l
             const float w = wts[sp * 64 + r]; /* 0 for a split without keys: its o is not used */
             if (w != 0.0f) a0 += w * v[sp].x, a1 += w * v[sp].y, a2 += w * v[sp].z, a3 += w * v[sp].w;
         }
-        mt_u16 *o = out + ((size_t)b * rows + row0 + r) * DL + col;
+        mt_u16 *o = out_row(prm, out, b, row0 + r) + col;
 #if Q_DTYPE == 0
         *(uint2 *)o = make_uint2(mt_pack_bf16x2(a0, a1), mt_pack_bf16x2(a2, a3));
 #else

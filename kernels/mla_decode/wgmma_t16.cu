@@ -114,7 +114,7 @@ __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const int4 *__restrict__ sched, const mt_tensor_map &kv_map) {
+           float kv_scale, const int4 *__restrict__ sched, const mt_tensor_map &kv_map, const mt_decode_params &prm) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
     unsigned char *kv_s = q_s + (D / 64) * T8_Q_BLOCK_BYTES;
@@ -201,22 +201,23 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
      * 8 (u % 2) + 0..7), read as 4 pairs; bf16 q is scaled by a power of
      * two into fp16's range first (q_fp16_factor, divided out of the
      * scores) */
-    const mt_u16 *q_rows = q + ((size_t)b * rows + row0) * D;
     const int q_rows_here = min(16, rows - row0);
     float q_factor = 1.0f;
 #if !KV_FP8
     /* 16-bit KV: Q^T is q as given, 16-byte pieces in the 128-byte swizzle */
     for (int i = tid; i < 16 * (D / 8); i += 256) {
         const int r = i / (D / 8), u = i - r * (D / 8);
-        const uint4 w = r < q_rows_here ? *(const uint4 *)(q_rows + (size_t)r * D + u * 8) : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 w = r < q_rows_here ? *(const uint4 *)q_at(prm, q, b, row0 + r, u * 8) : make_uint4(0u, 0u, 0u, 0u);
         *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = w;
     }
 #else
 #if Q_DTYPE == 0
     {
         float amax = 0.0f;
-        for (int i = tid; i < q_rows_here * (D / 2); i += 256)
-            amax = fmaxf(amax, bf16_pair_absmax(*(const mt_u32 *)(q_rows + 2 * i)));
+        for (int i = tid; i < q_rows_here * (D / 2); i += 256) {
+            const int r = i / (D / 2);
+            amax = fmaxf(amax, bf16_pair_absmax(*(const mt_u32 *)q_at(prm, q, b, row0 + r, 2 * (i - r * (D / 2)))));
+        }
         amax = mt_warp_max(amax);
         if (lane == 0) q_amax[tid >> 5] = amax;
         __syncthreads();
@@ -232,7 +233,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         if (r < q_rows_here) {
 #pragma unroll
             for (int pp = 0; pp < 4; pp++)
-                w[pp] = q_pair_to_mma(*(const mt_u32 *)(q_rows + (size_t)r * D + t8_dim(u >> 1, 8 * (u & 1) + 2 * pp)),
+                w[pp] = q_pair_to_mma(*(const mt_u32 *)q_at(prm, q, b, row0 + r, t8_dim(u >> 1, 8 * (u & 1) + 2 * pp)),
                                       q_factor);
         }
         *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = make_uint4(w[0], w[1], w[2], w[3]);
@@ -482,7 +483,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             f1[h] = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mx);
             const float l = l0 * f0[h] + l1 * f1[h];
             if (wi == 0 && g == 0 && row0 + hd < rows) {
-                store_lse(lse, lse_part, b, split, rows, row0 + hd, row_lse(mx, l));
+                store_lse(prm, lse, lse_part, b, split, rows, row0 + hd, row_lse(mx, l));
             }
             const float inv = l > 0.0f ? kv_scale / l : 0.0f;
             f0[h] *= inv, f1[h] *= inv;
@@ -501,10 +502,10 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
                 const int col = 64 * t + 16 * wi + (KV_FP8 ? 2 * g : g), step = KV_FP8 ? 1 : 8;
                 (void)step;
 #if KV_FP8
-                store_o_pair(out, o_part, b, split, rows, row0 + hd, col, v0, v1);
+                store_o_pair(prm, out, o_part, b, split, rows, row0 + hd, col, v0, v1);
 #else
-                store_o(out, o_part, b, split, rows, row0 + hd, col, v0);
-                store_o(out, o_part, b, split, rows, row0 + hd, col + step, v1);
+                store_o(prm, out, o_part, b, split, rows, row0 + hd, col, v0);
+                store_o(prm, out, o_part, b, split, rows, row0 + hd, col + step, v1);
 #endif
             }
         }
@@ -516,6 +517,6 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)
-mla_decode(const mt_decode_params p, const __grid_constant__ mt_tensor_map kv_map) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p), kv_map);
+mla_decode(const MT_GRID_CONST mt_decode_params p, const __grid_constant__ mt_tensor_map kv_map) {
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), kv_map, p);
 }

@@ -73,6 +73,8 @@ const char *mlt_status_string(mlt_status s) {
 
 const char *mlt_last_error(void) { return mt_last_error(); }
 
+int mlt_api_version(void) { return (MLT_VERSION_MAJOR << 16) | MLT_VERSION_MINOR; }
+
 static void log_at(const mlt_runtime *rt, mlt_log_level level, const char *fmt, ...) {
     if (!rt || rt->log_level < level) return;
     va_list ap;
@@ -281,7 +283,13 @@ static mt_status prepare_call(const mlt_plan *plan, const mlt_decode_args *a, in
                               .seq_lens = (mt_devptr)(uintptr_t)a->seq_lens, .out = (mt_devptr)(uintptr_t)a->out,
                               .lse = (mt_devptr)(uintptr_t)a->lse, .workspace = (mt_devptr)(uintptr_t)a->workspace,
                               .workspace_bytes = a->workspace_size, .schedule = (mt_devptr)(uintptr_t)a->schedule,
-                              .compute_units = plan->rt->info.compute_units};
+                              .compute_units = plan->rt->info.compute_units,
+                              .q_pe = (mt_devptr)(uintptr_t)a->q_pe,
+                              .kv_scale_ptr = (mt_devptr)(uintptr_t)a->kv_scale_device};
+    for (int i = 0; i < 3; i++) {
+        k->q_strides[i] = a->q_strides[i], k->q_pe_strides[i] = a->q_pe_strides[i];
+        k->out_strides[i] = a->out_strides[i], k->lse_strides[i] = a->lse_strides[i];
+    }
     return MT_OK;
 }
 

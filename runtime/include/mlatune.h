@@ -48,8 +48,15 @@
 extern "C" {
 #endif
 
+/* 0.2: mlt_decode_args gained the views (q in two parts, strides for q,
+ * out and lse) and the device-side kv scale at its end: a program built
+ * against 0.1 must be rebuilt (mlt_api_version tells which a library is). */
 #define MLT_VERSION_MAJOR 0
-#define MLT_VERSION_MINOR 1
+#define MLT_VERSION_MINOR 2
+
+/* The library's (MLT_VERSION_MAJOR << 16) | MLT_VERSION_MINOR, to compare
+ * with the header a program (or a binding) was written against. */
+int mlt_api_version(void);
 
 /* The statuses, once: each code and its description (mlt_status_string).
  * The enum's values are fixed (ABI): new codes go at the end. */
@@ -164,6 +171,24 @@ typedef struct mlt_decode_args {
     size_t workspace_size;
     int max_seq_len_hint;        /* the longest request's keys, or 0 (= seq_len_hint) */
     const void *schedule;        /* NULL, or memory mlt_plan_schedule filled for this step (see there) */
+
+    /* Views (all zero / NULL: the contiguous layouts above).  Strides are in
+     * elements, per request, token and head, as torch's .stride() gives
+     * them for [batch, sq, n_heads, width]; all three 0 means contiguous.
+     * Rules (a call breaking one fails naming the tensor and the rule,
+     * nothing launched): no negative stride; q, q_pe and out strides are
+     * multiples of 8 elements (rows move in 16-byte pieces); out and lse
+     * rows may not overlap. */
+    const void *q_pe;            /* non-NULL: q holds the first dl columns ([.., dl], vLLM's ql_nope) and
+                                    q_pe the last d - dl ([.., d - dl], q_pe), 16-byte aligned; dl % 8 == 0 */
+    int64_t q_strides[3];
+    int64_t q_pe_strides[3];
+    int64_t out_strides[3];
+    int64_t lse_strides[3];      /* FlashMLA's lse [batch, n_heads, sq]: {n_heads * sq, 1, sq} */
+    /* non-NULL: the fp8 dequantisation scale is read from this float in
+     * device memory at run time (vLLM's layer._k_scale), instead of the
+     * plan's kv_scale; a captured graph follows its changes */
+    const float *kv_scale_device;
 } mlt_decode_args;
 
 /* stream: a CUstream / hipStream_t, or NULL for the default stream. */
