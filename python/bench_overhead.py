@@ -114,7 +114,7 @@ def gpu(opts):
                 ws.data_ptr(), ws.numel(), blocks, length, length, 0, stream)
     packed = plan_module._ARGS.pack(b, length, blocks, q.data_ptr(), kv.data_ptr(), bt.data_ptr(),
                                     lens.data_ptr(), out.data_ptr(), lse.data_ptr(), ws.data_ptr(), ws.numel(),
-                                    length, 0)
+                                    length, 0, *plan_module.NO_VIEWS)
     paths = [
         ("C call", c_call(plan, packed, stream)),
         ("run_raw", lambda: plan.run_raw(*raw_args)),
@@ -184,7 +184,7 @@ def stub(opts):
                 ptr["workspace"], wsb, blocks, opts.seq_len, opts.seq_len, 0, 0)
     packed = plan_module._ARGS.pack(opts.batch, opts.seq_len, blocks, ptr["q"], ptr["kv_cache"],
                                     ptr["block_table"], ptr["seq_lens"], ptr["out"], ptr["lse"], ptr["workspace"],
-                                    wsb, opts.seq_len, 0)
+                                    wsb, opts.seq_len, 0, *plan_module.NO_VIEWS)
     hints = dict(seq_len_hint=opts.seq_len, max_seq_len_hint=opts.seq_len)
     fake_args = dict(fake, schedule=None)
     c_loop = lib._cdll.stub_time_runs(plan._handle, packed, None, 100000)
@@ -212,6 +212,13 @@ def stub(opts):
             "workspace": torch.empty((wsb,), dtype=torch.uint8),
         }
         rows.append(("run, torch CPU", cpu_ns(lambda: plan.run(**t, **hints), opts.calls)))
+        # vLLM's form (C API 0.2): the q pair as views (a transposed bmm
+        # output, a slice), the fp8 scale as a device tensor
+        v = dict(t, q=(torch.zeros((opts.heads, opts.batch, 512), dtype=torch.bfloat16).transpose(0, 1),
+                       torch.zeros((opts.batch, opts.heads, 192), dtype=torch.bfloat16)[..., 128:]),
+                 out=t["out"].view(opts.batch, opts.heads, 512), lse=t["lse"].view(opts.batch, opts.heads))
+        scale = torch.ones((), dtype=torch.float32)
+        rows.append(("run, vLLM views", cpu_ns(lambda: plan.run(**v, **hints, kv_scale=scale), opts.calls)))
     print(f"stub libmlatune (no GPU): heads {opts.heads}, batch {opts.batch}; Python {sys.version.split()[0]}"
           + (f", torch {torch.__version__}" if torch is not None else ""))
     base = rows[1][1]

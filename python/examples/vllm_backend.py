@@ -5,21 +5,26 @@ vLLM's MLA backends get, per decode call,
     forward_mqa(q, kv_c_and_k_pe_cache, attn_metadata, layer) -> (out, lse)
 
   q                    [T, N, 576] (T = decode tokens = B * Sq), or the pair
-                       (ql_nope [T, N, 512], q_pe [T, N, 64])
+                       (ql_nope [T, N, 512], q_pe [T, N, 64]), views of
+                       larger tensors in vLLM (a transposed bmm output, a
+                       slice): passed as they are, strides and all
   kv_c_and_k_pe_cache  [num_blocks, block_size, 576]: one latent head;
                        bf16/fp16, or fp8 stored as uint8 (kv_cache_dtype "fp8")
   attn_metadata        .num_decodes, .num_decode_tokens, .decode.block_table
                        (int32 [B, max_blocks]), .decode.seq_lens (int32 [B])
-  layer                ._k_scale (a device tensor) / ._k_scale_float (fp8)
+  layer                ._k_scale (a 0-d float32 device tensor) / ._k_scale_float
+                       (fp8); the device tensor is read at run time
   returns              out [T, N, 512] and lse [T, N] (natural log)
 
 vLLM is not installable here, so DecodeMetadata, AttnMetadata and Layer are
 stand-ins with the fields this class reads; python/README.md says how to
 register it as an out-of-tree backend.
 
-Per call nothing is compiled and no device memory is taken beyond out and
-lse (torch's caching allocator, as vLLM's own backends do): the runtime,
-the plans and the workspace are made once.  Run it as a script for a
+Per call nothing is compiled, nothing is copied and no device memory is
+taken beyond out and lse (torch's caching allocator, as vLLM's own backends
+do): the runtime, the plans and the workspace are made once.  Needs
+libmlatune C API >= 0.2 (q in two parts, views, the kv scale in device
+memory).  Run it as a script for a
 self-check on the GPU:  python3 python/examples/vllm_backend.py
 """
 
@@ -53,11 +58,12 @@ class AttnMetadata:
 
 class Layer:
     """Stand-in for vLLM's attention layer: the fp8 KV scale, as a device
-    tensor and as the host float vLLM keeps beside it."""
+    tensor (0-d float32, as vLLM registers it) and as the host float vLLM
+    keeps beside it."""
 
     def __init__(self, k_scale=1.0, device=None):
         self._k_scale_float = float(k_scale)
-        self._k_scale = torch.tensor([k_scale], dtype=torch.float32, device=device)
+        self._k_scale = torch.tensor(k_scale, dtype=torch.float32, device=device)
 
 
 class MlaTuneDecodeImpl:
@@ -82,23 +88,17 @@ class MlaTuneDecodeImpl:
         self._plans = {}
         self._workspace = None
         self._retired = []  # outgrown workspaces: a captured graph may still use them
-        # the first plan (and with it the workspace) and the q buffer are
-        # made here, not on the first call (which may be under graph capture)
+        # the first plan (and with it the workspace) is made here, not on the
+        # first call (which may be under graph capture)
         self._plan(max_query_len, 1.0)
-        # the pair form is concatenated into this buffer until the library
-        # takes it as two pointers (mlatune.SPLIT_Q_VERSION): a copy, no allocation
-        self._q_buffer = None
-        if not self.runtime.library.supports_split_q:
-            self._q_buffer = torch.empty((max_num_seqs * max_query_len, num_heads, self.head_dim), dtype=q_dtype,
-                                         device=self.device)
 
     def _kv_dtype(self):
         return "fp8_e4m3" if self.kv_cache_dtype.startswith("fp8") else self.q_dtype
 
     def _plan(self, sq, kv_scale):
-        """One plan per (Sq, fp8 scale); heads, dtypes and page size are the
-        layer's.  The scale is a plan constant today (issue 27 asks the C
-        API to read it from device memory)."""
+        """One plan per (Sq, host-side fp8 scale); heads, dtypes and page
+        size are the layer's.  With the layer's device scale (the usual
+        case) the plan's scale is 1.0 and unused, so one plan per Sq."""
         key = (sq, kv_scale)
         plan = self._plans.get(key)
         if plan is None:
@@ -114,20 +114,26 @@ class MlaTuneDecodeImpl:
         return plan
 
     def _kv_scale(self, layer):
+        """(the plan's scale, the device scale to pass or None).  The
+        layer's device tensor is read by the kernels at run time (a
+        captured graph follows its changes); without one, the host float
+        becomes a plan constant."""
         if not self.kv_cache_dtype.startswith("fp8"):
-            return 1.0
-        scale = getattr(layer, "_k_scale_float", None)
-        # without the host copy, read the device scalar (a synchronisation:
-        # it happens once per new scale value, when its plan is made)
-        return float(scale) if scale is not None else float(layer._k_scale.item())
+            return 1.0, None
+        device_scale = getattr(layer, "_k_scale", None)
+        if isinstance(device_scale, torch.Tensor) and device_scale.device == self.device:
+            return 1.0, device_scale
+        host_scale = getattr(layer, "_k_scale_float", None)
+        # without the host copy, read the scalar (a synchronisation: once
+        # per new scale value, when its plan is made)
+        return (float(host_scale) if host_scale is not None else float(device_scale.item())), None
 
     def forward_mqa(self, q, kv_c_and_k_pe_cache, attn_metadata, layer):
         decode = attn_metadata.decode
         batch = decode.seq_lens.shape[0]
         tokens = attn_metadata.num_decode_tokens
-        plan = self._plan(tokens // batch, self._kv_scale(layer))
-        if isinstance(q, tuple) and self._q_buffer is not None:
-            q = torch.cat(q, dim=-1, out=self._q_buffer[:tokens])
+        plan_scale, device_scale = self._kv_scale(layer)
+        plan = self._plan(tokens // batch, plan_scale)
         out = torch.empty((tokens, self.num_heads, self.kv_lora_rank), dtype=self.q_dtype, device=self.device)
         lse = torch.empty((tokens, self.num_heads), dtype=torch.float32, device=self.device)
         # Hints: known lengths let the plan pick its tuned variant for this
@@ -137,8 +143,10 @@ class MlaTuneDecodeImpl:
         hint, longest = mlatune.LENGTHS_UNKNOWN, 0
         if decode.mean_seq_len is not None and not torch.cuda.is_current_stream_capturing():
             hint, longest = decode.mean_seq_len, max(decode.max_seq_len, decode.mean_seq_len)
+        # q: one tensor, or the pair (ql_nope, q_pe) as two pointers with
+        # their strides (no copy)
         plan.run(q, kv_c_and_k_pe_cache, decode.block_table, decode.seq_lens, out, lse, self._workspace,
-                 seq_len_hint=hint, max_seq_len_hint=longest)
+                 seq_len_hint=hint, max_seq_len_hint=longest, kv_scale=device_scale)
         return out, lse
 
 
@@ -158,6 +166,10 @@ def _self_check():
     meta = AttnMetadata(num_decodes=len(lens), num_decode_tokens=len(lens),
                         decode=DecodeMetadata(block_table=block_table, seq_lens=seq_lens, max_seq_len=max(lens)))
     out, lse = impl.forward_mqa(q, cache, meta, Layer(device=dev))
+    # vLLM's pair form, as views of q (no copy): the same bits
+    out2, lse2 = impl.forward_mqa((q[..., :512], q[..., 512:]), cache, meta, Layer(device=dev))
+    same = torch.equal(out.view(torch.int16), out2.view(torch.int16)) and torch.equal(lse.view(torch.int32),
+                                                                                      lse2.view(torch.int32))
     worst = 0.0
     for b, length in enumerate(lens):
         keys = cache[block_table[b]].reshape(-1, 576)[:length].float()
@@ -166,9 +178,10 @@ def _self_check():
         worst = max(worst, (out[b].float() - ref).abs().max().item() / ref.abs().max().item())
         worst = max(worst, (lse[b] - torch.logsumexp(s, dim=-1)).abs().max().item())
     print(f"mla-tune decode via {impl.runtime.library.path} on {impl.runtime.arch}: "
-          f"out {tuple(out.shape)}, lse {tuple(lse.shape)}, largest error {worst:.2e}")
+          f"out {tuple(out.shape)}, lse {tuple(lse.shape)}, largest error {worst:.2e}, "
+          f"pair form {'the same bits' if same else 'DIFFERS'}")
     print("variant:", impl._plan(1, 1.0).explain(len(lens)).variant)
-    return 0 if worst < 2e-2 else 1
+    return 0 if worst < 2e-2 and same else 1
 
 
 if __name__ == "__main__":

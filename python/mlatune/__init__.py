@@ -12,7 +12,7 @@ is loaded by the first Runtime (see load_library for where it is looked
 for).  python/README.md has the rules for arguments and CUDA graphs.
 """
 
-from ._capi import HEADER_VERSION, LENGTHS_UNKNOWN, ChoiceReason, DType, LogLevel, Status
+from ._capi import HEADER_VERSION, LENGTHS_UNKNOWN, VIEWS_VERSION, ChoiceReason, DType, LogLevel, Status
 from ._errors import Error, LibraryNotFound, Unsupported
 from ._library import INSTALLED_PATH, SPLIT_Q_VERSION, Library, load_library
 from ._tensors import DeviceArray
@@ -22,10 +22,10 @@ from .runtime import Runtime, as_dtype
 # the header's name for it
 MLT_LENGTHS_UNKNOWN = LENGTHS_UNKNOWN
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Choice", "ChoiceReason", "DType", "DeviceArray", "Error", "HEADER_VERSION", "INSTALLED_PATH",
     "LENGTHS_UNKNOWN", "Library", "LibraryNotFound", "LogLevel", "MLT_LENGTHS_UNKNOWN", "Plan", "Problem",
-    "Runtime", "SPLIT_Q_VERSION", "Status", "Unsupported", "as_dtype", "load_library",
+    "Runtime", "SPLIT_Q_VERSION", "Status", "Unsupported", "VIEWS_VERSION", "as_dtype", "load_library",
 ]

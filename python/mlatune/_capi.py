@@ -15,7 +15,12 @@ import struct
 
 # the header's MLT_VERSION_MAJOR / MLT_VERSION_MINOR at the time these
 # mirrors were last compared with it
-HEADER_VERSION = (0, 1)
+HEADER_VERSION = (0, 2)
+
+# The C API version from which mlt_decode_args has the views (q in two
+# parts, strides for q / q_pe / out / lse) and the device-side kv scale.
+# A library without mlt_api_version is 0.1.
+VIEWS_VERSION = (0, 2)
 
 # MLT_LENGTHS_UNKNOWN: seq_len_hint for a call whose lengths are not known on
 # the host (CUDA-graph capture); the plan then runs a length-aware variant
@@ -105,6 +110,15 @@ class DecodeArgs(ctypes.Structure):
         ("workspace_size", ctypes.c_size_t),
         ("max_seq_len_hint", ctypes.c_int),
         ("schedule", ctypes.c_void_p),
+        # 0.2: the views (all zero / NULL: the contiguous layouts) and the
+        # device-side kv scale.  Strides in elements per (request, token,
+        # head); all three 0 = contiguous.
+        ("q_pe", ctypes.c_void_p),
+        ("q_strides", ctypes.c_int64 * 3),
+        ("q_pe_strides", ctypes.c_int64 * 3),
+        ("out_strides", ctypes.c_int64 * 3),
+        ("lse_strides", ctypes.c_int64 * 3),
+        ("kv_scale_device", ctypes.c_void_p),
     ]
 
 
@@ -124,6 +138,18 @@ class ChoiceInfo(ctypes.Structure):
         ("length_aware", ctypes.c_int),
         ("why", ctypes.c_char * 160),
     ]
+
+
+# the library's functions that are not always there: name -> (restype,
+# argtypes, the API version that added it)
+OPTIONAL_FUNCTIONS = {
+    "mlt_api_version": (ctypes.c_int, [], (0, 2)),
+}
+
+
+def decode_version(value):
+    """mlt_api_version()'s (major << 16) | minor as (major, minor)."""
+    return value >> 16, value & 0xFFFF
 
 
 # C name -> mirror, for the layout test and for messages
@@ -150,31 +176,41 @@ CONSTANTS = {
 }
 
 
-def struct_packer(mirror):
+def struct_packer(mirror, count=None):
     """A struct.Struct that writes every field of a ctypes mirror in one
     call (pack_into), laid out from the mirror's own offsets so that the two
     cannot disagree.  Filling mlt_decode_args this way costs one call instead
-    of one ctypes attribute store per field; it is the per-call fast path."""
+    of one ctypes attribute store per field; it is the per-call fast path.
+    An array field (int64_t x[3]) takes its elements as separate values.
+    count: pack only the first `count` fields (the block then ends where
+    the next field starts), for a caller that appends the rest as bytes."""
+    fields = mirror._fields_ if count is None else mirror._fields_[:count]
+    end = ctypes.sizeof(mirror) if count is None or count >= len(mirror._fields_) \
+        else getattr(mirror, mirror._fields_[count][0]).offset
     codes = {
         ctypes.c_int: "i",
         ctypes.c_float: "f",
         ctypes.c_double: "d",
+        ctypes.c_int64: "q",
         ctypes.c_void_p: "Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I",
         ctypes.c_size_t: "Q" if ctypes.sizeof(ctypes.c_size_t) == 8 else "I",
     }
     fmt = "="  # native byte order, no implicit alignment: padding comes from the offsets
     at = 0
-    for name, ctype in mirror._fields_:
+    for name, ctype in fields:
         field = getattr(mirror, name)
+        count = 1
+        if issubclass(ctype, ctypes.Array):
+            ctype, count = ctype._type_, ctype._length_
         if ctype not in codes:
             raise TypeError(f"struct_packer: field {name} of {mirror.__name__} has no packing code")
         if field.offset > at:
             fmt += f"{field.offset - at}x"
-        fmt += codes[ctype]
+        fmt += (f"{count}" if count > 1 else "") + codes[ctype]
         at = field.offset + field.size
-    if ctypes.sizeof(mirror) > at:
-        fmt += f"{ctypes.sizeof(mirror) - at}x"
+    if end > at:
+        fmt += f"{end - at}x"
     packer = struct.Struct(fmt)
-    if packer.size != ctypes.sizeof(mirror):
-        raise AssertionError(f"struct_packer: {fmt} is {packer.size} bytes, {mirror.__name__} {ctypes.sizeof(mirror)}")
+    if packer.size != end:
+        raise AssertionError(f"struct_packer: {fmt} is {packer.size} bytes, {mirror.__name__} {end}")
     return packer

@@ -23,7 +23,8 @@ import ctypes.util
 import os
 import threading
 
-from ._capi import HEADER_VERSION, ChoiceInfo, DecodeProblem, RuntimeOptions
+from ._capi import (HEADER_VERSION, OPTIONAL_FUNCTIONS, VIEWS_VERSION, ChoiceInfo, DecodeProblem, RuntimeOptions,
+                    decode_version)
 from ._errors import LibraryNotFound
 
 SONAME = "libmlatune.so.0"
@@ -38,9 +39,10 @@ except ImportError:
 INSTALLED_PATH = os.path.normpath(os.path.join(_PACKAGE_DIR, LIBRARY_DIR_FROM_PACKAGE, SONAME))
 
 # The version from which the C API takes q as two pointers (no-rope, rope
-# parts) and strides for q/out/lse (issue 27).  Until then the split form is
-# refused with mlatune.Unsupported.
-SPLIT_Q_VERSION = (0, 2)
+# parts), strides for q / out / lse and the kv scale in device memory; a
+# library older than that is driven in the contiguous form only (the new
+# forms raise mlatune.Unsupported).
+SPLIT_Q_VERSION = VIEWS_VERSION
 
 _vp = ctypes.c_void_p
 _int = ctypes.c_int
@@ -88,23 +90,31 @@ class Library:
             fn.restype = restype
             fn.argtypes = argtypes
             setattr(self, name, fn)
-        # The C API has no version call yet; a library that has one (a later
-        # release: unsigned mlt_api_version(void), (major << 16) | minor, is
-        # the proposal) is asked, others are taken to be the version the
-        # mirrors were written for.
-        version_fn = getattr(self._cdll, "mlt_api_version", None)
-        if version_fn is not None:
-            version_fn.restype = ctypes.c_uint
-            version_fn.argtypes = []
-            v = version_fn()
-            self.version = (v >> 16, v & 0xFFFF)
-        else:
-            self.version = HEADER_VERSION
+        # mlt_api_version came with 0.2: a library without it is 0.1
+        for name, (restype, argtypes, _since) in OPTIONAL_FUNCTIONS.items():
+            fn = getattr(self._cdll, name, None)
+            if fn is not None:
+                fn.restype = restype
+                fn.argtypes = argtypes
+            setattr(self, name, fn)
+        self.version = decode_version(self.mlt_api_version()) if self.mlt_api_version else (0, 1)
+        # mlt_decode_args grows at its end from one version to the next (the
+        # header: a program built against 0.1 must be rebuilt for 0.2): a
+        # newer library would read fields past the block this package packs
+        if self.version > HEADER_VERSION:
+            raise OSError(f"{path} has C API {self.version[0]}.{self.version[1]}, newer than this mlatune "
+                          f"package's mirrors ({HEADER_VERSION[0]}.{HEADER_VERSION[1]}): its mlt_decode_args "
+                          f"may have fields the package does not fill; update the package")
 
     @property
-    def supports_split_q(self):
-        """Whether q may be given as (ql_nope, q_pe) - see SPLIT_Q_VERSION."""
-        return self.version >= SPLIT_Q_VERSION
+    def supports_views(self):
+        """Whether this library takes the views of mlt_decode_args (C API
+        0.2): q as (ql_nope, q_pe), strided q / out / lse, and the kv scale
+        in device memory."""
+        return self.version >= VIEWS_VERSION
+
+    # the name this property had first (the pair form alone)
+    supports_split_q = supports_views
 
     def last_error(self):
         """The calling thread's message for its last failure."""

@@ -7,9 +7,10 @@ Why the arguments are packed into a new bytes object per call rather than
 stored into one ctypes struct kept by the plan: a plan may be run from
 several threads at once (mlatune.h), and a shared struct could be refilled
 by another thread between the store and the call; a bytes object is private
-to its call.  It is also the cheaper of the two: one struct.pack of all the
-fields (about 0.3 us) against one ctypes attribute store per field (about
-0.06 us each, 13 fields).  The layout comes from the ctypes mirror
+to its call.  It is also the cheaper of the two: one struct.pack of the
+fields (about 0.3 us for the 13 of a call without views, whose tail is
+appended as zero bytes) against one ctypes attribute store per field
+(about 0.06 us each, 19 fields).  The layout comes from the ctypes mirror
 (_capi.struct_packer), which tests/test_layout.py compares with the header.
 No device memory is allocated and nothing synchronises.
 """
@@ -20,12 +21,15 @@ import sys
 from dataclasses import dataclass
 
 from ._capi import LENGTHS_UNKNOWN, ChoiceInfo, ChoiceReason, DecodeArgs, DType, Status, struct_packer
-from ._checks import CallRules
-from ._errors import Error, Unsupported
-from ._library import SPLIT_Q_VERSION
+from ._checks import NO_VIEWS, ZERO3, CallRules, lse_heads_first
+from ._errors import Error
 from ._streams import TorchStreams, stream_handle
 
 _ARGS = struct_packer(DecodeArgs)
+# the fields up to `schedule` (C API 0.1's), and the views' tail as zeros:
+# a call with no views packs 13 values instead of 27 (about 0.25 us less)
+_HEAD = struct_packer(DecodeArgs, [f for f, _ in DecodeArgs._fields_].index("schedule") + 1)
+_NO_VIEWS_TAIL = bytes(_ARGS.size - _HEAD.size)
 
 # the torch tensor classes seen so far (torch.Tensor, nn.Parameter, ...):
 # a set lookup on type(q) is the cheapest test for the fast path
@@ -88,7 +92,8 @@ class Plan:
         self._handle = handle
         self.workspace_size = int(self._lib.mlt_plan_workspace_size(handle))
         self.schedule_size = int(self._lib.mlt_plan_schedule_size(handle))
-        self._rules = CallRules(problem, runtime.device, self.schedule_size)
+        self._rules = CallRules(problem, runtime.device, self.schedule_size, self._lib)
+        self._views = self._lib.supports_views
         self._device = runtime.device
         self._mlt_run = self._lib.mlt_plan_run
         self._mlt_schedule = self._lib.mlt_plan_schedule
@@ -139,49 +144,62 @@ class Plan:
     # calls
 
     def run(self, q, kv_cache, block_table, seq_lens, out, lse, workspace=None, *,
-            seq_len_hint=LENGTHS_UNKNOWN, max_seq_len_hint=0, schedule=None, stream=None):
+            seq_len_hint=LENGTHS_UNKNOWN, max_seq_len_hint=0, schedule=None, stream=None, kv_scale=None,
+            lse_layout=None):
         """One decode call: checks every tensor (dtype, shape, device,
-        contiguity, alignment; see _checks.py) and launches on `stream`
+        layout, alignment; see _checks.py) and launches on `stream`
         (default: torch's current stream for torch tensors, else NULL).
 
-        q:           [B, Sq, N, D] or [B*Sq, N, D]; or (ql_nope, q_pe),
-                     which needs a newer libmlatune (mlatune.Unsupported)
+        q:           [B, Sq, N, D] or [B*Sq, N, D]; or the pair
+                     (ql_nope [.., N, Dl], q_pe [.., N, D - Dl]), vLLM's
+                     form, passed as two pointers (no copy)
         kv_cache:    [pages, page_size, D] (or [pages, page_size, 1, D])
         block_table: int32 [>= B, max_blocks_per_seq]
         seq_lens:    int32 [B] keys per request, new tokens included; B is
                      the batch of the call
         out, lse:    outputs: [B, Sq, N, Dl] q_dtype, [B, Sq, N] float32
-                     natural-log LSE (or the [B*Sq, ...] forms)
+                     natural-log LSE (or the [B*Sq, ...] forms; lse
+                     [B, N, Sq] with lse_layout="heads_first")
+                     q (or its parts), out and lse may be strided views
+                     (slices of larger tensors): their strides are passed
         workspace:   plan.workspace_size bytes (None when that is 0)
         seq_len_hint, max_seq_len_hint: host-side mean and longest keys per
                      request, which pick the variant; MLT_LENGTHS_UNKNOWN
                      (the default) runs a length-aware variant, right for
                      any lengths: use it when capturing a graph
         schedule:    memory build_schedule() filled for this step, or None
+        kv_scale:    None (the plan's kv_scale), or a device tensor of one
+                     float32 read at run time instead (vLLM's
+                     layer._k_scale): a captured graph follows its changes
+        lse_layout:  None / "tokens_first" (lse [B, Sq, N] or [B*Sq, N]) or
+                     "heads_first" (lse [B, N, Sq], FlashMLA's)
+
+        The views and kv_scale need libmlatune C API >= 0.2; an older
+        library raises mlatune.Unsupported for them.
         """
-        rules = self._rules
-        if type(q) in _TORCH_TYPES:
+        ptrs = None
+        if type(q) in _TORCH_TYPES and kv_scale is None and lse_layout is None:
+            # the commonest call: torch tensors, contiguous, q whole
             try:
-                ptrs = rules.torch_pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+                ptrs = self._rules.torch_pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
             except AttributeError:  # some other argument is not a torch tensor
-                ptrs = rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+                pass
+        if ptrs is not None:
             if stream is None:
                 stream = (self._streams or self._torch_streams()).current(self._device)
             elif type(stream) is not int:
                 stream = stream_handle(stream)
-        elif isinstance(q, (tuple, list)):
-            return self._run_split_q(q, kv_cache, block_table, seq_lens, out, lse, workspace,
-                                     seq_len_hint, max_seq_len_hint, schedule, stream)
-        elif _learn_torch_type(q):
-            return self.run(q, kv_cache, block_table, seq_lens, out, lse, workspace, seq_len_hint=seq_len_hint,
-                            max_seq_len_hint=max_seq_len_hint, schedule=schedule, stream=stream)
         else:
-            ptrs = rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
-            stream = 0 if stream is None else stream_handle(stream)
-        batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc = ptrs
+            ptrs, stream = self._pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream,
+                                          kv_scale, lse_layout)
+        batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc, views = ptrs
         try:
-            args = _ARGS.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
-                              max_seq_len_hint, sc)
+            if views is NO_VIEWS:
+                args = _HEAD.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
+                                  max_seq_len_hint, sc) + _NO_VIEWS_TAIL
+            else:
+                args = _ARGS.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
+                                  max_seq_len_hint, sc, *views)
         except struct.error:
             raise self._bad_hints(seq_len_hint, max_seq_len_hint) from None
         st = self._mlt_run(self._handle, args, stream)
@@ -189,33 +207,48 @@ class Plan:
             self._fail(st)
 
     def run_raw(self, batch, q, kv_cache, block_table, seq_lens, out, lse, workspace=0, workspace_size=0,
-                max_blocks_per_seq=1, seq_len_hint=LENGTHS_UNKNOWN, max_seq_len_hint=0, schedule=0, stream=0):
+                max_blocks_per_seq=1, seq_len_hint=LENGTHS_UNKNOWN, max_seq_len_hint=0, schedule=0, stream=0, *,
+                q_pe=0, q_strides=ZERO3, q_pe_strides=ZERO3, out_strides=ZERO3, lse_strides=ZERO3,
+                kv_scale_device=0):
         """mlt_plan_run with integer device pointers and an integer stream,
-        nothing checked here (the C runtime still checks batch, nulls and
-        alignment): the fastest path, for callers that validated their
-        buffers once."""
-        st = self._mlt_run(self._handle, _ARGS.pack(batch, seq_len_hint, max_blocks_per_seq, q, kv_cache,
-                                                    block_table, seq_lens, out, lse, workspace, workspace_size,
-                                                    max_seq_len_hint, schedule), stream)
+        nothing checked here (the C runtime still checks batch, nulls,
+        alignment and the views' strides): the fastest path, for callers
+        that validated their buffers once.  The views are mlt_decode_args'
+        fields of the same names (strides in elements per request, token
+        and head; (0, 0, 0): contiguous)."""
+        if (q_pe or kv_scale_device or q_strides is not ZERO3 or q_pe_strides is not ZERO3
+                or out_strides is not ZERO3 or lse_strides is not ZERO3):
+            if not self._views and (q_pe or kv_scale_device or any(
+                    tuple(x) != ZERO3 for x in (q_strides, q_pe_strides, out_strides, lse_strides))):
+                raise self._rules._too_old("run_raw: q_pe, strides or kv_scale_device")
+            args = _ARGS.pack(batch, seq_len_hint, max_blocks_per_seq, q, kv_cache, block_table, seq_lens, out,
+                              lse, workspace, workspace_size, max_seq_len_hint, schedule, q_pe, *q_strides,
+                              *q_pe_strides, *out_strides, *lse_strides, kv_scale_device)
+        else:
+            args = _HEAD.pack(batch, seq_len_hint, max_blocks_per_seq, q, kv_cache, block_table, seq_lens, out,
+                              lse, workspace, workspace_size, max_seq_len_hint, schedule) + _NO_VIEWS_TAIL
+        st = self._mlt_run(self._handle, args, stream)
         if st:
             self._fail(st)
 
     def build_schedule(self, q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, *,
-                       seq_len_hint=LENGTHS_UNKNOWN, max_seq_len_hint=0, stream=None):
+                       seq_len_hint=LENGTHS_UNKNOWN, max_seq_len_hint=0, stream=None, kv_scale=None,
+                       lse_layout=None):
         """Per step, once for all layers (mlt_plan_schedule): fills
         `schedule` (plan.schedule_size bytes) from seq_lens on the GPU, to
         be passed as run(schedule=...) by every layer of the step with the
         same batch, hints and seq_lens contents.  Takes the same tensors as
-        run() (the C call checks them all).  Launches nothing when the call
-        dispatches to a fixed-split variant.  Graph-safe: capture it with
-        the runs."""
+        run(), in the same forms (the C call checks them all).  Launches
+        nothing when the call dispatches to a fixed-split variant.
+        Graph-safe: capture it with the runs."""
         if schedule is None:
             raise Error(Status.ERR_INVALID_ARGUMENT, "schedule: missing (None); allocate plan.schedule_size bytes")
-        ptrs, stream = self._pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream)
-        batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc = ptrs
+        ptrs, stream = self._pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream,
+                                      kv_scale, lse_layout)
+        batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc, views = ptrs
         try:
             args = _ARGS.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
-                              max_seq_len_hint, 0)
+                              max_seq_len_hint, 0, *views)  # once per step: no need for the short form
         except struct.error:
             raise self._bad_hints(seq_len_hint, max_seq_len_hint) from None
         st = self._mlt_schedule(self._handle, args, sc, stream)
@@ -225,48 +258,34 @@ class Plan:
     # ------------------------------------------------------------------
     # helpers
 
-    def _pointers(self, q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream):
-        """The checked pointers and the stream handle (run() inlines this)."""
+    def _pointers(self, q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream, kv_scale=None,
+                  lse_layout=None):
+        """The checked pointers and views, and the stream handle, for any
+        form of call (run() inlines the commonest)."""
+        rules = self._rules
+        heads_first = lse_heads_first(lse_layout)
+        q_pe = None
+        if isinstance(q, (tuple, list)):
+            q, q_pe = rules.pair(q)
         if type(q) in _TORCH_TYPES or _learn_torch_type(q):
             try:
-                ptrs = self._rules.torch_pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+                ptrs = rules.torch_views(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule,
+                                         kv_scale, heads_first, q_pe)
             except AttributeError:  # some other argument is not a torch tensor
-                ptrs = self._rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+                ptrs = rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule,
+                                      kv_scale, heads_first, q_pe)
             if stream is None:
                 return ptrs, (self._streams or self._torch_streams()).current(self._device)
         else:
-            ptrs = self._rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+            ptrs = rules.pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule,
+                                  kv_scale, heads_first, q_pe)
             if stream is None:
                 return ptrs, 0
-        return ptrs, stream_handle(stream)
+        return ptrs, stream if type(stream) is int else stream_handle(stream)
 
     def _torch_streams(self):
         self._streams = TorchStreams()
         return self._streams
-
-    def _run_split_q(self, q, kv_cache, block_table, seq_lens, out, lse, workspace,
-                     seq_len_hint, max_seq_len_hint, schedule, stream):
-        """q = (ql_nope [.., N, Dl], q_pe [.., N, D - Dl]), vLLM's form.
-
-        The C API takes q as one pointer today; the split form needs two
-        pointers with strides in mlt_decode_args (issue 27).  Concatenating
-        here would allocate a tensor per call, so it is refused instead.
-        When the fields exist: add them to _capi.DecodeArgs, then here check
-        the parts (self._rules.q_pair gives their pointers), pack them with
-        q = 0, and call mlt_plan_run as run() does."""
-        if len(q) != 2:
-            raise Error(Status.ERR_INVALID_ARGUMENT,
-                        f"q: expected one tensor or a pair (ql_nope, q_pe), got a sequence of {len(q)}")
-        lib = self._lib
-        if not lib.supports_split_q:
-            raise Unsupported(
-                f"q: the split form (ql_nope, q_pe) needs libmlatune API >= "
-                f"{SPLIT_Q_VERSION[0]}.{SPLIT_Q_VERSION[1]}, which takes the two parts as separate pointers; "
-                f"{lib.path} has API {lib.version[0]}.{lib.version[1]}. Pass q as one "
-                f"[B, Sq, N, {self.problem.d}] tensor (the package does not concatenate: that would "
-                f"allocate per call)")
-        raise Unsupported("q: this libmlatune takes the split form, but this mlatune package predates it: "
-                          "update the package")
 
     def _bad_hints(self, seq_len_hint, max_seq_len_hint):
         return Error(Status.ERR_INVALID_ARGUMENT,

@@ -4,7 +4,7 @@
   compiler()        the C compiler ($CC, else gcc, else cc), or None
   stub_library()    tests/stub/stub_mlatune.c built against the header into
                     a temporary folder (once per process); None if no
-                    compiler
+                    compiler; stub_library(api_0_1=True): as a 0.1 library
   real_library()    $MLATUNE_LIBRARY, the library under test, or None
   FakeCudaArray     an object with __cuda_array_interface__ and no memory
   stub_call_args()  a complete, valid set of fake tensors for a plan
@@ -62,10 +62,11 @@ def temp_dir():
     return _tmp.name
 
 
-def compile_c(source, output, shared):
+def compile_c(source, output, shared, defines=()):
     """Compiles one C file against the header; raises with the compiler's
     output on failure."""
     cmd = [compiler(), "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-O2"]
+    cmd += ["-D" + d for d in defines]
     cmd += ["-I" + d for d in include_dirs()]
     if shared:
         cmd += ["-shared", "-fPIC"]
@@ -76,18 +77,19 @@ def compile_c(source, output, shared):
     return output
 
 
-_stub = None
+_stubs = {}
 
 
-def stub_library():
+def stub_library(api_0_1=False):
     """A loaded mlatune.Library over the stub, with its stub_* functions
-    typed, or None when no C compiler or header is found."""
-    global _stub
-    if _stub is None:
+    typed, or None when no C compiler or header is found.  api_0_1: the
+    stub as a C API 0.1 library (no mlt_api_version, no views)."""
+    if api_0_1 not in _stubs:
         if compiler() is None or header() is None:
             return None
-        path = compile_c(os.path.join(HERE, "stub", "stub_mlatune.c"),
-                         os.path.join(temp_dir(), "libmlatune_stub.so"), shared=True)
+        name = "libmlatune_stub_0_1.so" if api_0_1 else "libmlatune_stub.so"
+        path = compile_c(os.path.join(HERE, "stub", "stub_mlatune.c"), os.path.join(temp_dir(), name), shared=True,
+                         defines=["STUB_API_0_1"] if api_0_1 else [])
         lib = mlatune.load_library(path)
         cdll = lib._cdll
         for name, restype in (("stub_last_args", ctypes.POINTER(_capi.DecodeArgs)),
@@ -99,8 +101,8 @@ def stub_library():
             getattr(cdll, name).restype = restype
         cdll.stub_plan_problem.argtypes = [ctypes.c_void_p]
         cdll.stub_time_runs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-        _stub = lib
-    return _stub
+        _stubs[api_0_1] = lib
+    return _stubs[api_0_1]
 
 
 def real_library():

@@ -182,22 +182,21 @@ class RefusedArgumentTest(StubCase):
                                **{name: self.fake(name, ptr=ptr)})
 
     def test_non_contiguous(self):
-        # q as a transposed view: [B, Sq, N, D] with the head and token dims swapped in memory
-        item = 2
-        strides = (2 * 16 * 576 * item, 576 * item, 2 * 576 * item, item)
-        msg = self.assertRefused("q: not contiguous", q=self.fake("q", strides=strides))
-        self.assertIn("strides [18432, 576, 1152, 1] elements", msg)
+        # the tensors with no strides in mlt_decode_args must be dense
+        item = 4
         self.assertRefused("block_table: not contiguous",
                            block_table=self.fake("block_table", shape=(3, 4), strides=(32, 4)))  # rows of 8
         self.assertRefused("seq_lens: not contiguous", seq_lens=self.fake("seq_lens", strides=(8,)))
-        self.assertRefused("out: not contiguous",
-                           out=self.fake("out", strides=(2 * 16 * 1024 * item, 16 * 1024 * item, 1024 * item, item)))
-        self.assertRefused("lse: not contiguous", lse=self.fake("lse", strides=(2 * 32 * 4, 32 * 4, 4)))
         self.assertRefused("workspace: not contiguous", workspace=self.fake("workspace", strides=(2,)))
+        msg = self.assertRefused("kv_cache: not contiguous",
+                                 kv_cache=self.fake("kv_cache", strides=(64 * 640 * 2, 640 * 2, 2)))
+        self.assertIn("(only q, out and lse may be strided views)", msg)
+        self.assertRefused("schedule: not contiguous", schedule=self.fake("schedule", shape=(256,), strides=(item,)))
         # a row-major layout written out with explicit strides is contiguous
         q = self.args["q"]
         self.plan.run(**dict(self.args, q=self.fake("q", strides=(2 * 16 * 576 * 2, 16 * 576 * 2, 576 * 2, 2))))
         self.assertEqual(_args_of(self.lib).q, q.ptr)
+        self.assertEqual(tuple(_args_of(self.lib).q_strides), (0, 0, 0))
 
     def test_wrong_device(self):
         self.assertRefused("q: on cuda:1, expected cuda:0 (the runtime's device)", q=self.fake("q", device=1))
@@ -239,36 +238,297 @@ class RefusedArgumentTest(StubCase):
         self.assertEqual((problem.kv_dtype, problem.kv_scale), (int(mlatune.DType.FP8_E4M3), 0.5))
 
 
-class SplitQTest(StubCase):
+def _views_of(lib):
+    """The view fields C got: (q, q_pe, q_strides, q_pe_strides, out_strides, lse_strides, kv_scale_device)."""
+    a = _args_of(lib)
+    return (a.q, a.q_pe or 0, tuple(a.q_strides), tuple(a.q_pe_strides), tuple(a.out_strides), tuple(a.lse_strides),
+            a.kv_scale_device or 0)
 
-    def test_pair_is_refused_with_the_version_it_needs(self):
-        nope = self.fake("q", shape=(3, 2, 16, 512))
-        pe = self.fake("q", shape=(3, 2, 16, 64), ptr=self.args["q"].ptr + 0x100000)
-        before = self.runs()
+
+BF = 2  # bytes per bfloat16
+
+
+class ViewsTest(StubCase):
+    """C API 0.2: q as (ql_nope, q_pe), strided q / out / lse, lse heads
+    first, the kv scale in device memory.  The plan: N=16, Sq=2, D=576,
+    Dl=512, batch 3."""
+
+    def bf16(self, ptr, shape, strides_elems=None):
+        strides = None if strides_elems is None else tuple(s * BF for s in strides_elems)
+        return FakeCudaArray(ptr, shape, "<V2", strides=strides)
+
+    def run_views(self, **changes):
+        self.plan.run(**dict(self.args, **changes))
+        return _views_of(self.lib)
+
+    def test_version(self):
+        self.assertEqual(self.lib.version, (0, 2))
+        self.assertTrue(self.lib.supports_views and self.lib.supports_split_q)
+        self.assertEqual(mlatune.VIEWS_VERSION, mlatune.SPLIT_Q_VERSION)
+
+    def test_contiguous_call_sends_no_views(self):
+        q = self.args["q"]
+        self.assertEqual(self.run_views(), (q.ptr, 0, (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), 0))
+
+    def test_pair_of_contiguous_parts(self):
+        nope = self.bf16(0x7A0000000000, (3, 2, 16, 512))
+        pe = self.bf16(0x7B0000000000, (3, 2, 16, 64))
+        self.assertEqual(self.run_views(q=(nope, pe)),
+                         (nope.ptr, pe.ptr, (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), 0))
+        self.plan.run(**dict(self.args, q=[nope, pe]))  # a list is a pair too
+        self.assertEqual(_args_of(self.lib).q_pe, pe.ptr)
+
+    def test_pair_of_slices_of_one_q(self):
+        # q[..., :512] and q[..., 512:]: both keep q's strides
+        base = self.args["q"].ptr
+        full = (2 * 16 * 576, 16 * 576, 576, 1)
+        nope, pe = self.bf16(base, (3, 2, 16, 512), full), self.bf16(base + 512 * BF, (3, 2, 16, 64), full)
+        self.assertEqual(self.run_views(q=(nope, pe)),
+                         (base, base + 1024, (18432, 9216, 576), (18432, 9216, 576), (0, 0, 0), (0, 0, 0), 0))
+        # the token-major forms [B*Sq, N, W]: request stride = Sq * token stride
+        nope3 = self.bf16(base, (6, 16, 512), (16 * 576, 576, 1))
+        pe3 = self.bf16(base + 1024, (6, 16, 64), (16 * 576, 576, 1))
+        self.assertEqual(self.run_views(q=(nope3, pe3))[2:4], ((18432, 9216, 576), (18432, 9216, 576)))
+
+    def test_q_out_lse_as_views_of_larger_tensors(self):
+        q = self.bf16(0x7A0000000000, (3, 2, 16, 576), (2 * 16 * 640, 16 * 640, 640, 1))  # rows of 640
+        out = self.bf16(0x7B0000000100, (6, 16, 512), (16 * 1024, 1024, 1))                # [B*Sq, N, Dl] of 1024
+        lse = FakeCudaArray(0x7C0000000040, (3, 2, 16), "<f4", strides=(2 * 32 * 4, 32 * 4, 4))  # N of 32
+        got = self.run_views(q=q, out=out, lse=lse)
+        self.assertEqual(got, (q.ptr, 0, (20480, 10240, 640), (0, 0, 0), (32768, 16384, 1024), (64, 32, 1), 0))
+        self.assertEqual((_args_of(self.lib).out, _args_of(self.lib).lse), (out.ptr, lse.ptr))
+
+    def test_head_major_q(self):
+        # q [B, Sq, N, D] whose heads are outermost in memory (a transposed bmm output)
+        q = self.bf16(0x7A0000000000, (3, 2, 16, 576), (2 * 576, 576, 3 * 2 * 576, 1))
+        self.assertEqual(self.run_views(q=q)[2], (1152, 576, 3456))
+
+    def test_lse_heads_first(self):
+        lse = FakeCudaArray(0x7C0000000000, (3, 16, 2), "<f4")  # FlashMLA's [B, N, Sq], contiguous
+        self.assertEqual(self.run_views(lse=lse, lse_layout="heads_first")[5], (32, 1, 2))
+        self.assertEqual(self.run_views(lse_layout="tokens_first")[5], (0, 0, 0))  # the default, named
+        self.assertRefused("lse: expected shape [3, 16, 2], got [3, 2, 16]", lse_layout="heads_first")
+        self.assertRefused('lse_layout: expected "tokens_first"', lse=lse, lse_layout="bns")
+
+    def test_kv_scale_tensor(self):
+        for shape in ((1,), ()):
+            scale = FakeCudaArray(0x7D0000000004, shape, "<f4")
+            self.assertEqual(self.run_views(kv_scale=scale)[6], scale.ptr)
+        scale = mlatune.DeviceArray(0x7D0000000008, (1,), "float32", device=0)
+        self.assertEqual(self.run_views(kv_scale=scale)[6], scale.ptr)
+        q = self.args["q"]
+        self.assertEqual(self.run_views(kv_scale=None), (q.ptr, 0, (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), 0))
+
+    def test_dimensions_of_one_index_take_any_stride(self):
+        # Sq = 1 (vLLM's q [B, N, W]): the token stride never moves a pointer;
+        # whatever the tensor says, C gets one that passes its rules
+        plan = self.rt.plan(16, sq=1, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8)
+        args = support.stub_call_args(plan, batch=1, token_major=True)
+        nope = self.bf16(0x7A0000000000, (1, 16, 512), (3, 512 * 7, 1))      # batch 1: request stride 3 is moot
+        pe = self.bf16(0x7B0000000000, (1, 16, 64), (192 * 16, 192, 1))
+        plan.run(**dict(args, q=(nope, pe)))
+        got = _views_of(self.lib)
+        self.assertEqual(got[2], (16 * 512, 16 * 512, 3584))
+        self.assertEqual(got[3], (16 * 64, 16 * 64, 192))
+        # a contiguous layout reached through odd strides of one-index dims is sent as contiguous
+        out = self.bf16(args["out"].ptr, (1, 16, 512), (5, 512, 1))
+        plan.run(**dict(args, out=out))
+        self.assertEqual(_views_of(self.lib)[4], (0, 0, 0))
+
+    def test_build_schedule_takes_the_same_forms(self):
+        base = self.args["q"].ptr
+        full = (2 * 16 * 576, 16 * 576, 576, 1)
+        nope, pe = self.bf16(base, (3, 2, 16, 512), full), self.bf16(base + 1024, (3, 2, 16, 64), full)
+        lse = FakeCudaArray(0x7C0000000000, (3, 16, 2), "<f4")
+        scale = FakeCudaArray(0x7D0000000004, (), "<f4")
+        self.plan.build_schedule(**dict(self.args, q=(nope, pe), lse=lse), lse_layout="heads_first", kv_scale=scale)
+        self.assertEqual(_views_of(self.lib),
+                         (base, base + 1024, (18432, 9216, 576), (18432, 9216, 576), (0, 0, 0), (32, 1, 2),
+                          scale.ptr))
+
+    def test_run_raw_views(self):
+        self.plan.run_raw(3, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 3 * 4096, 4,
+                          q_pe=0x9000, q_strides=(18432, 9216, 576), q_pe_strides=(8, 16, 24),
+                          out_strides=(32768, 16384, 1024), lse_strides=(32, 1, 2), kv_scale_device=0xA004)
+        self.assertEqual(_views_of(self.lib), (0x1000, 0x9000, (18432, 9216, 576), (8, 16, 24),
+                                                (32768, 16384, 1024), (32, 1, 2), 0xA004))
+        self.plan.run_raw(3, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 3 * 4096, 4)
+        self.assertEqual(_views_of(self.lib), (0x1000, 0, (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), 0))
+
+    def test_c_refusals_come_through(self):
+        # what the package lets through unchecked (run_raw) the C side refuses, naming the rule
+        for kwargs, message in (
+                (dict(out_strides=(-512, 512, 512)), "mla_decode: out stride per request is -512: negative strides "
+                                                      "are not supported"),
+                (dict(q_strides=(18432, 9216, 580)), "mla_decode: q stride per head is 580 elements, not a multiple "
+                                                     "of 8 (rows are moved in 16-byte pieces)"),
+                (dict(q_pe=0x9008), "mla_decode: q_pe pointer 0x9008 is not 16-byte aligned"),
+                (dict(q_pe_strides=(8, 8, 8)), "mla_decode: q_pe strides given without q_pe"),
+                (dict(kv_scale_device=0xA002), "mla_decode: kv scale pointer 0xa002 is not 4-byte aligned")):
+            with self.assertRaises(mlatune.Error) as cm:
+                self.plan.run_raw(3, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 3 * 4096, 4, **kwargs)
+            self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+            self.assertEqual(cm.exception.message, message)
+
+
+class RefusedViewTest(ViewsTest.__base__):
+    """What the C side would refuse is refused here first, naming the
+    argument as the caller wrote it; nothing reaches C."""
+
+    bf16 = ViewsTest.bf16
+
+    def test_strides_not_multiples_of_8(self):
+        q = self.bf16(0x7A0000000000, (3, 2, 16, 576), (2 * 16 * 580, 16 * 580, 580, 1))
+        msg = self.assertRefused("q: stride per head is 580 elements", q=q)
+        self.assertIn("not a multiple of 8 (rows are moved in 16-byte pieces)", msg)
+        self.assertIn("strides [18560, 9280, 580, 1]", msg)
+        out = self.bf16(0x7B0000000000, (6, 16, 512), (16 * 516, 516, 1))
+        self.assertRefused("out: stride per head is 516 elements (shape [6, 16, 512], strides [8256, 516, 1])",
+                           out=out)
+        base = self.args["q"].ptr
+        nope = self.bf16(base, (3, 2, 16, 512), (2 * 16 * 576, 16 * 576, 576, 1))
+        pe = self.bf16(base + 1024, (3, 2, 16, 64), (2 * 16 * 68, 16 * 68, 68, 1))
+        self.assertRefused("q[1] (q_pe): stride per head is 68 elements", q=(nope, pe))
+        # lse is read and written in 4-byte words: any stride goes
+        lse = FakeCudaArray(0x7C0000000000, (3, 2, 16), "<f4", strides=(4 * 100, 4 * 17, 4))
+        self.plan.run(**dict(self.args, lse=lse))
+        self.assertEqual(tuple(_args_of(self.lib).lse_strides), (100, 17, 1))
+
+    def test_rows_must_be_dense(self):
+        q = self.bf16(0x7A0000000000, (3, 2, 16, 576), (2 * 16 * 1152, 16 * 1152, 1152, 2))
+        self.assertRefused("q: the last dimension has stride 2 (shape [3, 2, 16, 576], strides "
+                           "[36864, 18432, 1152, 2] elements): each row's 576 elements must be adjacent", q=q)
+
+    def test_negative_strides(self):
+        out = self.bf16(0x7B0000000000, (3, 2, 16, 512), (-2 * 16 * 512, 16 * 512, 512, 1))
+        self.assertRefused("out: stride per request is -16384 elements (shape [3, 2, 16, 512], strides "
+                           "[-16384, 8192, 512, 1]): negative strides are not supported", out=out)
+
+    def test_overlapping_outputs(self):
+        out = self.bf16(0x7B0000000000, (3, 2, 16, 512), (2 * 16 * 256, 16 * 256, 256, 1))
+        self.assertRefused("out: strides [8192, 4096, 256, 1] (shape [3, 2, 16, 512]) make rows overlap: a stride "
+                           "of 256 elements where 512 are needed", out=out)
+        lse = FakeCudaArray(0x7C0000000000, (3, 2, 16), "<f4", strides=(0, 4 * 16, 4))  # every request's rows at one place
+        self.assertRefused("lse: strides [0, 16, 1] (shape [3, 2, 16]) make rows overlap: a stride of 0 elements "
+                           "where 1 are needed", lse=lse)
+        lse_hf = FakeCudaArray(0x7C0000000000, (3, 16, 2), "<f4", strides=(4 * 32, 4 * 1, 4 * 8))
+        self.assertRefused("lse: strides [32, 1, 8] (shape [3, 16, 2]) make rows overlap: a stride of 8 elements "
+                           "where 16 are needed", lse=lse_hf, lse_layout="heads_first")
+        # the same strides read as [B, N, Sq] by a contiguous [B, Sq, N] lse: no overlap
+        lse_hf = FakeCudaArray(0x7C0000000000, (3, 16, 2), "<f4", strides=(4 * 32, 4 * 1, 4 * 16))
+        self.plan.run(**dict(self.args, lse=lse_hf), lse_layout="heads_first")
+        self.assertEqual(tuple(_args_of(self.lib).lse_strides), (0, 0, 0))
+
+    def test_broadcast_q(self):
+        # all-zero strides mean 'contiguous' to C: a broadcast q cannot be said
+        q = self.bf16(0x7A0000000000, (3, 2, 16, 576), (0, 0, 0, 1))
+        self.assertRefused("q: strides [0, 0, 0, 1] (shape [3, 2, 16, 576]): every row at one address", q=q)
+        # broadcast along some dimensions only is a view C reads as it is
+        q = self.bf16(0x7A0000000000, (3, 2, 16, 576), (0, 576, 1152, 1))
+        self.plan.run(**dict(self.args, q=q))
+        self.assertEqual(tuple(_args_of(self.lib).q_strides), (0, 576, 1152))
+
+    def test_pair_arguments(self):
+        base = self.args["q"].ptr
+        nope, pe = self.bf16(base, (3, 2, 16, 512)), self.bf16(base + 0x100000, (3, 2, 16, 64))
+        self.assertRefused("q: expected one tensor or a pair (ql_nope, q_pe), got a sequence of 1", q=(nope,))
+        self.assertRefused("q: expected one tensor or a pair (ql_nope, q_pe), got a sequence of 3", q=(nope, pe, pe))
+        self.assertRefused("q[0] (ql_nope): expected shape [3, 2, 16, 512] or [6, 16, 512], got [3, 2, 16, 576]",
+                           q=(self.args["q"], pe))
+        self.assertRefused("q[1] (q_pe): expected shape [3, 2, 16, 64] or [6, 16, 64], got [3, 2, 16, 512]",
+                           q=(nope, nope))
+        self.assertRefused("q[1] (q_pe): expected dtype bfloat16, got float16",
+                           q=(nope, FakeCudaArray(pe.ptr, pe.shape, "<f2")))
+        self.assertRefused("q[1] (q_pe): data pointer 0x7f0000100008 is not 16-byte aligned",
+                           q=(nope, self.bf16(pe.ptr + 8, pe.shape)))
+        self.assertRefused("q[0] (ql_nope): on cuda:1", q=(FakeCudaArray(nope.ptr, nope.shape, "<V2", device=1), pe))
+        self.assertRefused("q[1] (q_pe): missing (None)", q=(nope, None))
+        plan = self.rt.plan(16, sq=2, d=512, dl=512, page_size=64, q_dtype="bf16", kv_dtype="bf16",
+                            softmax_scale=0.1, max_batch=8)
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run(**dict(support.stub_call_args(plan, batch=3), q=(nope, pe)))
+        self.assertEqual(cm.exception.message,
+                         "q: the split form (ql_nope, q_pe) needs D > Dl and Dl a multiple of 8 (the plan has "
+                         "D=512, Dl=512)")
+
+    def test_kv_scale_arguments(self):
+        self.assertRefused("kv_scale: expected a device tensor holding one float32 (vLLM's layer._k_scale), got "
+                           "float 0.5: a fixed scale is the plan's (Runtime.plan(kv_scale=...))", kv_scale=0.5)
+        self.assertRefused("kv_scale: expected dtype float32, got float16",
+                           kv_scale=FakeCudaArray(0x7D0000000000, (1,), "<f2"))
+        self.assertRefused("kv_scale: expected one element (shape [] or [1]), got shape [2]",
+                           kv_scale=FakeCudaArray(0x7D0000000000, (2,), "<f4"))
+        self.assertRefused("kv_scale: on cpu, expected cuda:0",
+                           kv_scale=FakeCudaArray(0x7D0000000000, (1,), "<f4", device="cpu"))
+        self.assertRefused("kv_scale: data pointer 0x7d0000000002 is not 4-byte aligned",
+                           kv_scale=FakeCudaArray(0x7D0000000002, (1,), "<f4"))
+
+
+class OldLibraryTest(unittest.TestCase):
+    """A C API 0.1 library (no mlt_api_version): the contiguous call works
+    and sends no views; every form that needs them raises Unsupported (an
+    Error and a NotImplementedError) naming what and the versions."""
+
+    def setUp(self):
+        self.lib = support.stub_library(api_0_1=True)
+        if self.lib is None:
+            self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
+        self.rt = mlatune.Runtime(library=self.lib)
+        self.plan = self.rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16",
+                                 softmax_scale=0.0417, max_batch=8)
+        self.args = support.stub_call_args(self.plan, batch=3)
+        self.addCleanup(self.rt.close)
+
+    def unsupported(self, message_start, plan=None, **changes):
+        before = self.lib._cdll.stub_run_count()
         with self.assertRaises(mlatune.Unsupported) as cm:
-            self.plan.run(**dict(self.args, q=(nope, pe)))
+            (plan or self.plan).run(**dict(self.args, **changes))
         e = cm.exception
         self.assertIsInstance(e, mlatune.Error)
         self.assertIsInstance(e, NotImplementedError)
         self.assertEqual(e.status, Status.ERR_INVALID_ARGUMENT)
-        self.assertIn("split form (ql_nope, q_pe) needs libmlatune API >= 0.2", e.message)
-        self.assertIn(self.lib.path, e.message)
-        self.assertIn("has API 0.1", e.message)
-        self.assertEqual(self.runs(), before)
+        self.assertTrue(e.message.startswith(message_start), e.message)
+        self.assertIn(f"needs libmlatune C API >= 0.2; {self.lib.path} has API 0.1", e.message)
+        self.assertEqual(self.lib._cdll.stub_run_count(), before)
+        return e.message
 
-    def test_a_sequence_of_other_length_is_an_error(self):
-        with self.assertRaises(mlatune.Error) as cm:
-            self.plan.run(**dict(self.args, q=(self.args["q"],)))
-        self.assertIn("a pair (ql_nope, q_pe), got a sequence of 1", cm.exception.message)
+    def test_version(self):
+        self.assertEqual(self.lib.version, (0, 1))
+        self.assertFalse(self.lib.supports_views)
+        self.assertIsNone(self.lib.mlt_api_version)
 
-    def test_pair_rules(self):
-        # the parts' checks, ready for the library that takes them
-        nope = self.fake("q", shape=(6, 16, 512))
-        pe = self.fake("q", shape=(6, 16, 64), ptr=self.args["q"].ptr + 0x100000)
-        self.assertEqual(self.plan._rules.q_pair(nope, pe, 3), (nope.ptr, pe.ptr))
-        with self.assertRaises(mlatune.Error) as cm:
-            self.plan._rules.q_pair(nope, self.fake("q", shape=(6, 16, 32)), 3)
-        self.assertTrue(cm.exception.message.startswith("q[1] (q_pe): expected shape"))
+    def test_contiguous_call_works(self):
+        self.plan.run(**self.args)  # the stub 0.1 fails any call that carries views
+        self.assertEqual(_views_of(self.lib)[0], self.args["q"].ptr)
+
+    def test_views_are_unsupported(self):
+        q = self.args["q"]
+        nope = FakeCudaArray(q.ptr, (3, 2, 16, 512), "<V2")
+        pe = FakeCudaArray(q.ptr + 0x100000, (3, 2, 16, 64), "<V2")
+        msg = self.unsupported("q: the split form (ql_nope, q_pe)", q=(nope, pe))
+        self.assertIn("pass q as one [B, Sq, N, 576] tensor", msg)
+        self.unsupported("q: a strided view (shape [3, 2, 16, 576], strides [20480, 10240, 640, 1] elements)",
+                         q=FakeCudaArray(q.ptr, q.shape, "<V2", strides=(2 * 16 * 640 * 2, 16 * 640 * 2, 640 * 2, 2)))
+        self.unsupported("out: a strided view", out=FakeCudaArray(self.args["out"].ptr, (6, 16, 512), "<V2",
+                                                                  strides=(1024 * 16 * 2, 1024 * 2, 2)))
+        self.unsupported("lse: a strided view (shape [3, 16, 2]", lse=FakeCudaArray(0x7C0000000000, (3, 16, 2), "<f4"),
+                         lse_layout="heads_first")
+        self.unsupported("kv_scale: a scale read from device memory", kv_scale=FakeCudaArray(0x7D0000000000, (), "<f4"))
+        with self.assertRaises(mlatune.Unsupported):
+            self.plan.run_raw(3, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 3 * 4096, 4, q_pe=0x9000)
+        with self.assertRaises(mlatune.Unsupported):
+            self.plan.run_raw(3, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 3 * 4096, 4,
+                              lse_strides=[32, 1, 2])
+        # zeros spelled out are no views
+        self.plan.run_raw(3, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 3 * 4096, 4,
+                          q_strides=[0, 0, 0], out_strides=(0, 0, 0))
+
+    def test_heads_first_lse_with_one_token_is_contiguous(self):
+        # [B, N, 1] is [B, 1, N]'s memory: no view needed, fine on 0.1
+        plan = self.rt.plan(16, sq=1, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8)
+        args = support.stub_call_args(plan, batch=3)
+        plan.run(**dict(args, lse=FakeCudaArray(args["lse"].ptr, (3, 16, 1), "<f4")), lse_layout="heads_first")
+        self.assertEqual(_args_of(self.lib).lse, args["lse"].ptr)
 
 
 class CErrorTest(StubCase):

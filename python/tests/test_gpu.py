@@ -15,7 +15,16 @@ skipped); the CPU run (python_cpu) sets MLATUNE_SKIP_GPU_TESTS.
     bit, alone and with a step schedule shared by two layers;
   * the same inputs through a second runtime's plan called with raw
     pointers (run_raw) and through DeviceArray (no torch on the path) give
-    the same bits as run() with torch tensors.
+    the same bits as run() with torch tensors;
+  * C API 0.2's views: q as (ql_nope, q_pe) (slices of q, separate
+    tensors, vLLM's transposed bmm output and slice), q as a slice of wider
+    rows, out and lse as slices, lse heads first [B, N, Sq]: each equals
+    the contiguous call bit for bit (with and without hints, so through the
+    split and the single-pass variants), writes nothing outside its views,
+    and replays from a graph;
+  * the kv scale from a device tensor equals the same scale given to the
+    plan, bit for bit, and a graph captured with it replays right after the
+    tensor changes.
 """
 
 import math
@@ -137,6 +146,25 @@ def same_bits(a, b):
     return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
 
 
+def untouched(t):
+    """Whether every element of t still holds the NaN it was filled with."""
+    return same_bits(t, torch.full_like(t, float("nan")))
+
+
+def capture(fn):
+    """A CUDA graph of fn(), after a warm-up on a side stream (as torch
+    recommends)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
+
+
 @unittest.skipIf(SKIP, SKIP or "")
 class ResultsTest(unittest.TestCase):
 
@@ -193,8 +221,19 @@ class ResultsTest(unittest.TestCase):
         with self.assertRaises(mlatune.Error) as cm:
             plan.run(p.q.half(), p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
         self.assertEqual(cm.exception.message, "q: expected dtype bfloat16, got float16")
-        with self.assertRaises(mlatune.Unsupported):
-            plan.run((p.q[..., :512], p.q[..., 512:]), p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+        # a view the C API cannot take is refused, naming it, before C
+        wide = torch.zeros((p.batch, 1, 16, 580), dtype=torch.bfloat16, device=p.q.device)
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run(wide[..., :576], p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+        self.assertTrue(cm.exception.message.startswith("q: stride per head is 580 elements"), cm.exception.message)
+        # what only C checks (run_raw checks nothing) comes back with C's message
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run_raw(p.batch, p.q.data_ptr(), p.kv.data_ptr(), p.block_table.data_ptr(), p.seq_lens.data_ptr(),
+                         p.out.data_ptr(), p.lse.data_ptr(), ws.data_ptr(), ws.numel(), p.block_table.shape[1],
+                         out_strides=(0, 0, 512))
+        self.assertEqual(cm.exception.status, mlatune.Status.ERR_INVALID_ARGUMENT)
+        self.assertTrue(cm.exception.message.startswith("mla_decode: out strides (0, 0, 512 per request, token, "
+                                                        "head) make rows overlap"), cm.exception.message)
 
 
 @unittest.skipIf(SKIP, SKIP or "")
@@ -212,15 +251,7 @@ class GraphTest(unittest.TestCase):
         self.ws = torch.empty((max(self.plan.workspace_size, 16),), dtype=torch.uint8, device=dev)
 
     def capture(self, fn):
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm-up outside the capture, as torch recommends
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        return graph
+        return capture(fn)
 
     def test_replay_equals_direct_call(self):
         p, plan, ws = self.p, self.plan, self.ws
@@ -272,6 +303,184 @@ class GraphTest(unittest.TestCase):
             self.assertTrue(same_bits(p.out, outs[0]), f"schedule vs no schedule differ for {lens}")
 
 
+def vllm_pair(p):
+    """q as vLLM hands it over: ql_nope [T, N, 512] a transposed bmm output
+    (heads outermost in memory), q_pe [T, N, 64] the last columns of rows
+    of 192; T = B * Sq.  Both hold p.q's values."""
+    tokens = p.batch * p.sq
+    q3 = p.q.reshape(tokens, p.n, 576)
+    nope_store = torch.empty((p.n, tokens, 512), dtype=p.q.dtype, device=p.q.device)
+    nope_store.copy_(q3[..., :512].transpose(0, 1))
+    pe_store = torch.full((tokens, p.n, 192), float("nan"), dtype=p.q.dtype, device=p.q.device)
+    pe_store[..., 128:] = q3[..., 512:]
+    return nope_store.transpose(0, 1), pe_store[..., 128:]
+
+
+@unittest.skipIf(SKIP, SKIP or "")
+class ViewsTest(unittest.TestCase):
+    """The same inputs through every form of call C API 0.2 takes, against
+    the contiguous call, bit for bit."""
+
+    def forms(self, p):
+        """(name, run's q, out, lse arguments, lse_layout, and a function of
+        the outputs written that returns (out as [B, Sq, N, Dl], lse as
+        [B, Sq, N], whether nothing outside the views was written))."""
+        b, sq, n, dev, dt = p.batch, p.sq, p.n, p.q.device, p.q_dtype
+        nan = float("nan")
+
+        def plain():
+            return torch.full_like(p.out, nan), torch.full_like(p.lse, nan)
+
+        def same(o, l):
+            return lambda: (o, l, True)
+
+        forms = []
+        o, l = plain()
+        forms.append(("pair of q's slices", (p.q[..., :512], p.q[..., 512:]), o, l, None, same(o, l)))
+        o, l = plain()
+        forms.append(("pair of separate tensors", (p.q[..., :512].contiguous(), p.q[..., 512:].contiguous()), o, l,
+                      None, same(o, l)))
+        o, l = plain()
+        forms.append(("vLLM's pair", vllm_pair(p), o, l, None, same(o, l)))
+        wide_q = torch.full((b, sq, n, 640), nan, dtype=dt, device=dev)
+        wide_q[..., 32:608] = p.q
+        o, l = plain()
+        forms.append(("q columns 32..607 of rows of 640", wide_q[..., 32:608], o, l, None, same(o, l)))
+        out_big = torch.full((b, sq, n, 1024), nan, dtype=dt, device=dev)
+        lse_big = torch.full((b, sq, n + 8), nan, dtype=torch.float32, device=dev)
+        forms.append(("out columns 256..767 of rows of 1024, lse a slice", p.q, out_big[..., 256:768],
+                      lse_big[..., 4:4 + n], None,
+                      lambda: (out_big[..., 256:768], lse_big[..., 4:4 + n],
+                               untouched(out_big[..., :256]) and untouched(out_big[..., 768:])
+                               and untouched(lse_big[..., :4]) and untouched(lse_big[..., 4 + n:]))))
+        o = torch.full_like(p.out, nan)
+        lse_hf = torch.full((b, n, sq), nan, dtype=torch.float32, device=dev)
+        forms.append(("lse heads first [B, N, Sq]", p.q, o, lse_hf, "heads_first",
+                      lambda: (o, lse_hf.transpose(1, 2), True)))
+        out_tok = torch.full((b * sq, n, 1024), nan, dtype=dt, device=dev)
+        lse_hf2 = torch.full((b, n, sq), nan, dtype=torch.float32, device=dev)
+        forms.append(("all at once: vLLM's pair, token-major out slice, lse heads first", vllm_pair(p),
+                      out_tok[..., 512:], lse_hf2, "heads_first",
+                      lambda: (out_tok[..., 512:].reshape(b, sq, n, 512), lse_hf2.transpose(1, 2),
+                               untouched(out_tok[..., :512]))))
+        return forms
+
+    def check_views(self, p):
+        rt = runtime()
+        plan = p.plan(rt)
+        ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
+        for hints in ({}, p.hints()):
+            variant = plan.explain(p.batch, **hints).variant
+            p.out.fill_(float("nan"))
+            p.lse.fill_(float("nan"))
+            plan.run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws, **hints)
+            torch.cuda.synchronize()
+            assert_close(self, p, p.out, p.lse, f"contiguous, hints {hints or 'unknown'} ({variant})")
+            for name, q, out, lse, layout, written in self.forms(p):
+                what = f"{name}, lens {p.lens}, hints {hints or 'unknown'} ({variant})"
+                plan.run(q, p.kv, p.block_table, p.seq_lens, out, lse, ws, lse_layout=layout, **hints)
+                torch.cuda.synchronize()
+                got_out, got_lse, clean = written()
+                self.assertTrue(same_bits(got_out.reshape(p.out.shape), p.out), f"{what}: out differs")
+                self.assertTrue(same_bits(got_lse.reshape(p.lse.shape), p.lse), f"{what}: lse differs")
+                self.assertTrue(clean, f"{what}: written outside the views")
+
+    def test_sq_1_page_64(self):
+        self.check_views(Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [1000, 5, 300, 2048], seed=20))
+
+    def test_sq_2_fp16_page_16(self):
+        self.check_views(Problem(16, 2, 16, torch.float16, torch.float16, [1, 17, 300], seed=21))
+
+    def test_many_heads_sq_4(self):
+        self.check_views(Problem(128, 4, 64, torch.bfloat16, torch.bfloat16, [4, 700, 3000], seed=22))
+
+    def test_graph_with_views(self):
+        p = Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [2048] * 8, extra_columns=0, seed=23)
+        plan = p.plan(runtime())
+        ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
+        pair = vllm_pair(p)
+        out_tok = torch.full((p.batch, p.n, 1024), float("nan"), dtype=p.q_dtype, device=p.q.device)
+        lse_hf = torch.empty((p.batch, p.n, 1), dtype=torch.float32, device=p.q.device)
+        graph = capture(lambda: plan.run(pair, p.kv, p.block_table, p.seq_lens, out_tok[..., 512:], lse_hf, ws,
+                                         lse_layout="heads_first"))
+        for lens in GraphTest.LENGTH_SETS:
+            p.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+            graph.replay()
+            plan.run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+            torch.cuda.synchronize()
+            self.assertTrue(same_bits(out_tok[..., 512:].reshape(p.out.shape), p.out), f"out: replay differs, {lens}")
+            self.assertTrue(same_bits(lse_hf.reshape(p.lse.shape), p.lse), f"lse: replay differs, {lens}")
+            self.assertTrue(untouched(out_tok[..., :512]), f"replay wrote outside out, {lens}")
+
+
+@unittest.skipIf(SKIP, SKIP or "")
+class KvScaleTest(unittest.TestCase):
+    """run(kv_scale=tensor): the scale read from device memory."""
+
+    def kv_dtypes(self):
+        return [torch.bfloat16] + ([fp8_dtype()] if fp8_dtype() is not None else [])
+
+    def test_device_scale_equals_plan_scale(self):
+        rt = runtime()
+        for kv_dtype in self.kv_dtypes():
+            p = Problem(16, 1, 64, torch.bfloat16, kv_dtype, [700, 33, 2000, 64], kv_scale=0.5, seed=30)
+            plan_s = p.plan(rt)                                   # 0.5 given to the plan
+            plan_1 = rt.plan(p.n, sq=p.sq, page_size=p.page, q_dtype=p.q_dtype, kv_dtype=kv_dtype,
+                             softmax_scale=p.scale, kv_scale=1.0, max_batch=p.batch)
+            ws = torch.empty((max(plan_s.workspace_size, plan_1.workspace_size, 16),), dtype=torch.uint8,
+                             device=p.q.device)
+            scale = torch.tensor(0.5, dtype=torch.float32, device=p.q.device)
+            for hints in ({}, p.hints()):
+                what = f"{kv_dtype}, hints {hints or 'unknown'}"
+                self.assertEqual(plan_s.explain(p.batch, **hints).variant, plan_1.explain(p.batch, **hints).variant,
+                                 f"{what}: the two plans pick different variants: bits not comparable")
+                results = []
+                for plan, kv_scale in ((plan_s, None), (plan_1, scale), (plan_s, scale)):
+                    out, lse = torch.full_like(p.out, float("nan")), torch.full_like(p.lse, float("nan"))
+                    plan.run(p.q, p.kv, p.block_table, p.seq_lens, out, lse, ws, kv_scale=kv_scale, **hints)
+                    results.append((out, lse))
+                torch.cuda.synchronize()
+                assert_close(self, p, *results[0], what)
+                for i, form in ((1, "device scale on a plan of scale 1"), (2, "device scale on the plan of 0.5")):
+                    self.assertTrue(same_bits(results[i][0], results[0][0]) and same_bits(results[i][1], results[0][1]),
+                                    f"{what}: {form} differs from the plan's scale")
+
+    def test_graph_follows_the_scale(self):
+        rt = runtime()
+        kv_dtype = self.kv_dtypes()[-1]
+        p = Problem(16, 1, 64, torch.bfloat16, kv_dtype, [2048] * 4, extra_columns=0, seed=31)
+        plans = {}
+
+        def plan_of(value):
+            if value not in plans:
+                plans[value] = rt.plan(p.n, sq=p.sq, page_size=p.page, q_dtype=p.q_dtype, kv_dtype=kv_dtype,
+                                       softmax_scale=p.scale, kv_scale=value, max_batch=p.batch)
+            return plans[value]
+        for value in (1.0, 0.5, 0.25, 2.0):  # all plans made before capture
+            plan_of(value)
+        plan = plan_of(1.0)
+        ws = torch.empty((max(pl.workspace_size for pl in plans.values()) + 16,), dtype=torch.uint8,
+                         device=p.q.device)
+        scale = torch.tensor(0.5, dtype=torch.float32, device=p.q.device)
+        out_g, lse_g = torch.empty_like(p.out), torch.empty_like(p.lse)
+        graph = capture(lambda: plan.run(p.q, p.kv, p.block_table, p.seq_lens, out_g, lse_g, ws, kv_scale=scale))
+        previous = None
+        for value, lens in ((0.5, [2048, 5, 700, 64]), (0.25, [2048, 5, 700, 64]), (2.0, [1, 2048, 2048, 30])):
+            scale.fill_(value)
+            p.seq_lens.copy_(torch.tensor(lens, dtype=torch.int32))
+            out_g.fill_(float("nan"))
+            graph.replay()
+            plan_of(value).run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+            torch.cuda.synchronize()
+            self.assertTrue(same_bits(out_g, p.out) and same_bits(lse_g, p.lse),
+                            f"replay with the scale {value} differs from a plan of scale {value}")
+            p.lens, p.kv_scale = lens, value
+            assert_close(self, p, out_g, lse_g, f"replay with the scale {value}")
+            if previous is not None:
+                self.assertFalse(same_bits(out_g, previous), f"the replay did not follow the scale to {value}")
+            previous = out_g.clone()
+
+
 @unittest.skipIf(SKIP, SKIP or "")
 class CPathTest(unittest.TestCase):
     """run() on torch tensors == run_raw() on a second runtime's plan ==
@@ -308,7 +517,8 @@ class CPathTest(unittest.TestCase):
 
 @unittest.skipIf(SKIP, SKIP or "")
 class VllmExampleTest(unittest.TestCase):
-    """examples/vllm_backend.py: both q forms, bf16 and fp8 caches."""
+    """examples/vllm_backend.py: both q forms (the pair contiguous and as
+    views), bf16 and fp8 caches, the fp8 scale from layer._k_scale."""
 
     def setUp(self):
         import importlib.util
@@ -328,16 +538,26 @@ class VllmExampleTest(unittest.TestCase):
         impl = self.ex.MlaTuneDecodeImpl(num_heads=16, scale=p.scale, kv_cache_dtype=kv_cache_dtype, block_size=64,
                                          max_num_seqs=8, runtime=runtime())
         kv = p.kv.view(torch.uint8) if kv_cache_dtype == "fp8" else p.kv
-        layer = self.ex.Layer(k_scale=kv_scale)
+        layer = self.ex.Layer(k_scale=kv_scale, device=p.q.device)
         q3 = p.q.view(p.batch, 16, 576)
         out, lse = self.forward(impl, p, kv, layer, q3)
         torch.cuda.synchronize()
         self.assertEqual(tuple(out.shape), (p.batch, 16, 512))
         self.assertEqual(tuple(lse.shape), (p.batch, 16))
         assert_close(self, p, out, lse, f"example, {kv_cache_dtype}")
-        out2, lse2 = self.forward(impl, p, kv, layer, (q3[..., :512].contiguous(), q3[..., 512:].contiguous()))
-        torch.cuda.synchronize()
-        self.assertTrue(same_bits(out, out2) and same_bits(lse, lse2), "the pair form differs from the single tensor")
+        for form, pair in (("contiguous parts", (q3[..., :512].contiguous(), q3[..., 512:].contiguous())),
+                           ("views of q", (q3[..., :512], q3[..., 512:])), ("vLLM's views", vllm_pair(p))):
+            out2, lse2 = self.forward(impl, p, kv, layer, pair)
+            torch.cuda.synchronize()
+            self.assertTrue(same_bits(out, out2) and same_bits(lse, lse2), f"the pair form ({form}) differs")
+        if kv_cache_dtype == "fp8":
+            # the scale is the layer's device tensor: one plan, and a new
+            # value is read by the next call
+            self.assertEqual(list(impl._plans), [(1, 1.0)])
+            layer._k_scale.fill_(kv_scale * 2)
+            out3, _ = self.forward(impl, p, kv, layer, q3)
+            torch.cuda.synchronize()
+            self.assertFalse(same_bits(out, out3), "a new layer._k_scale was not read")
 
     def test_bf16_cache(self):
         self.check("auto", torch.bfloat16, 1.0)
@@ -359,7 +579,7 @@ class ReadmeTest(unittest.TestCase):
         import re
         with open(os.path.join(support.PYTHON_DIR, "README.md")) as f:
             blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-        self.assertGreaterEqual(len(blocks), 2, "README.md lost its example blocks")
+        self.assertGreaterEqual(len(blocks), 3, "README.md lost its example blocks")
         namespace = {"__name__": "readme"}
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
@@ -369,6 +589,7 @@ class ReadmeTest(unittest.TestCase):
         errors = [float(x) for x in re.findall(r"largest error: (\S+) (\S+)", text)[0]]
         self.assertLess(max(errors), 5e-2, text)
         self.assertIn("replay == direct call: True", text)
+        self.assertIn("views == contiguous: True True", text)
 
 
 if __name__ == "__main__":

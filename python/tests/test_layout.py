@@ -144,6 +144,8 @@ class LayoutTest(unittest.TestCase):
         # the parser found what it should (a parser that finds nothing would pass vacuously)
         self.assertEqual(set(structs), set(_capi.STRUCTS))
         self.assertIn("schedule", structs["mlt_decode_args"])
+        self.assertEqual(structs["mlt_decode_args"][-1], "kv_scale_device")
+        self.assertEqual((values["MLT_VERSION_MAJOR"], values["MLT_VERSION_MINOR"]), _capi.HEADER_VERSION)
         self.assertIn("key_seq_len", structs["mlt_choice_info"])  # from "int key_batch, key_seq_len;"
         self.assertIn("MLT_LENGTHS_UNKNOWN", macros)
         self.assertEqual(compare(parsed, sizes, fields, values), [])
@@ -174,18 +176,60 @@ class LayoutTest(unittest.TestCase):
         self.assertTrue(any("mlt_dtype" in p and "FP4" in p for p in problems), problems)
 
 
+class FunctionsTest(unittest.TestCase):
+    """Every function the header declares is bound by mlatune.Library,
+    with the C return type's size."""
+
+    @unittest.skipIf(support.header() is None, "mlatune.h not found")
+    def test_every_function_is_bound(self):
+        from mlatune import _library
+        with open(support.header()) as f:
+            text = _strip_comments(f.read())
+        text = re.sub(r"^\s*#\s*define[^\n]*(?:\\\n[^\n]*)*", " ", text, flags=re.M)  # macro bodies
+        declared = set(re.findall(r"\b(mlt_[a-z_]+)\s*\(", text))
+        bound = set(_library._FUNCTIONS) | set(_capi.OPTIONAL_FUNCTIONS)
+        self.assertIn("mlt_api_version", declared)
+        self.assertIn("mlt_plan_run", declared)
+        self.assertEqual(sorted(declared - bound), [], "declared in mlatune.h, not bound by the package")
+        self.assertEqual(sorted(bound - declared), [], "bound by the package, not in mlatune.h")
+
+
 class PackerTest(unittest.TestCase):
     """The per-call packer writes each field where the mirror has it."""
 
+    @staticmethod
+    def distinct_values(mirror):
+        """(field -> value, the packer's argument list): a distinct value
+        per field, array elements included."""
+        per_field, flat = {}, []
+        for i, (name, ctype) in enumerate(mirror._fields_):
+            if issubclass(ctype, ctypes.Array):
+                v = tuple((i + 1) * 0x1000 + 8 * k - 16 for k in range(ctype._length_))  # one negative
+                flat.extend(v)
+            else:
+                v = (i + 1) * 0x1000 + i if ctype in (ctypes.c_void_p, ctypes.c_size_t) else -i if i % 2 else i
+                flat.append(v)
+            per_field[name] = v
+        return per_field, flat
+
     def test_pack_matches_mirror_fields(self):
         packer = _capi.struct_packer(_capi.DecodeArgs)
-        names = [f for f, _ in _capi.DecodeArgs._fields_]
-        values = [(i + 1) * 0x1000 + i for i in range(len(names))]  # distinct per field
-        values[0], values[1], values[2], values[11] = 7, -1, 33, 12345  # the ints
-        raw = packer.pack(*values)
-        args = _capi.DecodeArgs.from_buffer_copy(raw)
-        for name, value in zip(names, values):
-            self.assertEqual(getattr(args, name), value, name)
+        per_field, flat = self.distinct_values(_capi.DecodeArgs)
+        args = _capi.DecodeArgs.from_buffer_copy(packer.pack(*flat))
+        for name, value in per_field.items():
+            got = getattr(args, name)
+            self.assertEqual(tuple(got) if isinstance(value, tuple) else got, value, name)
+        self.assertEqual(tuple(args.q_strides)[0], 0x1000 * 15 - 16)
+
+    def test_head_packer_and_zero_tail(self):
+        # plan.py packs a call without views as the fields up to `schedule` plus zeros
+        from mlatune import plan
+        per_field, flat = self.distinct_values(_capi.DecodeArgs)
+        head = flat[:13]
+        zeros = [0] * (len(flat) - 13)
+        self.assertEqual(plan._HEAD.pack(*head) + plan._NO_VIEWS_TAIL, plan._ARGS.pack(*head, *zeros))
+        self.assertEqual(plan._HEAD.size, _capi.DecodeArgs.q_pe.offset)
+        self.assertEqual(len(zeros), len(plan.NO_VIEWS))
 
     def test_every_struct_has_a_packer_layout(self):
         for mirror in (_capi.DecodeArgs, _capi.DecodeProblem):

@@ -36,7 +36,7 @@ class ImportTest(unittest.TestCase):
             print("imported", mlatune.__version__, mlatune.LENGTHS_UNKNOWN, mlatune.MLT_LENGTHS_UNKNOWN)
             """)
         self.assertEqual(code, 0, out)
-        self.assertIn("imported 0.1.0 -1 -1", out)
+        self.assertIn("imported 0.2.0 -1 -1", out)
 
     def test_python_3_9_syntax(self):
         # the package must run on 3.9: compile every file with the 3.9 grammar
@@ -115,7 +115,21 @@ class DiscoveryTest(unittest.TestCase):
             self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
         self.assertIs(mlatune.load_library(stub.path), stub)
         self.assertEqual(stub.version, mlatune.HEADER_VERSION)
-        self.assertFalse(stub.supports_split_q)
+        self.assertTrue(stub.supports_split_q)
+
+    def test_versions(self):
+        # mlt_api_version's answer; none (a 0.1 library); a newer one is refused: its mlt_decode_args may
+        # have grown past what the package packs
+        if support.stub_library() is None:
+            self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
+        self.assertEqual(support.stub_library().version, (0, 2))
+        self.assertEqual(support.stub_library(api_0_1=True).version, (0, 1))
+        path = support.compile_c(os.path.join(support.HERE, "stub", "stub_mlatune.c"),
+                                 os.path.join(support.temp_dir(), "libmlatune_stub_0_3.so"), shared=True,
+                                 defines=["MLT_VERSION_MINOR_OVERRIDE=3"])
+        with self.assertRaises(mlatune.LibraryNotFound) as cm:
+            mlatune.load_library(path)
+        self.assertIn(f"{path} has C API 0.3, newer than this mlatune package's mirrors (0.2)", str(cm.exception))
 
 
 if __name__ == "__main__":

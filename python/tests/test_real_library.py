@@ -6,7 +6,10 @@ the library's own message.  Where the library offers a CPU path, it is
 used:
   * MLA_TUNE_BACKEND=hip-cpu (the CPU emulation backend), when the library
     honours it: a whole decode on host memory, checked against a reference
-    computed here in plain Python;
+    computed here in plain Python, then the same call through views (q in
+    two parts, strided q / out, lse heads first, the kv scale in device
+    memory) equal bit for bit, and a device scale of 0.5 against the
+    reference;
   * a stub CUDA driver ($MLA_TUNE_STUB_CUDA, or tests/stub_libcuda.c of the
     repository built here) loaded through MLA_TUNE_CUDA_DRIVER: a runtime
     that reports an H100, so that options and errors are seen to cross the
@@ -249,7 +252,77 @@ class EmulatedDecodeTest(unittest.TestCase):
                     for i in range(dl):
                         worst = max(worst, abs(bf16_value(got_out[row * dl + i]) - ref_out[b][t][h][i]))
         self.assertLess(worst, 2e-2, "out differs from the reference")
-        for p in (qp, kvp, btp, slp, outp, lsep, wsp):
+        ws_arg = A(wsp, (max(plan.workspace_size, 16),), "uint8", device=0)
+        common = (A(kvp, (pages, page, d), "bfloat16", device=0), A(btp, (batch, blocks), "int32", device=0),
+                  A(slp, (batch,), "int32", device=0))
+        flat_q = flat(q_bits)
+        rows = batch * sq * n
+
+        # The same call through views (C API 0.2): q as (ql_nope, q_pe), each
+        # a slice of a wider buffer (ql_nope: columns 0..511 of rows of 640;
+        # q_pe: columns 64..127 of token-major rows of 128), out columns
+        # 512..1023 of rows of 1024, lse heads first [B, N, Sq], the kv scale
+        # (1.0) read from device memory: the same bits, and nothing written
+        # outside the views.
+        nope_wide = []
+        pe_wide = []
+        for r in range(rows):
+            row = flat_q[r * d:(r + 1) * d]
+            nope_wide += row[:dl] + [0x7FC1] * (640 - dl)
+            pe_wide += [0x7FC2] * 64 + row[dl:]
+        nope_p, pe_p = put(nope_wide, "H"), put(pe_wide, "H")
+        sentinel = 0xFFC3  # a bf16 NaN
+        out_wide_p = put([sentinel] * (rows * 1024), "H")
+        lse_hf_p = put([float("nan")] * rows, "f")
+        scale_p = put([1.0], "f")
+        ql_nope = A(nope_p, (batch, sq, n, dl), "bfloat16", strides=(sq * n * 640, n * 640, 640, 1), device=0)
+        q_pe = A(pe_p + 64 * 2, (batch * sq, n, d - dl), "bfloat16", strides=(n * 128, 128, 1), device=0)
+        out_view = A(out_wide_p + dl * 2, (batch * sq, n, dl), "bfloat16", strides=(n * 1024, 1024, 1), device=0)
+        plan.run((ql_nope, q_pe), *common, out_view, A(lse_hf_p, (batch, n, sq), "float32", device=0), ws_arg,
+                 kv_scale=A(scale_p, (), "float32", device=0), lse_layout="heads_first")
+        rt.synchronize()
+        out_wide = struct.unpack(f"<{rows * 1024}H", rt.copy_to_host(out_wide_p, rows * 1024 * 2))
+        lse_hf = struct.unpack(f"<{rows}f", rt.copy_to_host(lse_hf_p, rows * 4))
+        for r in range(rows):
+            self.assertEqual(out_wide[r * 1024 + dl:(r + 1) * 1024], got_out[r * dl:(r + 1) * dl],
+                             f"row {r}: out through the views differs from the contiguous call")
+            self.assertEqual(set(out_wide[r * 1024:r * 1024 + dl]), {sentinel}, f"row {r}: written outside out")
+        for b in range(batch):
+            for t in range(sq):
+                for h in range(n):
+                    self.assertEqual(struct.pack("<f", lse_hf[(b * n + h) * sq + t]),
+                                     struct.pack("<f", got_lse[(b * sq + t) * n + h]), (b, t, h))
+
+        # a scale of 0.5 from device memory: keys and values scaled
+        rt.copy_to_device(scale_p, struct.pack("<f", 0.5))
+        plan.run(A(qp, (batch, sq, n, d), "bfloat16", device=0), *common,
+                 A(outp, (batch, sq, n, dl), "bfloat16", device=0), A(lsep, (batch, sq, n), "float32", device=0),
+                 ws_arg, kv_scale=A(scale_p, (1,), "float32", device=0))
+        rt.synchronize()
+        half_out = struct.unpack(f"<{rows * dl}H", rt.copy_to_host(outp, rows * dl * 2))
+        half_lse = struct.unpack(f"<{rows}f", rt.copy_to_host(lsep, rows * 4))
+        ref_out, ref_lse = reference(q, [[[0.5 * v for v in key] for key in kb] for kb in keys], lens, sq, n, d, dl,
+                                     scale)
+        worst = 0.0
+        for b in range(batch):
+            for t in range(sq):
+                for h in range(n):
+                    row = (b * sq + t) * n + h
+                    if ref_lse[b][t][h] != -math.inf:
+                        self.assertAlmostEqual(half_lse[row], ref_lse[b][t][h],
+                                               delta=1e-2 * max(1.0, abs(ref_lse[b][t][h])))
+                    for i in range(dl):
+                        worst = max(worst, abs(bf16_value(half_out[row * dl + i]) - ref_out[b][t][h][i]))
+        self.assertLess(worst, 2e-2, "out with the device scale 0.5 differs from the reference")
+
+        # what only C checks comes back with C's message (run_raw checks nothing)
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run_raw(batch, qp, kvp, btp, slp, outp, lsep, wsp, max(plan.workspace_size, 16), blocks,
+                         out_strides=(0, 0, dl))
+        self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+        self.assertTrue(cm.exception.message.startswith("mla_decode: out strides (0, 0, 512 per request, token, "
+                                                        "head) make rows overlap"), cm.exception.message)
+        for p in (qp, kvp, btp, slp, outp, lsep, wsp, nope_p, pe_p, out_wide_p, lse_hf_p, scale_p):
             rt.free(p)
         rt.close()
 

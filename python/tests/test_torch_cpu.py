@@ -87,17 +87,24 @@ class TorchFastPathTest(unittest.TestCase):
         args["kv_cache"] = args["kv_cache"].unsqueeze(2)  # [pages, page, 1, D]
         self.assertEqual(rules.torch_pointers(**args), rules.pointers(**args))
 
-    def refusal(self, **changes):
-        """The fast path's message for a bad argument, checked against the
-        general path's."""
+    def refusal(self, views=False, **changes):
+        """The fast paths' message for a bad argument, checked against the
+        general path's.  views: a call in a form that torch_pointers (the
+        contiguous fast path) does not take, only torch_views."""
         args = dict(self.args, **changes)
-        with self.assertRaises(mlatune.Error) as fast:
-            self.plan._rules.torch_pointers(**args)
+        rules = self.plan._rules
+        if not views:
+            with self.assertRaises(mlatune.Error) as fast:
+                rules.torch_pointers(**args)
+        with self.assertRaises(mlatune.Error) as fast_views:
+            rules.torch_views(**args)
         with self.assertRaises(mlatune.Error) as general:
-            self.plan._rules.pointers(**args)
-        self.assertEqual(fast.exception.message, general.exception.message)
-        self.assertEqual(fast.exception.status, Status.ERR_INVALID_ARGUMENT)
-        return fast.exception.message
+            rules.pointers(**args)
+        if not views:
+            self.assertEqual(fast.exception.message, general.exception.message)
+        self.assertEqual(fast_views.exception.message, general.exception.message)
+        self.assertEqual(fast_views.exception.status, Status.ERR_INVALID_ARGUMENT)
+        return general.exception.message
 
     def test_refusals(self):
         a = self.args
@@ -112,8 +119,6 @@ class TorchFastPathTest(unittest.TestCase):
             "seq_lens: expected shape [batch] with 1 <= batch <= 8"))
         self.assertTrue(self.refusal(seq_lens=torch.ones((), dtype=torch.int32)).startswith("seq_lens: expected shape"))
         # views: non-contiguous, and contiguous but at an odd offset
-        q_t = a["q"].transpose(1, 2).contiguous().transpose(1, 2)
-        self.assertTrue(self.refusal(q=q_t).startswith("q: not contiguous"))
         wide = torch.zeros((3, 8), dtype=torch.int32)
         self.assertTrue(self.refusal(block_table=wide[:, :4]).startswith("block_table: not contiguous"))
         flat = torch.zeros(a["q"].numel() + 8, dtype=torch.bfloat16)
@@ -124,6 +129,92 @@ class TorchFastPathTest(unittest.TestCase):
         off = (16 - ws.data_ptr() % 16) % 16 + 4
         self.assertIn("workspace: data pointer", self.refusal(workspace=ws[off:]))
         self.assertIn("schedule: 100 bytes, the plan needs 512", self.refusal(schedule=a["schedule"][:100]))
+
+    def view_cases(self):
+        """(what, changes to the arguments, (request, token, head) strides
+        C must get for q, q_pe, out, lse) for the plan (N 16, Sq 2, B 3)."""
+        a, bf = self.args, torch.bfloat16
+        q = a["q"]
+        zero = (0, 0, 0)
+        return [
+            ("pair of q's slices", dict(q_pe=q[..., 512:], q=q[..., :512]),
+             ((18432, 9216, 576), (18432, 9216, 576), zero, zero)),
+            ("vLLM's pair: a transposed bmm output and a slice",
+             dict(q=torch.zeros((16, 6, 512), dtype=bf).transpose(0, 1),
+                  q_pe=torch.zeros((6, 16, 192), dtype=bf)[..., 128:]),
+             ((1024, 512, 3072), (6144, 3072, 192), zero, zero)),
+            ("q a slice of rows of 640", dict(q=torch.zeros((3, 2, 16, 640), dtype=bf)[..., :576]),
+             ((20480, 10240, 640), zero, zero, zero)),
+            ("out a slice of rows of 1024", dict(out=torch.zeros((6, 16, 1024), dtype=bf)[..., 512:]),
+             (zero, zero, (32768, 16384, 1024), zero)),
+            ("lse heads first", dict(lse=torch.zeros((3, 16, 2)), heads_first=True), (zero, zero, zero, (32, 1, 2))),
+            ("lse a slice, token-major", dict(lse=torch.zeros((6, 32))[:, 16:]), (zero, zero, zero, (64, 32, 1))),
+            ("contiguous, named heads first with Sq 2", dict(lse=torch.zeros((3, 2, 16)).transpose(1, 2),
+                                                             heads_first=True), (zero, zero, zero, zero)),
+        ]
+
+    def test_views_fast_and_general_paths_agree(self):
+        rules = self.plan._rules
+        for what, changes, strides in self.view_cases():
+            args = dict(self.args, **changes)
+            fast, general = rules.torch_views(**args), rules.pointers(**args)
+            self.assertEqual(fast, general, what)
+            views = fast[-1]
+            self.assertEqual((views[1:4], views[4:7], views[7:10], views[10:13]), strides, what)
+            self.assertEqual(views[0], args["q_pe"].data_ptr() if "q_pe" in changes else 0, what)
+            self.assertEqual(fast[2], args["q"].data_ptr(), what)
+        # a contiguous call: the same through every path, no views
+        self.assertEqual(rules.torch_pointers(**self.args), rules.torch_views(**self.args))
+        self.assertIs(rules.torch_views(**self.args)[-1], mlatune._checks.NO_VIEWS)
+
+    def test_views_reach_c(self):
+        for what, changes, strides in self.view_cases():
+            changes = dict(changes)
+            kwargs = {}
+            if changes.pop("heads_first", False):
+                kwargs["lse_layout"] = "heads_first"
+            if "q_pe" in changes:
+                changes["q"] = (changes["q"], changes.pop("q_pe"))
+            args = dict(self.args, **changes)
+            self.plan.run(**args, **kwargs)
+            got = self.lib._cdll.stub_last_args().contents
+            self.assertEqual((tuple(got.q_strides), tuple(got.q_pe_strides), tuple(got.out_strides),
+                              tuple(got.lse_strides)), strides, what)
+            q = args["q"]
+            self.assertEqual((got.q, got.q_pe or 0), (q[0].data_ptr(), q[1].data_ptr()) if isinstance(q, tuple)
+                             else (q.data_ptr(), 0), what)
+            self.assertEqual((got.out, got.lse), (args["out"].data_ptr(), args["lse"].data_ptr()), what)
+        scale = torch.ones((), dtype=torch.float32)
+        self.plan.run(**self.args, kv_scale=scale)
+        self.assertEqual(self.lib._cdll.stub_last_args().contents.kv_scale_device, scale.data_ptr())
+        self.plan.build_schedule(**dict(self.args, q=(self.args["q"][..., :512], self.args["q"][..., 512:])),
+                                 kv_scale=scale)
+        got = self.lib._cdll.stub_last_args().contents
+        self.assertEqual((got.q_pe, got.kv_scale_device), (self.args["q"].data_ptr() + 1024, scale.data_ptr()))
+
+    def test_view_refusals(self):
+        a, bf = self.args, torch.bfloat16
+        self.assertTrue(self.refusal(True, q=torch.zeros((3, 2, 16, 580), dtype=bf)[..., :576]).startswith(
+            "q: stride per head is 580 elements"))
+        self.assertTrue(self.refusal(True, q=torch.zeros((3, 2, 16, 1152), dtype=bf)[..., ::2]).startswith(
+            "q: the last dimension has stride 2"))
+        self.assertTrue(self.refusal(True, out=torch.zeros((3, 2, 16, 512), dtype=bf).transpose(0, 1).as_strided(
+            (3, 2, 16, 512), (8192, 4096, 256, 1))).startswith("out: strides [8192, 4096, 256, 1] (shape [3, 2, 16, "
+                                                               "512]) make rows overlap"))
+        self.assertTrue(self.refusal(True, q=torch.zeros((1, 1, 1, 576), dtype=bf).expand(3, 2, 16, 576)).startswith(
+            "q: strides [0, 0, 0, 1] (shape [3, 2, 16, 576]): every row at one address"))
+        self.assertTrue(self.refusal(True, lse=torch.zeros((3, 2, 16)), heads_first=True).startswith(
+            "lse: expected shape [3, 16, 2], got [3, 2, 16]"))
+        q = a["q"]
+        self.assertTrue(self.refusal(True, q=q[..., :512], q_pe=q[..., 512:544]).startswith(
+            "q[1] (q_pe): expected shape [3, 2, 16, 64] or [6, 16, 64], got [3, 2, 16, 32]"))
+        self.assertTrue(self.refusal(True, q=q[..., :512], q_pe=q[..., 508:572]).startswith(
+            "q[1] (q_pe): data pointer"))
+        self.assertEqual(self.refusal(True, kv_scale=torch.ones((), dtype=torch.float64)),
+                         "kv_scale: expected dtype float32, got float64")
+        self.assertEqual(self.refusal(True, kv_scale=torch.ones((2,))),
+                         "kv_scale: expected one element (shape [] or [1]), got shape [2]")
+        self.assertTrue(self.refusal(True, kv_scale=1.0).startswith("kv_scale: expected a device tensor"))
 
     def test_wrong_device(self):
         torch.Tensor.get_device = lambda self: -1 if self.dtype == torch.float32 else 0  # lse "on the host"

@@ -8,9 +8,12 @@
  * stub_run_count) so that a test can check what the Python side passed.
  * mlt_plan_run checks what the real one checks before it launches (batch
  * range, hints, null and misaligned pointers, workspace present) with
- * messages of the same form.  Built by tests/support.py with the system C
- * compiler against the real header, so a header change that breaks the
- * mirrors shows here too.
+ * messages of the same form, the views' rules included (views.c).  Built
+ * by tests/support.py with the system C compiler against the real header,
+ * so a header change that breaks the mirrors shows here too; built with
+ * -DSTUB_API_0_1 it has no mlt_api_version, as a 0.1 library had none, and
+ * refuses the views as such a library would not (it would ignore them):
+ * the package must not send them.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -31,6 +34,14 @@ static mlt_status fail(mlt_status st, const char *fmt, ...) {
     va_end(ap);
     return st;
 }
+
+#ifndef STUB_API_0_1
+#ifdef MLT_VERSION_MINOR_OVERRIDE  /* a library newer than the header */
+int mlt_api_version(void) { return (MLT_VERSION_MAJOR << 16) | MLT_VERSION_MINOR_OVERRIDE; }
+#else
+int mlt_api_version(void) { return (MLT_VERSION_MAJOR << 16) | MLT_VERSION_MINOR; }
+#endif
+#endif
 
 const char *mlt_status_string(mlt_status s) { return s == MLT_OK ? "ok" : "stub failure"; }
 const char *mlt_last_error(void) { return last_error; }
@@ -116,6 +127,46 @@ long long stub_schedule_count(void) { return schedule_count; }
 const mlt_runtime_options *stub_last_options(void) { return &last_options.options; }
 const mlt_decode_problem *stub_plan_problem(const mlt_plan *plan) { return &plan->problem; }
 
+/* views.c's rules, with its messages (the overlap rule is left out) */
+static mlt_status check_views(const mlt_plan *plan, const mlt_decode_args *a) {
+    const int64_t *given[4] = {a->q_strides, a->q_pe_strides, a->out_strides, a->lse_strides};
+    int any = a->q_pe || a->kv_scale_device;
+    for (int i = 0; i < 4; i++) any |= given[i][0] || given[i][1] || given[i][2];
+#ifdef STUB_API_0_1
+    (void)plan;
+    return any ? fail(MLT_ERR_INTERNAL, "stub 0.1: the package sent views to a library without them") : MLT_OK;
+#else
+    if (!any) return MLT_OK;
+    const mlt_decode_problem *p = &plan->problem;
+    if (a->q_pe) {
+        if (p->d <= p->dl || p->dl % 8 != 0)
+            return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: q in two parts needs D > Dl and Dl a multiple of 8 "
+                        "(D=%d, Dl=%d)", p->d, p->dl);
+        if ((uintptr_t)a->q_pe % 16)
+            return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: q_pe pointer 0x%llx is not 16-byte aligned",
+                        (unsigned long long)(uintptr_t)a->q_pe);
+    } else if (given[1][0] || given[1][1] || given[1][2]) {
+        return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: q_pe strides given without q_pe");
+    }
+    if ((uintptr_t)a->kv_scale_device % 4)
+        return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: kv scale pointer 0x%llx is not 4-byte aligned",
+                    (unsigned long long)(uintptr_t)a->kv_scale_device);
+    static const char *const names[4] = {"q", "q_pe", "out", "lse"}, *const dims[3] = {"request", "token", "head"};
+    static const int piece[4] = {8, 8, 8, 1};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) {
+            if (given[i][j] < 0)
+                return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: %s stride per %s is %lld: negative strides are "
+                            "not supported", names[i], dims[j], (long long)given[i][j]);
+            if (given[i][j] % piece[i])
+                return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: %s stride per %s is %lld elements, not a "
+                            "multiple of %d (rows are moved in 16-byte pieces)", names[i], dims[j],
+                            (long long)given[i][j], piece[i]);
+        }
+    return MLT_OK;
+#endif
+}
+
 /* the checks mlt_plan_run makes before it launches */
 static mlt_status check(const mlt_plan *plan, const mlt_decode_args *a) {
     if (!plan || !a) return fail(MLT_ERR_INVALID_ARGUMENT, "null plan or arguments");
@@ -135,6 +186,8 @@ static mlt_status check(const mlt_plan *plan, const mlt_decode_args *a) {
             return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: %s pointer 0x%llx is not %u-byte aligned",
                         ptrs[i].name, (unsigned long long)(uintptr_t)ptrs[i].p, ptrs[i].align);
     }
+    mlt_status st = check_views(plan, a);
+    if (st != MLT_OK) return st;
     if (!a->workspace || a->workspace_size < (size_t)4096 * a->batch)
         return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: workspace of %zu bytes needed, %zu given",
                     (size_t)4096 * a->batch, a->workspace_size);
