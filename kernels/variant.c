@@ -143,12 +143,13 @@ mt_status mt_variant_parse(const mt_family *f, const char *text, mt_variant *v) 
 int mt_variant_defines(const mt_variant *v, const mt_problem_static *s, char storage[][48],
                        const char *defines[], int n_max) {
     int n = 0;
-    if (n_max < 5 + v->family->n_params) return 0;
+    if (n_max < 6 + v->family->n_params) return 0;
     snprintf(storage[n], 48, "D=%d", s->d), defines[n] = storage[n], n++;
     snprintf(storage[n], 48, "DL=%d", s->dl), defines[n] = storage[n], n++;
     snprintf(storage[n], 48, "PAGE_SIZE=%d", s->page_size), defines[n] = storage[n], n++;
     snprintf(storage[n], 48, "Q_DTYPE=%d", (int)s->q_dtype), defines[n] = storage[n], n++;
     snprintf(storage[n], 48, "KV_DTYPE=%d", (int)s->kv_dtype), defines[n] = storage[n], n++;
+    snprintf(storage[n], 48, "VIEWS=%d", s->views ? 1 : 0), defines[n] = storage[n], n++;
     for (int i = 0; i < v->family->n_params; i++) {
         const mt_param_desc *p = &v->family->params[i];
         snprintf(storage[n], 48, "%s=%d", p->define, p->define_as_flag ? v->values[i] != 0 : v->values[i]);

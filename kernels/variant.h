@@ -33,6 +33,7 @@ typedef struct mt_problem_static {
     int page_size;    /* tokens per KV page */
     mt_dtype q_dtype; /* also the output dtype */
     mt_dtype kv_dtype;
+    int views;        /* 1: calls may pass strided / split tensors (the decode family's VIEWS) */
 } mt_problem_static;
 
 /* What a target allows: from a device when there is one, else from the

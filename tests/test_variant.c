@@ -571,6 +571,8 @@ int main(void) {
         mt_variant gv;
         mt_variant_default(f, &gv);
         gv.values[MT_P_NUM_SPLITS] = 1;
+        mt_problem_static plain = s;
+        s.views = 1; /* the views' rules apply to kernels built for views */
         mt_mla_decode_args va = {.batch = 2, .n_heads = 16, .sq = 2, .max_blocks = 4, .page_size = 64,
                                  .warp_size = 32, .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000,
                                  .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000,
@@ -579,7 +581,8 @@ int main(void) {
         mt_decode_params vp;
         memset(&vp, 0, sizeof vp);
         mt_mla_decode_fill_views(&s, &va, &vp);
-        CHECK(vp.q_str.b == 2 * 16 * 576 && vp.q_str.t == 16 * 576 && vp.q_str.n == 576);
+        /* contiguous rows are evenly spaced: marked t = -1 (no division on the GPU) */
+        CHECK(vp.q_str.b == 2 * 16 * 576 && vp.q_str.t == -1 && vp.q_str.n == 576);
         CHECK(vp.q_pe == 0x1000 + 512 * 2 && vp.q_pe_str.n == 576 && vp.out_str.n == 512 && vp.lse_str.b == 32);
         /* vLLM's pair: ql_nope [B, N, 512] and q_pe [B, N, 64], Sq = 1 */
         mt_mla_decode_args pair = va;
@@ -594,6 +597,9 @@ int main(void) {
         lay.lse_strides[0] = 32, lay.lse_strides[1] = 1, lay.lse_strides[2] = 2;
         lay.out_strides[0] = 32 * 520, lay.out_strides[1] = 16 * 520, lay.out_strides[2] = 520;
         CHECK_OK(mt_mla_decode_check_args(&gv, &s, &lay));
+        mt_mla_decode_fill_views(&s, &lay, &vp);
+        CHECK(vp.out_str.t == -1 && vp.out_str.n == 520);                        /* padded rows: still even */
+        CHECK(vp.lse_str.b == 32 && vp.lse_str.t == 1 && vp.lse_str.n == 2);    /* head-major: the general form */
         struct { const char *what; mt_mla_decode_args a; const char *says; } bad[] = {
             {"negative", va, "out stride per head is -512"},
             {"unaligned", va, "q stride per head is 580 elements, not a multiple of 8"},
@@ -619,6 +625,14 @@ int main(void) {
         no_rope.d = 512;
         CHECK_STATUS(mt_mla_decode_check_args(&gv, &no_rope, &pair), MT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(mt_last_error(), "q in two parts needs D > Dl") != NULL, "%s", mt_last_error());
+        /* kernels built for contiguous tensors refuse views, and say how to get them */
+        CHECK_OK(mt_mla_decode_check_args(&gv, &plain, &va));
+        CHECK_STATUS(mt_mla_decode_check_args(&gv, &plain, &pair), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "create the plan with views = 1") != NULL, "%s", mt_last_error());
+        mt_mla_decode_args scale_only = va;
+        scale_only.kv_scale_ptr = 0x7000;
+        CHECK_STATUS(mt_mla_decode_check_args(&gv, &plain, &scale_only), MT_ERR_INVALID_ARGUMENT);
+        s = plain;
     }
     return check_summary("test_variant");
 }

@@ -59,6 +59,9 @@
 #ifndef KV_DTYPE
 #define KV_DTYPE 0
 #endif
+#ifndef VIEWS
+#define VIEWS 0 /* 1: q, out and lse are placed through the call's strides */
+#endif
 #ifndef TILE_Q
 #define TILE_Q 16
 #endif
@@ -195,7 +198,12 @@ __device__ __forceinline__ float merged_lse(float m, float total) {
  * parts (vLLM's ql_nope and q_pe): every access to them goes through these,
  * which place query row `row` (= t * N + n) of request b by the strides the
  * host filled (the contiguous layout when the caller gave none). */
+#if VIEWS
 __device__ __forceinline__ long long row_offset(const mt_row_strides &s, int n_heads, int b, int row) {
+    /* rows evenly spaced (the host marks it with t < 0: a token's rows
+     * follow the previous token's, or Sq is 1), as in every contiguous or
+     * padded layout: no division, and the row's part fits 32 bits */
+    if (s.t < 0) return (long long)b * s.b + row * (int)s.n;
     const int t = row / n_heads;
     return (long long)b * s.b + (long long)t * s.t + (long long)(row - t * n_heads) * s.n;
 }
@@ -212,6 +220,19 @@ __device__ __forceinline__ mt_u16 *out_row(const mt_decode_params &p, mt_u16 *ou
 __device__ __forceinline__ float *lse_at(const mt_decode_params &p, float *lse, int b, int row) {
     return lse + row_offset(p.lse_str, p.n_heads, b, row);
 }
+#else
+/* VIEWS=0: the contiguous layouts [B, Sq, N, width], rows in order (what
+ * the views cost, measured: reports/PERFLOG.md session 14) */
+__device__ __forceinline__ const mt_u16 *q_at(const mt_decode_params &p, const mt_u16 *q, int b, int row, int col) {
+    return q + ((size_t)b * p.rows + row) * D + col;
+}
+__device__ __forceinline__ mt_u16 *out_row(const mt_decode_params &p, mt_u16 *out, int b, int row) {
+    return out + ((size_t)b * p.rows + row) * DL;
+}
+__device__ __forceinline__ float *lse_at(const mt_decode_params &p, float *lse, int b, int row) {
+    return lse + (size_t)b * p.rows + row;
+}
+#endif
 
 __device__ __forceinline__ void store_lse(const mt_decode_params &p, float *lse, float *lse_part, int b, int dest,
                                           int rows, int row, float v) {
@@ -306,5 +327,9 @@ __device__ __forceinline__ mt_item item_at(const mt_items &g, int i, const int *
 /* The dequantisation scale: from device memory when the caller keeps it
  * there (read at run time, so a captured graph follows its changes). */
 __device__ __forceinline__ float kv_scale_of(const mt_decode_params &p) {
+#if VIEWS
     return p.kv_scale_ptr ? *(const float *)p.kv_scale_ptr : p.kv_scale;
+#else
+    return p.kv_scale;
+#endif
 }

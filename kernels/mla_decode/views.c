@@ -35,8 +35,16 @@ static mt_row_strides contiguous(const mt_mla_decode_args *a, int width) {
                             .n = width};
 }
 
+/* The kernels' form: when rows are evenly spaced (a token's N rows follow
+ * the previous token's, or there is one token) and the last row's offset
+ * within a request fits 32 bits, t is -1 and a row is at row x n (no
+ * division on the GPU: common.cuh, row_offset). */
 static mt_row_strides strides_of(const mt_mla_decode_args *a, const long long *given, int width) {
-    return all_zero(given) ? contiguous(a, width) : (mt_row_strides){.b = given[0], .t = given[1], .n = given[2]};
+    mt_row_strides s = all_zero(given) ? contiguous(a, width)
+                                       : (mt_row_strides){.b = given[0], .t = given[1], .n = given[2]};
+    long long rows = (long long)a->sq * a->n_heads;
+    if ((a->sq == 1 || s.t == a->n_heads * s.n) && (rows - 1) * s.n < (1ll << 31)) s.t = -1;
+    return s;
 }
 
 static int by_stride(const void *x, const void *y) {
@@ -75,6 +83,12 @@ static mt_status check_view(const view *w, const mt_mla_decode_args *a) {
 }
 
 mt_status mt_mla_decode_check_views(const mt_problem_static *s, const mt_mla_decode_args *a) {
+    int any = a->q_pe || a->kv_scale_ptr || !all_zero(a->q_strides) || !all_zero(a->q_pe_strides) ||
+              !all_zero(a->out_strides) || !all_zero(a->lse_strides);
+    if (any && !s->views)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: this call passes views (q in two parts, strides or a "
+                       "device kv scale) but its kernels were built for contiguous tensors only: create the plan "
+                       "with views = 1");
     if (a->q_pe) {
         if (s->d <= s->dl || s->dl % 8 != 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: q in two parts needs D > Dl and Dl a multiple of 8 "

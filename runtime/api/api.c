@@ -164,6 +164,9 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "kv_scale %g is not a positive finite number", (double)p->kv_scale);
     k->s = (mt_problem_static){.d = p->d, .dl = p->dl, .page_size = p->page_size, .q_dtype = (mt_dtype)p->q_dtype,
                               .kv_dtype = (mt_dtype)p->kv_dtype};
+    if (p->views != 0 && p->views != 1)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "views %d is neither 0 nor 1", p->views);
+    k->s.views = p->views;
     k->n_heads = p->n_heads;
     k->sq = p->sq;
     return MT_OK;

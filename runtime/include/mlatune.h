@@ -126,6 +126,12 @@ typedef struct mlt_decode_problem {
     float softmax_scale;
     float kv_scale;         /* per-tensor dequantisation scale (1 unless fp8) */
     int max_batch;          /* largest batch a run will pass: sizes the workspace */
+    /* 1: runs may pass views (mlt_decode_args: q in two parts, strides,
+     * the kv scale in device memory); 0: only the contiguous layouts.  The
+     * kernels of a plan with views place every row through the call's
+     * strides, which costs time (up to ~10% on small shapes on the H100,
+     * reports/PERFLOG.md session 14): ask for them only when needed. */
+    int views;
 } mlt_decode_problem;
 
 typedef struct mlt_plan mlt_plan;
