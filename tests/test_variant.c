@@ -620,6 +620,11 @@ int main(void) {
             CHECK_STATUS(mt_mla_decode_check_args(&gv, &s, &bad[k].a), MT_ERR_INVALID_ARGUMENT);
             CHECK_MSG(strstr(mt_last_error(), bad[k].says) != NULL, "%s: %s", bad[k].what, mt_last_error());
         }
+        /* a dimension of one index may carry any stride (torch reports
+         * anything there): Sq = 1 with a negative token stride is fine */
+        mt_mla_decode_args one_token = pair;
+        one_token.q_strides[1] = -7, one_token.q_pe_strides[1] = 3;
+        CHECK_OK(mt_mla_decode_check_args(&gv, &s, &one_token));
         /* q in two parts needs a rope part and Dl on a 16-byte boundary */
         mt_problem_static no_rope = s;
         no_rope.d = 512;

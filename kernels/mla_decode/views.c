@@ -5,7 +5,8 @@
  * message naming the tensor and the rule:
  *   - strides are in elements, per request, token and head; all three 0
  *     means the contiguous layout [B, Sq, N, width];
- *   - none is negative;
+ *   - none is negative (a dimension of one index may have any stride: it
+ *     never moves a pointer);
  *   - the 16-bit tensors (q, q_pe, out) are read and written in 16-byte
  *     pieces: their strides are multiples of 8 elements;
  *   - q_pe apart from q needs D > Dl and Dl a multiple of 8 (a piece never
@@ -55,7 +56,9 @@ static int by_stride(const void *x, const void *y) {
 static mt_status check_view(const view *w, const mt_mla_decode_args *a) {
     if (all_zero(w->strides)) return MT_OK;
     static const char *const dims[3] = {"request", "token", "head"};
+    int extent[3] = {a->batch, a->sq, a->n_heads};
     for (int i = 0; i < 3; i++) {
+        if (extent[i] <= 1) continue; /* a stride that never moves: anything goes (torch reports any) */
         if (w->strides[i] < 0)
             return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: %s stride per %s is %lld: negative strides are not "
                            "supported", w->name, dims[i], w->strides[i]);
@@ -67,7 +70,7 @@ static mt_status check_view(const view *w, const mt_mla_decode_args *a) {
     /* (stride, extent) of the dimensions that have more than one index,
      * innermost first: each must start past the end of those inside it */
     long long d[3][2];
-    int n = 0, extent[3] = {a->batch, a->sq, a->n_heads};
+    int n = 0;
     for (int i = 0; i < 3; i++)
         if (extent[i] > 1) d[n][0] = w->strides[i], d[n][1] = extent[i], n++;
     qsort(d, (size_t)n, sizeof d[0], by_stride);

@@ -191,9 +191,10 @@ typedef struct mlt_decode_args {
     int64_t q_pe_strides[3];
     int64_t out_strides[3];
     int64_t lse_strides[3];      /* FlashMLA's lse [batch, n_heads, sq]: {n_heads * sq, 1, sq} */
-    /* non-NULL: the fp8 dequantisation scale is read from this float in
-     * device memory at run time (vLLM's layer._k_scale), instead of the
-     * plan's kv_scale; a captured graph follows its changes */
+    /* non-NULL: the KV dequantisation scale (kv_scale: applied to every KV
+     * dtype, 1 unless fp8 in practice) is read from this float in device
+     * memory at run time (vLLM's layer._k_scale), instead of the plan's; a
+     * captured graph follows its changes */
     const float *kv_scale_device;
 } mlt_decode_args;
 
