@@ -48,6 +48,7 @@ typedef struct bench_opts {
     mt_lengths_mix mixes[MAX_MIXES];
     int n_mixes;
     int hints_unknown; /* --hints unknown: calls say MLT_LENGTHS_UNKNOWN (as a graph capture would) */
+    int views;         /* --views: plans built for views (mlt_decode_problem.views), given contiguous tensors */
     int schedule_per_call; /* --schedule call: length-aware variants build their schedule in every call */
     int flush_write; /* --flush write: evict the L2 with a memset (timing.h) */
     const char *user_db, *system_db, *cache_dir, *variant, *csv;
@@ -74,6 +75,8 @@ static void usage(FILE *to) {
             "  --hints MODE       what calls tell the dispatcher: exact (mean and longest,\n"
             "                     the default) or unknown (MLT_LENGTHS_UNKNOWN, as under\n"
             "                     graph capture)\n"
+            "  --views            plans built for views (problem.views = 1: q in two parts,\n"
+            "                     strides), called with contiguous tensors: what the views cost\n"
             "  --kv-dtype LIST    bf16,fp16,fp8e4m3 (default bf16)\n"
             "  --q-dtype T        bf16|fp16 (default bf16)\n"
             "  --page-size N      (default 64)\n"
@@ -158,7 +161,8 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
     mlt_decode_problem p = {.n_heads = heads, .sq = sq, .d = d, .dl = dl, .page_size = page,
                             .q_dtype = (mlt_dtype)o->q_dtype, .kv_dtype = (mlt_dtype)kv_dtype,
                             .softmax_scale = (float)(1.0 / sqrt((double)d)),
-                            .kv_scale = kv_dtype == MT_FP8_E4M3 ? 1.0f / 224.0f : 1.0f, .max_batch = batch};
+                            .kv_scale = kv_dtype == MT_FP8_E4M3 ? 1.0f / 224.0f : 1.0f, .max_batch = batch,
+                            .views = o->views};
     mlt_plan *plan = NULL;
     mlt_status ps;
     if (o->variant) {
@@ -269,6 +273,10 @@ int cmd_bench(int argc, char **argv) {
         }
         if (strcmp(a, "--no-ceilings") == 0) {
             o.ceilings = 0;
+            continue;
+        }
+        if (strcmp(a, "--views") == 0) {
+            o.views = 1;
             continue;
         }
         if (!v) {

@@ -197,7 +197,21 @@ __device__ __forceinline__ float merged_lse(float m, float total) {
  * q, out and lse may be views into larger tensors, and q may come in two
  * parts (vLLM's ql_nope and q_pe): every access to them goes through these,
  * which place query row `row` (= t * N + n) of request b by the strides the
- * host filled (the contiguous layout when the caller gave none). */
+ * host filled (the contiguous layout when the caller gave none).
+ *
+ * What they read is copied out of the kernel's parameter by its wrapper
+ * and passed down by value: values, not loads through a pointer, so the
+ * compiler keeps them constant across the stores (read through a reference
+ * to the parameter they were reloaded after every store, with the row
+ * arithmetic: reports/PERFLOG.md session 14). */
+struct mt_views {
+    const mt_u16 *q_pe;
+    mt_row_strides q, q_pe_s, out, lse;
+    int n_heads, rows;
+};
+__device__ __forceinline__ mt_views views_of(const mt_decode_params &p) {
+    return mt_views{(const mt_u16 *)p.q_pe, p.q_str, p.q_pe_str, p.out_str, p.lse_str, p.n_heads, p.rows};
+}
 #if VIEWS
 __device__ __forceinline__ long long row_offset(const mt_row_strides &s, int n_heads, int b, int row) {
     /* rows evenly spaced (the host marks it with t < 0: a token's rows
@@ -210,36 +224,36 @@ __device__ __forceinline__ long long row_offset(const mt_row_strides &s, int n_h
 /* q's element `col` of a row: columns below DL from q, the rest from q_pe.
  * Loads of 8 or 4 elements from a multiple of their size lie in one part
  * (the host requires DL % 8 == 0 when q_pe is a tensor of its own). */
-__device__ __forceinline__ const mt_u16 *q_at(const mt_decode_params &p, const mt_u16 *q, int b, int row, int col) {
-    return col < DL ? q + row_offset(p.q_str, p.n_heads, b, row) + col
-                    : (const mt_u16 *)p.q_pe + row_offset(p.q_pe_str, p.n_heads, b, row) + (col - DL);
+__device__ __forceinline__ const mt_u16 *q_at(const mt_views &p, const mt_u16 *q, int b, int row, int col) {
+    return col < DL ? q + row_offset(p.q, p.n_heads, b, row) + col
+                    : p.q_pe + row_offset(p.q_pe_s, p.n_heads, b, row) + (col - DL);
 }
-__device__ __forceinline__ mt_u16 *out_row(const mt_decode_params &p, mt_u16 *out, int b, int row) {
-    return out + row_offset(p.out_str, p.n_heads, b, row);
+__device__ __forceinline__ mt_u16 *out_row(const mt_views &p, mt_u16 *out, int b, int row) {
+    return out + row_offset(p.out, p.n_heads, b, row);
 }
-__device__ __forceinline__ float *lse_at(const mt_decode_params &p, float *lse, int b, int row) {
-    return lse + row_offset(p.lse_str, p.n_heads, b, row);
+__device__ __forceinline__ float *lse_at(const mt_views &p, float *lse, int b, int row) {
+    return lse + row_offset(p.lse, p.n_heads, b, row);
 }
 #else
 /* VIEWS=0: the contiguous layouts [B, Sq, N, width], rows in order (what
  * the views cost, measured: reports/PERFLOG.md session 14) */
-__device__ __forceinline__ const mt_u16 *q_at(const mt_decode_params &p, const mt_u16 *q, int b, int row, int col) {
+__device__ __forceinline__ const mt_u16 *q_at(const mt_views &p, const mt_u16 *q, int b, int row, int col) {
     return q + ((size_t)b * p.rows + row) * D + col;
 }
-__device__ __forceinline__ mt_u16 *out_row(const mt_decode_params &p, mt_u16 *out, int b, int row) {
+__device__ __forceinline__ mt_u16 *out_row(const mt_views &p, mt_u16 *out, int b, int row) {
     return out + ((size_t)b * p.rows + row) * DL;
 }
-__device__ __forceinline__ float *lse_at(const mt_decode_params &p, float *lse, int b, int row) {
+__device__ __forceinline__ float *lse_at(const mt_views &p, float *lse, int b, int row) {
     return lse + (size_t)b * p.rows + row;
 }
 #endif
 
-__device__ __forceinline__ void store_lse(const mt_decode_params &p, float *lse, float *lse_part, int b, int dest,
+__device__ __forceinline__ void store_lse(const mt_views &p, float *lse, float *lse_part, int b, int dest,
                                           int rows, int row, float v) {
     if (DEST_DIRECT(dest)) *lse_at(p, lse, b, row) = v;
     else lse_part[PART_ROW(b, dest, rows, row)] = v;
 }
-__device__ __forceinline__ void store_o(const mt_decode_params &p, mt_u16 *out, float *o_part, int b, int dest,
+__device__ __forceinline__ void store_o(const mt_views &p, mt_u16 *out, float *o_part, int b, int dest,
                                         int rows, int row, int col, float v) {
     if (DEST_DIRECT(dest)) out_row(p, out, b, row)[col] = store_out(v);
     else o_part[PART_ROW(b, dest, rows, row) * DL + col] = v;

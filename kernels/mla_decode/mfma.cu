@@ -61,7 +61,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
            float kv_scale, const int4 *__restrict__ sched,
-                const mt_decode_params &prm) {
+                const mt_views prm) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     float *s_part = (float *)smem_bytes;
     mt_u16 *kv_s = (mt_u16 *)(smem_bytes + NWV * TILE_Q * SP_STRIDE * 4);
@@ -316,5 +316,5 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const MT_GRID_CONST mt_decode_params p) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p), p);
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), views_of(p));
 }

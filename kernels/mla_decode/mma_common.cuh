@@ -32,7 +32,7 @@ __device__ __forceinline__ float q_fp16_factor(float amax) {
 #if MT_CUDA
 /* Output columns col and col + 1 of one row (the NVIDIA matrix paths'
  * accumulator pairs), as store_o does for one. */
-__device__ __forceinline__ void store_o_pair(const mt_decode_params &p, mt_u16 *out, float *o_part, int b, int dest,
+__device__ __forceinline__ void store_o_pair(const mt_views &p, mt_u16 *out, float *o_part, int b, int dest,
                                              int rows, int row, int col,
                                              float v0, float v1) {
     if (DEST_DIRECT(dest)) {

@@ -25,7 +25,7 @@
 #define REDUCE_STEPS ((DL + 32 * REDUCE_VEC - 1) / (32 * REDUCE_VEC))
 __device__ __forceinline__ void
 mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part,
-           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows, const mt_decode_params &prm) {
+           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows, const mt_views prm) {
     const int lane = threadIdx.x % 32, row = blockIdx.x * REDUCE_ROWS + threadIdx.x / 32, b = blockIdx.y;
     MT_TRACE_DECL;
     MT_TRACE_MARK(0);
@@ -90,7 +90,8 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
 
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 mla_reduce(const MT_GRID_CONST mt_decode_params p) {
-    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows, p);
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
+                    views_of(p));
 }
 #else /* NUM_SPLITS >= 8 */
 /* The reduce's shape (kept equal to the launch in mla_decode.c): a block of
@@ -115,7 +116,7 @@ mla_reduce(const MT_GRID_CONST mt_decode_params p) {
  * cannot leak in). */
 __device__ __forceinline__ void
 mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part,
-           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows, const mt_decode_params &prm) {
+           mt_u16 *__restrict__ out, float *__restrict__ lse, int rows, const mt_views prm) {
     __shared__ float weight[NUM_SPLITS];
     __shared__ float red[REDUCE_GROUPS];
     __shared__ float partial[REDUCE_GROUPS][REDUCE_COLS];
@@ -189,7 +190,8 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
 
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 mla_reduce(const MT_GRID_CONST mt_decode_params p) {
-    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows, p);
+    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
+                    views_of(p));
 }
 #endif /* NUM_SPLITS */
 #else /* GROUPS_PER_CU: the cut requests only */
@@ -207,7 +209,7 @@ mla_reduce(const MT_GRID_CONST mt_decode_params p) {
 __device__ __forceinline__ void
 mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part, mt_u16 *__restrict__ out,
                 float *__restrict__ lse, int rows, int n_stretches, const int4 *__restrict__ sched,
-                const mt_decode_params &prm) {
+                const mt_views prm) {
     __shared__ float m_s[8], l_s[8];
     __shared__ float2 acc_s[8][32];
     __shared__ int unit_first[SCHED_THREADS];
@@ -295,6 +297,6 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
 extern "C" __global__ void __launch_bounds__(256)
 mla_reduce(const MT_GRID_CONST mt_decode_params p) {
     mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
-                    p.n_stretches, (const int4 *)p.schedule, p);
+                    p.n_stretches, (const int4 *)p.schedule, views_of(p));
 }
 #endif /* GROUPS_PER_CU */

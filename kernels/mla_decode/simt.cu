@@ -13,7 +13,7 @@ mla_decode_body(const mt_u16 *__restrict__ q,          /* [B, Sq, N, DL] view (q
                 float *__restrict__ lse_part,          /* partials (store_lse) */
                 int n_heads, int sq, int max_blocks, float scale, float kv_scale,
                 const int4 *__restrict__ sched,        /* groups_per_cu > 0: mla_schedule's output */
-                const mt_decode_params &prm) {         /* the call's views (strides, q's rope part) */
+                const mt_views prm) {         /* the call's views (strides, q's rope part) */
     extern __shared__ float smem[];
     float *q_tile = smem;
     float *kv_tile = q_tile + TILE_Q * D;
@@ -136,5 +136,5 @@ mla_decode_body(const mt_u16 *__restrict__ q,          /* [B, Sq, N, DL] view (q
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 mla_decode(const MT_GRID_CONST mt_decode_params p) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p), p);
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), views_of(p));
 }

@@ -65,7 +65,7 @@ __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
            float *__restrict__ o_part, float *__restrict__ lse_part, int n_heads, int sq, int max_blocks, float scale,
-           float kv_scale, const int4 *__restrict__ sched, const mt_tensor_map &kv_map, const mt_decode_params &prm) {
+           float kv_scale, const int4 *__restrict__ sched, const mt_tensor_map &kv_map, const mt_views prm) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes of the shared address */
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
@@ -270,5 +270,5 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 
 extern "C" __global__ void __launch_bounds__(256, 1)
 mla_decode(const MT_GRID_CONST mt_decode_params p, const __grid_constant__ mt_tensor_map kv_map) {
-    mla_decode_body(MT_DECODE_BODY_ARGS(p), kv_map, p);
+    mla_decode_body(MT_DECODE_BODY_ARGS(p), kv_map, views_of(p));
 }

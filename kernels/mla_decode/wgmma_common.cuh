@@ -22,7 +22,7 @@
 #error "split_reduce=1 takes 2..16 splits, each merging a multiple of 4 columns"
 #endif
 #define RED_STRIDE (DL + 8)
-__device__ __forceinline__ void cluster_merge(const mt_decode_params &prm, const float *o_red, const float *lse_red,
+__device__ __forceinline__ void cluster_merge(const mt_views &prm, const float *o_red, const float *lse_red,
                                               float *wts, mt_u16 *out, float *lse, int b, int rows, int row0, int rows_here, int tid,
                                               int threads) {
     const unsigned rank = mt_cluster_rank();
