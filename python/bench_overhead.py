@@ -9,6 +9,13 @@ Three ways to make the same decode call, timed the same way:
   run_raw   Plan.run_raw: integers in, packing per call, no checks
   run       Plan.run: torch tensors in, every check, the current stream
 
+each on a plan created with views=False (the default: the contiguous
+kernels) and again on one created with views=True (kernels that place rows
+through strides: what vLLM's forms need; the "/views" rows), plus, on the
+views plan, the call in vLLM's form ("run/views, vLLM": the q pair as
+views, out and lse [B, N, ...]).  The package's cost should not differ
+between the plans; on the GPU the event columns show the kernels' cost.
+
 GPU mode (the default; needs torch with CUDA and libmlatune):
 
     python3 python/bench_overhead.py [--heads 16] [--batch 1] [--seq-len 1024]
@@ -99,6 +106,8 @@ def gpu(opts):
     n, page, b, length = opts.heads, opts.page_size, opts.batch, opts.seq_len
     plan = rt.plan(n, page_size=page, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=576 ** -0.5,
                    max_batch=max(b, 1))
+    vplan = rt.plan(n, page_size=page, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=576 ** -0.5,
+                    max_batch=max(b, 1), views=True)
     blocks = (length + page - 1) // page
     g = torch.Generator(device=dev).manual_seed(1)
     q = torch.randn((b, 1, n, 576), generator=g, device=dev).to(torch.bfloat16)
@@ -107,7 +116,13 @@ def gpu(opts):
     lens = torch.full((b,), length, dtype=torch.int32, device=dev)
     out = torch.empty((b, 1, n, 512), dtype=torch.bfloat16, device=dev)
     lse = torch.empty((b, 1, n), dtype=torch.float32, device=dev)
-    ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=dev)
+    ws = torch.empty((max(plan.workspace_size, vplan.workspace_size, 16),), dtype=torch.uint8, device=dev)
+    # vLLM's form: ql_nope a transposed bmm output, q_pe a slice of rows of 192
+    ql_nope = torch.empty((n, b, 512), dtype=torch.bfloat16, device=dev)
+    ql_nope.copy_(q.view(b, n, 576)[..., :512].transpose(0, 1))
+    pe_rows = torch.empty((b, n, 192), dtype=torch.bfloat16, device=dev)
+    pe_rows[..., 128:] = q.view(b, n, 576)[..., 512:]
+    pair = (ql_nope.transpose(0, 1), pe_rows[..., 128:])
     hints = dict(seq_len_hint=length, max_seq_len_hint=length)
     stream = torch.cuda.current_stream().cuda_stream
     raw_args = (b, q.data_ptr(), kv.data_ptr(), bt.data_ptr(), lens.data_ptr(), out.data_ptr(), lse.data_ptr(),
@@ -119,6 +134,11 @@ def gpu(opts):
         ("C call", c_call(plan, packed, stream)),
         ("run_raw", lambda: plan.run_raw(*raw_args)),
         ("run", lambda: plan.run(q, kv, bt, lens, out, lse, ws, **hints)),
+        ("C call/views", c_call(vplan, packed, stream)),
+        ("run_raw/views", lambda: vplan.run_raw(*raw_args)),
+        ("run/views", lambda: vplan.run(q, kv, bt, lens, out, lse, ws, **hints)),
+        ("run/views, vLLM", lambda: vplan.run(pair, kv, bt, lens, out.view(b, n, 512), lse.view(b, n), ws,
+                                              **hints)),
     ]
     flush_buf = torch.empty((256 << 20) // 4, dtype=torch.float32, device=dev).fill_(1.0)
     sink = torch.empty((), dtype=torch.float32, device=dev)
@@ -128,8 +148,8 @@ def gpu(opts):
 
     print(f"device: {torch.cuda.get_device_name(dev)} ({rt.arch}); libmlatune: {rt.library.path}")
     print(f"shape: heads {n}, batch {b}, seq_len {length}, page {page}, bf16; variant: "
-          f"{plan.explain(b, length, length).variant}")
-    print(f"{'path':8s} {'host us':>9s} {'idle us':>9s} {'flushed us':>11s}")
+          f"{plan.explain(b, length, length).variant} (views plan: {vplan.explain(b, length, length).variant})")
+    print(f"{'path':16s} {'host us':>9s} {'idle us':>9s} {'flushed us':>11s}")
     results = {}
     for name, fn in paths:
         for _ in range(50):
@@ -157,9 +177,11 @@ def gpu(opts):
         torch.cuda.synchronize()
         flushed = statistics.median(e0.elapsed_time(e1) * 1e3 for e0, e1 in pairs)
         results[name] = host
-        print(f"{name:8s} {host:9.2f} {statistics.median(idle):9.2f} {flushed:11.2f}")
+        print(f"{name:16s} {host:9.2f} {statistics.median(idle):9.2f} {flushed:11.2f}")
     print(f"run over the C call (host): {results['run'] - results['C call']:.2f} us; "
-          f"run_raw over the C call: {results['run_raw'] - results['C call']:.2f} us")
+          f"run_raw over the C call: {results['run_raw'] - results['C call']:.2f} us; "
+          f"on the views plan: {results['run/views'] - results['C call/views']:.2f} us, "
+          f"{results['run_raw/views'] - results['C call/views']:.2f} us")
     print(f"C bench for comparison: mla-tune bench --heads {n} --batch {b} --seq-len {length} "
           f"--page-size {page} --no-ceilings")
 
@@ -176,6 +198,8 @@ def stub(opts):
     rt = mlatune.Runtime(library=lib)
     plan = rt.plan(opts.heads, page_size=opts.page_size, q_dtype="bfloat16", kv_dtype="bfloat16",
                    softmax_scale=576 ** -0.5, max_batch=max(opts.batch, 1))
+    vplan = rt.plan(opts.heads, page_size=opts.page_size, q_dtype="bfloat16", kv_dtype="bfloat16",
+                    softmax_scale=576 ** -0.5, max_batch=max(opts.batch, 1), views=True)
     fake = support.stub_call_args(plan, batch=opts.batch)
     blocks = fake["block_table"].shape[1]
     ptr = {k: v.ptr for k, v in fake.items()}
@@ -191,7 +215,9 @@ def stub(opts):
     rows = [("C loop (in C)", c_loop)]
     for name, fn in (("C call (ctypes)", c_call(plan, packed, 0)),
                      ("run_raw", lambda: plan.run_raw(*raw_args)),
-                     ("run, CAI fakes", lambda: plan.run(**fake_args, **hints))):
+                     ("run, CAI fakes", lambda: plan.run(**fake_args, **hints)),
+                     ("run_raw/views", lambda: vplan.run_raw(*raw_args)),
+                     ("run/views, CAI", lambda: vplan.run(**fake_args, **hints))):
         rows.append((name, cpu_ns(fn, opts.calls)))
     try:
         import torch
@@ -201,7 +227,7 @@ def stub(opts):
         # CPU tensors say get_device() == -1: patched to 0 (the runtime's
         # device) so the fast path runs as it would on a GPU; streams faked
         torch.Tensor.get_device = lambda self: 0
-        plan._streams = type("NoStreams", (), {"current": staticmethod(lambda device: 0)})()
+        plan._streams = vplan._streams = type("NoStreams", (), {"current": staticmethod(lambda device: 0)})()
         t = {
             "q": torch.zeros((opts.batch, 1, opts.heads, 576), dtype=torch.bfloat16),
             "kv_cache": torch.zeros((16, opts.page_size, 576), dtype=torch.bfloat16),
@@ -212,19 +238,20 @@ def stub(opts):
             "workspace": torch.empty((wsb,), dtype=torch.uint8),
         }
         rows.append(("run, torch CPU", cpu_ns(lambda: plan.run(**t, **hints), opts.calls)))
-        # vLLM's form (C API 0.2): the q pair as views (a transposed bmm
-        # output, a slice), the fp8 scale as a device tensor
+        rows.append(("run/views, torch", cpu_ns(lambda: vplan.run(**t, **hints), opts.calls)))
+        # vLLM's form (C API 0.2), on the views plan: the q pair as views
+        # (a transposed bmm output, a slice), the fp8 scale as a device tensor
         v = dict(t, q=(torch.zeros((opts.heads, opts.batch, 512), dtype=torch.bfloat16).transpose(0, 1),
                        torch.zeros((opts.batch, opts.heads, 192), dtype=torch.bfloat16)[..., 128:]),
                  out=t["out"].view(opts.batch, opts.heads, 512), lse=t["lse"].view(opts.batch, opts.heads))
         scale = torch.ones((), dtype=torch.float32)
-        rows.append(("run, vLLM views", cpu_ns(lambda: plan.run(**v, **hints, kv_scale=scale), opts.calls)))
+        rows.append(("run/views, vLLM", cpu_ns(lambda: vplan.run(**v, **hints, kv_scale=scale), opts.calls)))
     print(f"stub libmlatune (no GPU): heads {opts.heads}, batch {opts.batch}; Python {sys.version.split()[0]}"
           + (f", torch {torch.__version__}" if torch is not None else ""))
     base = rows[1][1]
     for name, ns in rows:
         extra = f"  (+{(ns - base) / 1e3:.2f} us over the ctypes call)" if ns > base else ""
-        print(f"  {name:18s} {ns / 1e3:7.2f} us{extra}")
+        print(f"  {name:20s} {ns / 1e3:7.2f} us{extra}")
 
 
 def main():

@@ -24,7 +24,10 @@ Per call nothing is compiled, nothing is copied and no device memory is
 taken beyond out and lse (torch's caching allocator, as vLLM's own backends
 do): the runtime, the plans and the workspace are made once.  Needs
 libmlatune C API >= 0.2 (q in two parts, views, the kv scale in device
-memory).  Run it as a script for a
+memory); the plans are created with views=True, since vLLM hands over the
+pair as views and the fp8 scale as layer._k_scale (a plan without views
+has faster kernels for contiguous tensors only, and refuses both).  Run it
+as a script for a
 self-check on the GPU:  python3 python/examples/vllm_backend.py
 """
 
@@ -98,13 +101,16 @@ class MlaTuneDecodeImpl:
     def _plan(self, sq, kv_scale):
         """One plan per (Sq, host-side fp8 scale); heads, dtypes and page
         size are the layer's.  With the layer's device scale (the usual
-        case) the plan's scale is 1.0 and unused, so one plan per Sq."""
+        case) the plan's scale is 1.0 and unused, so one plan per Sq.
+        views=True: q comes as the pair (ql_nope, q_pe) of views, and the
+        fp8 scale as the device tensor layer._k_scale."""
         key = (sq, kv_scale)
         plan = self._plans.get(key)
         if plan is None:
             plan = self.runtime.plan(self.num_heads, sq=sq, d=self.head_dim, dl=self.kv_lora_rank,
                                      page_size=self.block_size, q_dtype=self.q_dtype, kv_dtype=self._kv_dtype(),
-                                     softmax_scale=self.scale, kv_scale=kv_scale, max_batch=self.max_num_seqs)
+                                     softmax_scale=self.scale, kv_scale=kv_scale, max_batch=self.max_num_seqs,
+                                     views=True)
             if self._workspace is None or plan.workspace_size > self._workspace.numel():
                 if self._workspace is not None:
                     self._retired.append(self._workspace)

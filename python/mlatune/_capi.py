@@ -90,6 +90,10 @@ class DecodeProblem(ctypes.Structure):
         ("softmax_scale", ctypes.c_float),
         ("kv_scale", ctypes.c_float),
         ("max_batch", ctypes.c_int),
+        # 1: runs may pass views (q in two parts, strides, the kv scale in
+        # device memory); 0: contiguous layouts only, kernels that do not
+        # place rows through strides (faster on small shapes)
+        ("views", ctypes.c_int),
     ]
 
 

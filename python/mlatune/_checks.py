@@ -27,7 +27,11 @@ may be strided views (C API 0.2: their strides per request, token and head
 go into mlt_decode_args) under the C side's rules, checked here first:
 each row's elements adjacent (last stride 1), no negative stride, q / q_pe /
 out strides multiples of 8 elements (rows move in 16-byte pieces), out and
-lse rows not overlapping.  The other tensors must be contiguous.
+lse rows not overlapping.  The other tensors must be contiguous.  A view
+(the pair, a strided q / q_pe / out / lse, lse_layout="heads_first", a
+kv_scale tensor) needs a plan created with views=True (mlt_decode_problem's
+views: kernels that place rows through strides, a little slower); a plan
+created with views=False refuses it here, naming the argument, as C would.
 
 Two implementations of the same rules: torch_pointers() reads torch tensors'
 attributes directly (the per-call fast path: one combined test per
@@ -177,8 +181,9 @@ class _BatchShapes:
 
 class CallRules:
     """The rules for one plan: its problem's sizes and dtypes, the device,
-    max_batch, the schedule size, and what the library's C API takes
-    (views: API >= 0.2)."""
+    max_batch, the schedule size, and whether views may be passed: the
+    library's C API takes them (API >= 0.2) and the plan was created with
+    views=True.  self.views is both (the fast tests read it once)."""
 
     def __init__(self, problem, device, schedule_size, library=None):
         self.n_heads, self.sq, self.d, self.dl = problem.n_heads, problem.sq, problem.d, problem.dl
@@ -187,7 +192,9 @@ class CallRules:
         self.device = device
         self.schedule_size = schedule_size
         self.library = library
-        self.views = library is None or library.supports_views
+        self.library_views = library is None or library.supports_views
+        self.plan_views = bool(getattr(problem, "views", False))
+        self.views = self.library_views and self.plan_views
         self.q_dtype = DTYPE_NAMES[DType(problem.q_dtype)]
         kv = DTYPE_NAMES[DType(problem.kv_dtype)]
         self.kv_dtypes = (kv, U8, I8) if kv == FP8 else (kv,)
@@ -217,24 +224,49 @@ class CallRules:
         return Unsupported(f"{subject} needs libmlatune C API >= {VIEWS_VERSION[0]}.{VIEWS_VERSION[1]}; {lib.path} "
                            f"has API {lib.version[0]}.{lib.version[1]}" + (f": {advice}" if advice else ""))
 
+    def no_views(self, subject, advice=""):
+        """Error: `subject` is a view and the plan was created with
+        views=False."""
+        return _bad(f"{subject} cannot be passed to this plan: it was created with views=False (its kernels were "
+                    f"built for contiguous tensors only); create the plan with views=True "
+                    f"(Runtime.plan(..., views=True))" + (f", or {advice}" if advice else ""))
+
+    def _refuse(self, subject, advice=""):
+        """Why `subject`, a view, cannot be passed: the library (Unsupported)
+        or the plan (Error)."""
+        if not self.library_views:
+            return self._too_old(subject, advice)
+        return self.no_views(subject, advice)
+
     def _strided(self, rows, shape, strides, heads_first=False):
-        """rows.strides(), refused on a library without views when the
-        layout is not the contiguous one."""
+        """rows.strides(), refused on a library without views or a plan
+        created without them when the layout is not the contiguous one."""
         st = rows.strides(shape, strides, heads_first)
         if st is not ZERO3 and not self.views:
-            raise self._too_old(f"{rows.name}: a strided view (shape {list(shape)}, strides {list(strides)} "
-                                f"elements)", "pass a contiguous tensor")
+            raise self._refuse(f"{rows.name}: a strided view (shape {list(shape)}, strides {list(strides)} "
+                               f"elements)", "pass a contiguous tensor")
         return st
+
+    def heads_first(self, layout):
+        """lse_heads_first(layout), refused on a plan created without views
+        for "heads_first" (lse [B, N, Sq] is read through strides)."""
+        heads_first = lse_heads_first(layout)
+        if heads_first and not self.plan_views:
+            raise self.no_views('lse_layout: "heads_first" (lse [B, N, Sq])',
+                                'pass lse as [B, Sq, N] (lse_layout "tokens_first", the default)')
+        return heads_first
 
     def pair(self, q):
         """q given as a sequence: (ql_nope, q_pe), checked for its length,
         the plan's D and Dl and the library."""
         if len(q) != 2:
             raise _bad(f"q: expected one tensor or a pair (ql_nope, q_pe), got a sequence of {len(q)}")
-        if not self.views:
+        if not self.library_views:
             raise self._too_old("q: the split form (ql_nope, q_pe), two pointers in mlt_decode_args,",
                                 f"pass q as one [B, Sq, N, {self.d}] tensor (the package does not concatenate, "
                                 f"which would allocate per call)")
+        if not self.plan_views:
+            raise self.no_views("q: the pair (ql_nope, q_pe)", f"pass q as one [B, Sq, N, {self.d}] tensor")
         if self.d <= self.dl or self.dl % 8:
             raise _bad(f"q: the split form (ql_nope, q_pe) needs D > Dl and Dl a multiple of 8 (the plan has "
                        f"D={self.d}, Dl={self.dl})")
@@ -307,8 +339,8 @@ class CallRules:
         if numel(v.shape) != 1:
             raise _bad(f"kv_scale: expected one element (shape [] or [1]), got shape {list(v.shape)}")
         if not self.views:
-            raise self._too_old("kv_scale: a scale read from device memory",
-                                "give the plan its scale (Runtime.plan(kv_scale=...))")
+            raise self._refuse("kv_scale: a scale read from device memory (a tensor)",
+                               "give the plan its scale (Runtime.plan(kv_scale=...))")
         return v.ptr
 
     def pointers(self, q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, kv_scale=None,

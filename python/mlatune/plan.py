@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 
 from ._capi import LENGTHS_UNKNOWN, ChoiceInfo, ChoiceReason, DecodeArgs, DType, Status, struct_packer
-from ._checks import NO_VIEWS, ZERO3, CallRules, lse_heads_first
+from ._checks import NO_VIEWS, ZERO3, CallRules
 from ._errors import Error
 from ._streams import TorchStreams, stream_handle
 
@@ -59,6 +59,7 @@ class Problem:
     softmax_scale: float
     kv_scale: float
     max_batch: int
+    views: bool = False      # runs may pass views (Runtime.plan(views=True))
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class Plan:
         self.schedule_size = int(self._lib.mlt_plan_schedule_size(handle))
         self._rules = CallRules(problem, runtime.device, self.schedule_size, self._lib)
         self._views = self._lib.supports_views
+        self._plan_views = problem.views
         self._device = runtime.device
         self._mlt_run = self._lib.mlt_plan_run
         self._mlt_schedule = self._lib.mlt_plan_schedule
@@ -124,7 +126,7 @@ class Plan:
     def __repr__(self):
         p = self.problem
         return (f"<mlatune.Plan N={p.n_heads} Sq={p.sq} D={p.d}/{p.dl} page={p.page_size} "
-                f"{p.q_dtype.name}/{p.kv_dtype.name} max_batch={p.max_batch}>")
+                f"{p.q_dtype.name}/{p.kv_dtype.name} max_batch={p.max_batch}{' views' if p.views else ''}>")
 
     # ------------------------------------------------------------------
     # queries
@@ -218,9 +220,15 @@ class Plan:
         and head; (0, 0, 0): contiguous)."""
         if (q_pe or kv_scale_device or q_strides is not ZERO3 or q_pe_strides is not ZERO3
                 or out_strides is not ZERO3 or lse_strides is not ZERO3):
-            if not self._views and (q_pe or kv_scale_device or any(
-                    tuple(x) != ZERO3 for x in (q_strides, q_pe_strides, out_strides, lse_strides))):
-                raise self._rules._too_old("run_raw: q_pe, strides or kv_scale_device")
+            if not (self._views and self._plan_views):
+                given = [name for name, value in (("q_pe", q_pe), ("q_strides", q_strides),
+                                                  ("q_pe_strides", q_pe_strides), ("out_strides", out_strides),
+                                                  ("lse_strides", lse_strides), ("kv_scale_device", kv_scale_device))
+                         if (tuple(value) != ZERO3 if isinstance(value, (tuple, list)) else value)]
+                if given and not self._views:
+                    raise self._rules._too_old("run_raw: q_pe, strides or kv_scale_device")
+                if given:
+                    raise self._rules.no_views(f"run_raw: {', '.join(given)}")
             args = _ARGS.pack(batch, seq_len_hint, max_blocks_per_seq, q, kv_cache, block_table, seq_lens, out,
                               lse, workspace, workspace_size, max_seq_len_hint, schedule, q_pe, *q_strides,
                               *q_pe_strides, *out_strides, *lse_strides, kv_scale_device)
@@ -263,7 +271,7 @@ class Plan:
         """The checked pointers and views, and the stream handle, for any
         form of call (run() inlines the commonest)."""
         rules = self._rules
-        heads_first = lse_heads_first(lse_layout)
+        heads_first = rules.heads_first(lse_layout)
         q_pe = None
         if isinstance(q, (tuple, list)):
             q, q_pe = rules.pair(q)

@@ -78,16 +78,29 @@ class Runtime:
         self.arch = (lib.mlt_runtime_arch(self._handle) or b"").decode()
 
     def plan(self, n_heads, *, sq=1, d=576, dl=512, page_size, q_dtype, kv_dtype, softmax_scale, kv_scale=1.0,
-             max_batch):
+             max_batch, views=False):
         """A Plan for this problem (mlt_plan_create): compiles, or loads from
         the cache, every variant the plan may dispatch to, so that nothing
-        compiles later (in particular not during graph capture)."""
+        compiles later (in particular not during graph capture).
+
+        views: True lets its runs pass views (q as the pair (ql_nope, q_pe),
+        strided q / out / lse, lse_layout="heads_first", a device kv_scale
+        tensor); the kernels then place every row through the call's
+        strides, which costs time (up to ~10% on small shapes on the H100).
+        False (the default): contiguous tensors only, and a run given a view
+        raises mlatune.Error naming it."""
+        if isinstance(views, bool) or views in (0, 1):
+            views = bool(views)
+        else:
+            raise Error(Status.ERR_INVALID_ARGUMENT, f"views: expected True or False, got {views!r}")
         problem = Problem(n_heads=int(n_heads), sq=int(sq), d=int(d), dl=int(dl), page_size=int(page_size),
                           q_dtype=as_dtype(q_dtype, "q_dtype"), kv_dtype=as_dtype(kv_dtype, "kv_dtype"),
-                          softmax_scale=float(softmax_scale), kv_scale=float(kv_scale), max_batch=int(max_batch))
+                          softmax_scale=float(softmax_scale), kv_scale=float(kv_scale), max_batch=int(max_batch),
+                          views=views)
         c = DecodeProblem(n_heads=problem.n_heads, sq=problem.sq, d=problem.d, dl=problem.dl,
                           page_size=problem.page_size, q_dtype=int(problem.q_dtype), kv_dtype=int(problem.kv_dtype),
-                          softmax_scale=problem.softmax_scale, kv_scale=problem.kv_scale, max_batch=problem.max_batch)
+                          softmax_scale=problem.softmax_scale, kv_scale=problem.kv_scale, max_batch=problem.max_batch,
+                          views=int(problem.views))
         handle = ctypes.c_void_p()
         st = self.library.mlt_plan_create(self._live(), ctypes.byref(c), ctypes.byref(handle))
         if st:

@@ -22,7 +22,10 @@ def _args_of(lib):
 
 
 class StubCase(unittest.TestCase):
-    """A runtime and a bf16 plan (16 heads, Sq 2, page 64, max_batch 8) on the stub."""
+    """A runtime and a bf16 plan (16 heads, Sq 2, page 64, max_batch 8) on the
+    stub, created with views=self.views."""
+
+    views = False
 
     def setUp(self):
         self.lib = support.stub_library()
@@ -30,7 +33,7 @@ class StubCase(unittest.TestCase):
             self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
         self.rt = mlatune.Runtime(library=self.lib)
         self.plan = self.rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16",
-                                 softmax_scale=0.0417, max_batch=8)
+                                 softmax_scale=0.0417, max_batch=8, views=self.views)
         self.args = support.stub_call_args(self.plan, batch=3)
 
     def tearDown(self):
@@ -251,7 +254,9 @@ BF = 2  # bytes per bfloat16
 class ViewsTest(StubCase):
     """C API 0.2: q as (ql_nope, q_pe), strided q / out / lse, lse heads
     first, the kv scale in device memory.  The plan: N=16, Sq=2, D=576,
-    Dl=512, batch 3."""
+    Dl=512, batch 3, created with views=True."""
+
+    views = True
 
     def bf16(self, ptr, shape, strides_elems=None):
         strides = None if strides_elems is None else tuple(s * BF for s in strides_elems)
@@ -322,7 +327,8 @@ class ViewsTest(StubCase):
     def test_dimensions_of_one_index_take_any_stride(self):
         # Sq = 1 (vLLM's q [B, N, W]): the token stride never moves a pointer;
         # whatever the tensor says, C gets one that passes its rules
-        plan = self.rt.plan(16, sq=1, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8)
+        plan = self.rt.plan(16, sq=1, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8,
+                            views=True)
         args = support.stub_call_args(plan, batch=1, token_major=True)
         nope = self.bf16(0x7A0000000000, (1, 16, 512), (3, 512 * 7, 1))      # batch 1: request stride 3 is moot
         pe = self.bf16(0x7B0000000000, (1, 16, 64), (192 * 16, 192, 1))
@@ -373,8 +379,10 @@ class ViewsTest(StubCase):
 
 class RefusedViewTest(ViewsTest.__base__):
     """What the C side would refuse is refused here first, naming the
-    argument as the caller wrote it; nothing reaches C."""
+    argument as the caller wrote it; nothing reaches C.  (A plan with
+    views=True: PlanViewsTest has the refusals of a plan without.)"""
 
+    views = True
     bf16 = ViewsTest.bf16
 
     def test_strides_not_multiples_of_8(self):
@@ -444,7 +452,7 @@ class RefusedViewTest(ViewsTest.__base__):
         self.assertRefused("q[0] (ql_nope): on cuda:1", q=(FakeCudaArray(nope.ptr, nope.shape, "<V2", device=1), pe))
         self.assertRefused("q[1] (q_pe): missing (None)", q=(nope, None))
         plan = self.rt.plan(16, sq=2, d=512, dl=512, page_size=64, q_dtype="bf16", kv_dtype="bf16",
-                            softmax_scale=0.1, max_batch=8)
+                            softmax_scale=0.1, max_batch=8, views=True)
         with self.assertRaises(mlatune.Error) as cm:
             plan.run(**dict(support.stub_call_args(plan, batch=3), q=(nope, pe)))
         self.assertEqual(cm.exception.message,
@@ -474,8 +482,10 @@ class OldLibraryTest(unittest.TestCase):
         if self.lib is None:
             self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
         self.rt = mlatune.Runtime(library=self.lib)
+        # views=True: what refuses the views is the library (a 0.1 one
+        # ignores the field)
         self.plan = self.rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16",
-                                 softmax_scale=0.0417, max_batch=8)
+                                 softmax_scale=0.0417, max_batch=8, views=True)
         self.args = support.stub_call_args(self.plan, batch=3)
         self.addCleanup(self.rt.close)
 
@@ -524,11 +534,148 @@ class OldLibraryTest(unittest.TestCase):
                           q_strides=[0, 0, 0], out_strides=(0, 0, 0))
 
     def test_heads_first_lse_with_one_token_is_contiguous(self):
-        # [B, N, 1] is [B, 1, N]'s memory: no view needed, fine on 0.1
-        plan = self.rt.plan(16, sq=1, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8)
+        # [B, N, 1] is [B, 1, N]'s memory: no view needed, fine on 0.1 (the
+        # plan must still ask for views: lse_layout="heads_first" is one)
+        plan = self.rt.plan(16, sq=1, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8,
+                            views=True)
         args = support.stub_call_args(plan, batch=3)
         plan.run(**dict(args, lse=FakeCudaArray(args["lse"].ptr, (3, 16, 1), "<f4")), lse_layout="heads_first")
         self.assertEqual(_args_of(self.lib).lse, args["lse"].ptr)
+
+
+class PlanViewsTest(StubCase):
+    """A plan created with views=False (the default): every view form is
+    refused before C, naming the argument and saying to create the plan
+    with views=True; contiguous calls run, on such a plan and on one with
+    views=True; the flag reaches mlt_decode_problem."""
+
+    NO_VIEWS = ("cannot be passed to this plan: it was created with views=False (its kernels were built for "
+                "contiguous tensors only); create the plan with views=True (Runtime.plan(..., views=True))")
+
+    def bf16(self, ptr, shape, strides_elems=None):
+        return ViewsTest.bf16(self, ptr, shape, strides_elems)
+
+    def view_forms(self):
+        """(what the message names first, the call's changes) for each view form."""
+        base = self.args["q"].ptr
+        full = (2 * 16 * 576, 16 * 576, 576, 1)
+        nope, pe = self.bf16(base, (3, 2, 16, 512), full), self.bf16(base + 1024, (3, 2, 16, 64), full)
+        return (
+            ("q: the pair (ql_nope, q_pe) ", dict(q=(nope, pe))),
+            ("q: the pair (ql_nope, q_pe) ", dict(q=[self.bf16(0x7A0000000000, (3, 2, 16, 512)),
+                                                     self.bf16(0x7B0000000000, (3, 2, 16, 64))])),
+            ("q: a strided view (shape [3, 2, 16, 576], strides [20480, 10240, 640, 1] elements) ",
+             dict(q=self.bf16(0x7A0000000000, (3, 2, 16, 576), (2 * 16 * 640, 16 * 640, 640, 1)))),
+            ("out: a strided view (shape [6, 16, 512], strides [16384, 1024, 1] elements) ",
+             dict(out=self.bf16(0x7B0000000100, (6, 16, 512), (16 * 1024, 1024, 1)))),
+            ("lse: a strided view (shape [3, 2, 16], strides [64, 32, 1] elements) ",
+             dict(lse=FakeCudaArray(0x7C0000000040, (3, 2, 16), "<f4", strides=(2 * 32 * 4, 32 * 4, 4)))),
+            ('lse_layout: "heads_first" (lse [B, N, Sq]) ',
+             dict(lse=FakeCudaArray(0x7C0000000000, (3, 16, 2), "<f4"), lse_layout="heads_first")),
+            ("kv_scale: a scale read from device memory (a tensor) ",
+             dict(kv_scale=FakeCudaArray(0x7D0000000004, (), "<f4"))),
+            ("kv_scale: a scale read from device memory (a tensor) ",
+             dict(kv_scale=mlatune.DeviceArray(0x7D0000000008, (1,), "float32", device=0))),
+        )
+
+    def test_run_refuses_every_view_form(self):
+        self.assertFalse(self.plan.problem.views)
+        for subject, changes in self.view_forms():
+            with self.subTest(subject=subject):
+                self.assertRefused(subject + self.NO_VIEWS, **changes)
+                # an Error, not Unsupported: the library could take it, the plan cannot
+                with self.assertRaises(mlatune.Error) as cm:
+                    self.plan.run(**dict(self.args, **changes))
+                self.assertNotIsInstance(cm.exception, mlatune.Unsupported)
+
+    def test_messages_say_what_else_to_do(self):
+        forms = self.view_forms()
+        for (subject, changes), advice in zip(
+                (forms[0], forms[2], forms[5], forms[6]),
+                ("pass q as one [B, Sq, N, 576] tensor", "pass a contiguous tensor",
+                 'pass lse as [B, Sq, N] (lse_layout "tokens_first", the default)',
+                 "give the plan its scale (Runtime.plan(kv_scale=...))")):
+            with self.subTest(subject=subject):
+                self.assertEqual(self.assertRefused(subject, **changes), subject + self.NO_VIEWS + ", or " + advice)
+
+    def test_build_schedule_refuses_every_view_form(self):
+        for subject, changes in self.view_forms():
+            with self.subTest(subject=subject):
+                before = self.lib._cdll.stub_schedule_count()
+                with self.assertRaises(mlatune.Error) as cm:
+                    self.plan.build_schedule(**dict(self.args, **changes))
+                self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+                self.assertTrue(cm.exception.message.startswith(subject + self.NO_VIEWS), cm.exception.message)
+                self.assertEqual(self.lib._cdll.stub_schedule_count(), before)
+        self.plan.build_schedule(**self.args)  # contiguous: fine
+        self.plan.build_schedule(**self.args, lse_layout="tokens_first")
+
+    def test_run_raw_names_the_view_arguments(self):
+        raw = (3, 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 3 * 4096, 4)
+        for kwargs, names in ((dict(q_pe=0x9000), "q_pe"), (dict(q_strides=(18432, 9216, 576)), "q_strides"),
+                              (dict(q_pe_strides=[8, 16, 24]), "q_pe_strides"),
+                              (dict(out_strides=(32768, 16384, 1024)), "out_strides"),
+                              (dict(lse_strides=(32, 1, 2)), "lse_strides"),
+                              (dict(kv_scale_device=0xA004), "kv_scale_device"),
+                              (dict(q_pe=0x9000, lse_strides=(32, 1, 2), kv_scale_device=0xA004),
+                               "q_pe, lse_strides, kv_scale_device")):
+            with self.subTest(names=names):
+                before = self.runs()
+                with self.assertRaises(mlatune.Error) as cm:
+                    self.plan.run_raw(*raw, **kwargs)
+                self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+                self.assertEqual(cm.exception.message, f"run_raw: {names} " + self.NO_VIEWS)
+                self.assertEqual(self.runs(), before, "a refused call reached C")
+        # zeros spelled out are no views
+        self.plan.run_raw(*raw, q_strides=[0, 0, 0], out_strides=(0, 0, 0), q_pe=0, kv_scale_device=0)
+        self.assertEqual(_views_of(self.lib), (0x1000, 0, (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), 0))
+
+    def test_contiguous_calls_run_on_both_kinds_of_plan(self):
+        vplan = self.rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=0.0417,
+                             max_batch=8, views=True)
+        q = self.args["q"]
+        for plan in (self.plan, vplan):
+            before = self.runs()
+            plan.run(**self.args)
+            plan.run(**self.args, lse_layout="tokens_first")
+            self.assertEqual(self.runs(), before + 2)
+            self.assertEqual(_views_of(self.lib), (q.ptr, 0, (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), 0))
+        # odd strides of one-index dimensions are not a view: C gets the contiguous layout
+        plan = self.rt.plan(16, sq=1, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8)
+        args = support.stub_call_args(plan, batch=1, token_major=True)
+        plan.run(**dict(args, out=self.bf16(args["out"].ptr, (1, 16, 512), (5, 512, 1))))
+        self.assertEqual(_views_of(self.lib)[4], (0, 0, 0))
+
+    def test_views_reach_c(self):
+        problem = self.lib._cdll.stub_plan_problem
+        self.assertEqual(problem(self.plan._handle).contents.views, 0)
+        for value, want in ((True, 1), (1, 1), (False, 0), (0, 0)):
+            plan = self.rt.plan(16, sq=2, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.0417,
+                                max_batch=8, views=value)
+            self.assertEqual(problem(plan._handle).contents.views, want, value)
+            self.assertIs(plan.problem.views, bool(want))
+        self.assertIn(" views>", repr(plan if want else self.rt.plan(
+            16, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8, views=True)))
+        self.assertNotIn("views", repr(self.plan))
+        for bad in (2, -1, "yes", None):
+            with self.assertRaises(mlatune.Error) as cm:
+                self.rt.plan(16, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.1, max_batch=8,
+                             views=bad)
+            self.assertEqual(cm.exception.message, f"views: expected True or False, got {bad!r}")
+
+    def test_c_refuses_views_on_a_plan_without(self):
+        # past the package's check (mlt_plan_run called directly), the stub,
+        # like the library, refuses with views.c's message
+        from mlatune.plan import _ARGS
+        a = self.args
+        packed = _ARGS.pack(3, LENGTHS_UNKNOWN, 4, a["q"].ptr, a["kv_cache"].ptr, a["block_table"].ptr,
+                            a["seq_lens"].ptr, a["out"].ptr, a["lse"].ptr, a["workspace"].ptr, 3 * 4096, 0, 0,
+                            0x9000, *(0,) * 12, 0)
+        st = self.lib.mlt_plan_run(self.plan._handle, packed, 0)
+        self.assertEqual(st, Status.ERR_INVALID_ARGUMENT)
+        self.assertEqual(self.lib.last_error(),
+                         "mla_decode: this call passes views (q in two parts, strides or a device kv scale) but its "
+                         "kernels were built for contiguous tensors only: create the plan with views = 1")
 
 
 class CErrorTest(StubCase):
@@ -586,8 +733,12 @@ class RuntimeTest(StubCase):
                             softmax_scale=0.125, max_batch=300)
         p = self.lib._cdll.stub_plan_problem(plan._handle).contents
         self.assertEqual((p.n_heads, p.sq, p.d, p.dl, p.page_size, p.q_dtype, p.kv_dtype, p.softmax_scale,
-                          p.kv_scale, p.max_batch), (128, 4, 576, 512, 1, 1, 1, 0.125, 1.0, 300))
+                          p.kv_scale, p.max_batch, p.views), (128, 4, 576, 512, 1, 1, 1, 0.125, 1.0, 300, 0))
         self.assertEqual((plan.workspace_size, plan.schedule_size), (300 * 4096, 512))
+        plan = self.rt.plan(8, page_size=16, q_dtype="bf16", kv_dtype="fp8", softmax_scale=0.1, kv_scale=0.25,
+                            max_batch=2, views=True)
+        p = self.lib._cdll.stub_plan_problem(plan._handle).contents
+        self.assertEqual((p.n_heads, p.kv_dtype, p.kv_scale, p.max_batch, p.views), (8, 2, 0.25, 2, 1))
 
     def test_dtype_names(self):
         for name, want in (("bfloat16", mlatune.DType.BF16), ("bf16", mlatune.DType.BF16),

@@ -16,12 +16,14 @@ skipped); the CPU run (python_cpu) sets MLATUNE_SKIP_GPU_TESTS.
   * the same inputs through a second runtime's plan called with raw
     pointers (run_raw) and through DeviceArray (no torch on the path) give
     the same bits as run() with torch tensors;
-  * C API 0.2's views: q as (ql_nope, q_pe) (slices of q, separate
-    tensors, vLLM's transposed bmm output and slice), q as a slice of wider
-    rows, out and lse as slices, lse heads first [B, N, Sq]: each equals
-    the contiguous call bit for bit (with and without hints, so through the
-    split and the single-pass variants), writes nothing outside its views,
-    and replays from a graph;
+  * C API 0.2's views, on plans created with views=True: q as (ql_nope,
+    q_pe) (slices of q, separate tensors, vLLM's transposed bmm output and
+    slice), q as a slice of wider rows, out and lse as slices, lse heads
+    first [B, N, Sq]: each equals the contiguous call bit for bit (with and
+    without hints, so through the split and the single-pass variants), the
+    contiguous call equals that of a plan without views, nothing is
+    written outside the views, and a graph replays them; a plan created
+    without views refuses the pair, in the package and in C;
   * the kv scale from a device tensor equals the same scale given to the
     plan, bit for bit, and a graph captured with it replays right after the
     tensor changes.
@@ -113,9 +115,10 @@ class Problem:
         self.out = torch.full((self.batch, sq, n, 512), float("nan"), dtype=q_dtype, device=dev)
         self.lse = torch.full((self.batch, sq, n), float("nan"), dtype=torch.float32, device=dev)
 
-    def plan(self, rt, max_batch=None):
+    def plan(self, rt, max_batch=None, views=False):
         return rt.plan(self.n, sq=self.sq, page_size=self.page, q_dtype=self.q_dtype, kv_dtype=self.kv_dtype,
-                       softmax_scale=self.scale, kv_scale=self.kv_scale, max_batch=max_batch or self.batch)
+                       softmax_scale=self.scale, kv_scale=self.kv_scale, max_batch=max_batch or self.batch,
+                       views=views)
 
     def hints(self):
         mean = sum(self.lens) // len(self.lens)
@@ -227,8 +230,10 @@ class ResultsTest(unittest.TestCase):
             plan.run(wide[..., :576], p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
         self.assertTrue(cm.exception.message.startswith("q: stride per head is 580 elements"), cm.exception.message)
         # what only C checks (run_raw checks nothing) comes back with C's message
+        vplan = p.plan(runtime(), views=True)
+        ws = torch.empty((max(plan.workspace_size, vplan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
         with self.assertRaises(mlatune.Error) as cm:
-            plan.run_raw(p.batch, p.q.data_ptr(), p.kv.data_ptr(), p.block_table.data_ptr(), p.seq_lens.data_ptr(),
+            vplan.run_raw(p.batch, p.q.data_ptr(), p.kv.data_ptr(), p.block_table.data_ptr(), p.seq_lens.data_ptr(),
                          p.out.data_ptr(), p.lse.data_ptr(), ws.data_ptr(), ws.numel(), p.block_table.shape[1],
                          out_strides=(0, 0, 512))
         self.assertEqual(cm.exception.status, mlatune.Status.ERR_INVALID_ARGUMENT)
@@ -367,8 +372,9 @@ class ViewsTest(unittest.TestCase):
 
     def check_views(self, p):
         rt = runtime()
-        plan = p.plan(rt)
-        ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
+        plan = p.plan(rt, views=True)
+        plain = p.plan(rt)  # without views: the contiguous kernels
+        ws = torch.empty((max(plan.workspace_size, plain.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
         for hints in ({}, p.hints()):
             variant = plan.explain(p.batch, **hints).variant
             p.out.fill_(float("nan"))
@@ -376,6 +382,12 @@ class ViewsTest(unittest.TestCase):
             plan.run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws, **hints)
             torch.cuda.synchronize()
             assert_close(self, p, p.out, p.lse, f"contiguous, hints {hints or 'unknown'} ({variant})")
+            if plain.explain(p.batch, **hints).variant == variant:
+                out, lse = torch.full_like(p.out, float("nan")), torch.full_like(p.lse, float("nan"))
+                plain.run(p.q, p.kv, p.block_table, p.seq_lens, out, lse, ws, **hints)
+                torch.cuda.synchronize()
+                self.assertTrue(same_bits(out, p.out) and same_bits(lse, p.lse),
+                                f"hints {hints or 'unknown'} ({variant}): the plan without views differs")
             for name, q, out, lse, layout, written in self.forms(p):
                 what = f"{name}, lens {p.lens}, hints {hints or 'unknown'} ({variant})"
                 plan.run(q, p.kv, p.block_table, p.seq_lens, out, lse, ws, lse_layout=layout, **hints)
@@ -394,9 +406,45 @@ class ViewsTest(unittest.TestCase):
     def test_many_heads_sq_4(self):
         self.check_views(Problem(128, 4, 64, torch.bfloat16, torch.bfloat16, [4, 700, 3000], seed=22))
 
+    def test_plan_without_views_refuses_the_pair(self):
+        p = Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [700, 33, 2000], seed=24)
+        plan, vplan = p.plan(runtime()), p.plan(runtime(), views=True)
+        self.assertEqual((plan.problem.views, vplan.problem.views), (False, True))
+        ws = torch.empty((max(plan.workspace_size, vplan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
+        pair = vllm_pair(p)
+        # the parts' (request, token, head) strides: [B*Sq, N, W] with Sq = 1
+        nope_st, pe_st = ((t.stride(0), t.stride(0), t.stride(1)) for t in pair)
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run(pair, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+        self.assertEqual(cm.exception.status, mlatune.Status.ERR_INVALID_ARGUMENT)
+        self.assertEqual(cm.exception.message,
+                         "q: the pair (ql_nope, q_pe) cannot be passed to this plan: it was created with views=False "
+                         "(its kernels were built for contiguous tensors only); create the plan with views=True "
+                         "(Runtime.plan(..., views=True)), or pass q as one [B, Sq, N, 576] tensor")
+        # past the package (run_raw refuses too), mlt_plan_run itself refuses
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run_raw(p.batch, pair[0].data_ptr(), p.kv.data_ptr(), p.block_table.data_ptr(),
+                         p.seq_lens.data_ptr(), p.out.data_ptr(), p.lse.data_ptr(), ws.data_ptr(), ws.numel(),
+                         p.block_table.shape[1], q_pe=pair[1].data_ptr(), q_strides=nope_st, q_pe_strides=pe_st)
+        self.assertTrue(cm.exception.message.startswith("run_raw: q_pe, q_strides, q_pe_strides cannot be passed"),
+                        cm.exception.message)
+        from mlatune.plan import _ARGS
+        args = _ARGS.pack(p.batch, LENGTHS_UNKNOWN, p.block_table.shape[1], pair[0].data_ptr(), p.kv.data_ptr(),
+                          p.block_table.data_ptr(), p.seq_lens.data_ptr(), p.out.data_ptr(), p.lse.data_ptr(),
+                          ws.data_ptr(), ws.numel(), 0, 0, pair[1].data_ptr(), *nope_st, *pe_st, 0, 0, 0, 0, 0, 0, 0)
+        lib = plan.runtime.library
+        self.assertEqual(lib.mlt_plan_run(plan._handle, args, torch.cuda.current_stream().cuda_stream),
+                         mlatune.Status.ERR_INVALID_ARGUMENT)
+        self.assertIn("but its kernels were built for contiguous tensors only: create the plan with views = 1",
+                      lib.last_error())
+        # the same call on a plan with views runs, right
+        vplan.run(pair, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws)
+        torch.cuda.synchronize()
+        assert_close(self, p, p.out, p.lse, "the pair on a plan with views")
+
     def test_graph_with_views(self):
         p = Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [2048] * 8, extra_columns=0, seed=23)
-        plan = p.plan(runtime())
+        plan = p.plan(runtime(), views=True)
         ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
         pair = vllm_pair(p)
         out_tok = torch.full((p.batch, p.n, 1024), float("nan"), dtype=p.q_dtype, device=p.q.device)
@@ -424,9 +472,9 @@ class KvScaleTest(unittest.TestCase):
         rt = runtime()
         for kv_dtype in self.kv_dtypes():
             p = Problem(16, 1, 64, torch.bfloat16, kv_dtype, [700, 33, 2000, 64], kv_scale=0.5, seed=30)
-            plan_s = p.plan(rt)                                   # 0.5 given to the plan
+            plan_s = p.plan(rt, views=True)                       # 0.5 given to the plan
             plan_1 = rt.plan(p.n, sq=p.sq, page_size=p.page, q_dtype=p.q_dtype, kv_dtype=kv_dtype,
-                             softmax_scale=p.scale, kv_scale=1.0, max_batch=p.batch)
+                             softmax_scale=p.scale, kv_scale=1.0, max_batch=p.batch, views=True)
             ws = torch.empty((max(plan_s.workspace_size, plan_1.workspace_size, 16),), dtype=torch.uint8,
                              device=p.q.device)
             scale = torch.tensor(0.5, dtype=torch.float32, device=p.q.device)
@@ -451,14 +499,17 @@ class KvScaleTest(unittest.TestCase):
         p = Problem(16, 1, 64, torch.bfloat16, kv_dtype, [2048] * 4, extra_columns=0, seed=31)
         plans = {}
 
-        def plan_of(value):
-            if value not in plans:
-                plans[value] = rt.plan(p.n, sq=p.sq, page_size=p.page, q_dtype=p.q_dtype, kv_dtype=kv_dtype,
-                                       softmax_scale=p.scale, kv_scale=value, max_batch=p.batch)
-            return plans[value]
-        for value in (1.0, 0.5, 0.25, 2.0):  # all plans made before capture
+        def plan_of(value, views=False):
+            if (value, views) not in plans:
+                plans[value, views] = rt.plan(p.n, sq=p.sq, page_size=p.page, q_dtype=p.q_dtype, kv_dtype=kv_dtype,
+                                              softmax_scale=p.scale, kv_scale=value, max_batch=p.batch, views=views)
+            return plans[value, views]
+        for value in (0.5, 0.25, 2.0):  # all plans made before capture
             plan_of(value)
-        plan = plan_of(1.0)
+        plan = plan_of(1.0, views=True)  # the scale tensor is a view
+        for value in (0.5, 0.25, 2.0):
+            self.assertEqual(plan.explain(p.batch).variant, plan_of(value).explain(p.batch).variant,
+                             "the plans pick different variants: bits not comparable")
         ws = torch.empty((max(pl.workspace_size for pl in plans.values()) + 16,), dtype=torch.uint8,
                          device=p.q.device)
         scale = torch.tensor(0.5, dtype=torch.float32, device=p.q.device)
@@ -537,6 +588,7 @@ class VllmExampleTest(unittest.TestCase):
         p = Problem(16, 1, 64, torch.bfloat16, kv_dtype, [5, 900, 64], kv_scale=kv_scale, seed=10)
         impl = self.ex.MlaTuneDecodeImpl(num_heads=16, scale=p.scale, kv_cache_dtype=kv_cache_dtype, block_size=64,
                                          max_num_seqs=8, runtime=runtime())
+        self.assertTrue(all(plan.problem.views for plan in impl._plans.values()), "the example's plans need views")
         kv = p.kv.view(torch.uint8) if kv_cache_dtype == "fp8" else p.kv
         layer = self.ex.Layer(k_scale=kv_scale, device=p.q.device)
         q3 = p.q.view(p.batch, 16, 576)

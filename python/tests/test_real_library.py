@@ -8,8 +8,9 @@ used:
     honours it: a whole decode on host memory, checked against a reference
     computed here in plain Python, then the same call through views (q in
     two parts, strided q / out, lse heads first, the kv scale in device
-    memory) equal bit for bit, and a device scale of 0.5 against the
-    reference;
+    memory) on a plan created with views=True equal bit for bit, a device
+    scale of 0.5 against the reference, and the library's own refusal of
+    views on a plan created without them;
   * a stub CUDA driver ($MLA_TUNE_STUB_CUDA, or tests/stub_libcuda.c of the
     repository built here) loaded through MLA_TUNE_CUDA_DRIVER: a runtime
     that reports an H100, so that options and errors are seen to cross the
@@ -17,6 +18,7 @@ used:
 """
 
 import contextlib
+import ctypes
 import math
 import os
 import random
@@ -27,6 +29,8 @@ import support
 
 import mlatune
 from mlatune import LENGTHS_UNKNOWN, Status
+from mlatune._capi import DecodeProblem
+from mlatune.plan import _ARGS
 
 LIB = support.real_library()
 NO_LIB = "MLATUNE_LIBRARY is not set (ctest sets it to the built libmlatune)"
@@ -203,6 +207,10 @@ class EmulatedDecodeTest(unittest.TestCase):
         rng = random.Random(7)
         plan = rt.plan(n, sq=sq, page_size=page, q_dtype="bf16", kv_dtype="bf16", softmax_scale=scale,
                        max_batch=batch)
+        # the views: kernels that place rows through strides
+        vplan = rt.plan(n, sq=sq, page_size=page, q_dtype="bf16", kv_dtype="bf16", softmax_scale=scale,
+                        max_batch=batch, views=True)
+        ws_size = max(plan.workspace_size, vplan.workspace_size, 16)
         q_bits = [[[[bf16_bits(rng.uniform(-1, 1)) for _ in range(d)] for _ in range(n)] for _ in range(sq)]
                   for _ in range(batch)]
         pages = batch * blocks
@@ -226,12 +234,12 @@ class EmulatedDecodeTest(unittest.TestCase):
         slp = put(lens, "i")
         outp = rt.alloc(batch * sq * n * dl * 2)
         lsep = rt.alloc(batch * sq * n * 4)
-        wsp = rt.alloc(max(plan.workspace_size, 16))
+        wsp = rt.alloc(ws_size)
         A = mlatune.DeviceArray
         plan.run(A(qp, (batch, sq, n, d), "bfloat16", device=0), A(kvp, (pages, page, d), "bfloat16", device=0),
                  A(btp, (batch, blocks), "int32", device=0), A(slp, (batch,), "int32", device=0),
                  A(outp, (batch, sq, n, dl), "bfloat16", device=0), A(lsep, (batch, sq, n), "float32", device=0),
-                 A(wsp, (max(plan.workspace_size, 16),), "uint8", device=0), seq_len_hint=LENGTHS_UNKNOWN)
+                 A(wsp, (ws_size,), "uint8", device=0), seq_len_hint=LENGTHS_UNKNOWN)
         rt.synchronize()
         got_out = struct.unpack(f"<{batch * sq * n * dl}H", rt.copy_to_host(outp, batch * sq * n * dl * 2))
         got_lse = struct.unpack(f"<{batch * sq * n}f", rt.copy_to_host(lsep, batch * sq * n * 4))
@@ -252,13 +260,27 @@ class EmulatedDecodeTest(unittest.TestCase):
                     for i in range(dl):
                         worst = max(worst, abs(bf16_value(got_out[row * dl + i]) - ref_out[b][t][h][i]))
         self.assertLess(worst, 2e-2, "out differs from the reference")
-        ws_arg = A(wsp, (max(plan.workspace_size, 16),), "uint8", device=0)
+        ws_arg = A(wsp, (ws_size,), "uint8", device=0)
         common = (A(kvp, (pages, page, d), "bfloat16", device=0), A(btp, (batch, blocks), "int32", device=0),
                   A(slp, (batch,), "int32", device=0))
         flat_q = flat(q_bits)
         rows = batch * sq * n
 
-        # The same call through views (C API 0.2): q as (ql_nope, q_pe), each
+        # the views plan runs contiguous tensors too: the plain plan's bits
+        # (the same variant; the views below are compared with this call)
+        rt.copy_to_device(outp, bytes(rows * dl * 2))
+        vplan.run(A(qp, (batch, sq, n, d), "bfloat16", device=0), *common,
+                  A(outp, (batch, sq, n, dl), "bfloat16", device=0), A(lsep, (batch, sq, n), "float32", device=0),
+                  ws_arg)
+        rt.synchronize()
+        v_out = struct.unpack(f"<{rows * dl}H", rt.copy_to_host(outp, rows * dl * 2))
+        v_lse = struct.unpack(f"<{rows}f", rt.copy_to_host(lsep, rows * 4))
+        if vplan.explain(batch).variant == plan.explain(batch).variant:
+            self.assertEqual(v_out, got_out, "the views plan's contiguous call differs from the plain plan's")
+            self.assertEqual(struct.pack(f"<{rows}f", *v_lse), struct.pack(f"<{rows}f", *got_lse))
+        got_out, got_lse = v_out, v_lse
+
+        # The same call through views (C API 0.2, a views plan): q as (ql_nope, q_pe), each
         # a slice of a wider buffer (ql_nope: columns 0..511 of rows of 640;
         # q_pe: columns 64..127 of token-major rows of 128), out columns
         # 512..1023 of rows of 1024, lse heads first [B, N, Sq], the kv scale
@@ -278,7 +300,7 @@ class EmulatedDecodeTest(unittest.TestCase):
         ql_nope = A(nope_p, (batch, sq, n, dl), "bfloat16", strides=(sq * n * 640, n * 640, 640, 1), device=0)
         q_pe = A(pe_p + 64 * 2, (batch * sq, n, d - dl), "bfloat16", strides=(n * 128, 128, 1), device=0)
         out_view = A(out_wide_p + dl * 2, (batch * sq, n, dl), "bfloat16", strides=(n * 1024, 1024, 1), device=0)
-        plan.run((ql_nope, q_pe), *common, out_view, A(lse_hf_p, (batch, n, sq), "float32", device=0), ws_arg,
+        vplan.run((ql_nope, q_pe), *common, out_view, A(lse_hf_p, (batch, n, sq), "float32", device=0), ws_arg,
                  kv_scale=A(scale_p, (), "float32", device=0), lse_layout="heads_first")
         rt.synchronize()
         out_wide = struct.unpack(f"<{rows * 1024}H", rt.copy_to_host(out_wide_p, rows * 1024 * 2))
@@ -295,7 +317,7 @@ class EmulatedDecodeTest(unittest.TestCase):
 
         # a scale of 0.5 from device memory: keys and values scaled
         rt.copy_to_device(scale_p, struct.pack("<f", 0.5))
-        plan.run(A(qp, (batch, sq, n, d), "bfloat16", device=0), *common,
+        vplan.run(A(qp, (batch, sq, n, d), "bfloat16", device=0), *common,
                  A(outp, (batch, sq, n, dl), "bfloat16", device=0), A(lsep, (batch, sq, n), "float32", device=0),
                  ws_arg, kv_scale=A(scale_p, (1,), "float32", device=0))
         rt.synchronize()
@@ -317,11 +339,34 @@ class EmulatedDecodeTest(unittest.TestCase):
 
         # what only C checks comes back with C's message (run_raw checks nothing)
         with self.assertRaises(mlatune.Error) as cm:
-            plan.run_raw(batch, qp, kvp, btp, slp, outp, lsep, wsp, max(plan.workspace_size, 16), blocks,
+            vplan.run_raw(batch, qp, kvp, btp, slp, outp, lsep, wsp, ws_size, blocks,
                          out_strides=(0, 0, dl))
         self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
         self.assertTrue(cm.exception.message.startswith("mla_decode: out strides (0, 0, 512 per request, token, "
                                                         "head) make rows overlap"), cm.exception.message)
+
+        # the plan without views: the package refuses a view, naming it;
+        # past the package (mlt_plan_run called directly) the library does
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run((ql_nope, q_pe), *common, out_view, A(lse_hf_p, (batch, n, sq), "float32", device=0), ws_arg,
+                     lse_layout="heads_first")
+        self.assertTrue(cm.exception.message.startswith('lse_layout: "heads_first" (lse [B, N, Sq]) cannot be '
+                                                        'passed to this plan: it was created with views=False'),
+                        cm.exception.message)
+        packed = _ARGS.pack(batch, LENGTHS_UNKNOWN, blocks, nope_p, kvp, btp, slp, outp, lsep, wsp, ws_size, 0, 0,
+                            pe_p, *(0,) * 12, 0)
+        self.assertEqual(LIB.mlt_plan_run(plan._handle, packed, 0), Status.ERR_INVALID_ARGUMENT)
+        self.assertIn("but its kernels were built for contiguous tensors only: create the plan with views = 1",
+                      LIB.last_error())
+
+        # a views value other than 0 / 1 is refused by the library (the
+        # package refuses it first: mlt_plan_create called directly)
+        c = DecodeProblem(n_heads=n, sq=sq, d=d, dl=dl, page_size=page, q_dtype=0, kv_dtype=0,
+                          softmax_scale=scale, kv_scale=1.0, max_batch=batch, views=2)
+        handle = ctypes.c_void_p()
+        self.assertEqual(LIB.mlt_plan_create(rt._handle, ctypes.byref(c), ctypes.byref(handle)),
+                         Status.ERR_INVALID_ARGUMENT)
+        self.assertIn("views 2 is neither 0 nor 1", LIB.last_error())
         for p in (qp, kvp, btp, slp, outp, lsep, wsp, nope_p, pe_p, out_wide_p, lse_hf_p, scale_p):
             rt.free(p)
         rt.close()

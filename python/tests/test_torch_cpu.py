@@ -64,8 +64,10 @@ class TorchFastPathTest(unittest.TestCase):
         if self.lib is None:
             self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
         self.rt = mlatune.Runtime(library=self.lib)
+        # views=True: the view forms are tested on it (a plan without:
+        # test_plan_without_views_refuses_them)
         self.plan = self.rt.plan(16, sq=2, page_size=64, q_dtype=torch.bfloat16, kv_dtype=torch.bfloat16,
-                                 softmax_scale=0.0417, max_batch=8)
+                                 softmax_scale=0.0417, max_batch=8, views=True)
         self.plan._streams = _NoStreams()
         self.args = torch_args(self.plan)
         patch = tensors_on_device_0()
@@ -215,6 +217,50 @@ class TorchFastPathTest(unittest.TestCase):
         self.assertEqual(self.refusal(True, kv_scale=torch.ones((2,))),
                          "kv_scale: expected one element (shape [] or [1]), got shape [2]")
         self.assertTrue(self.refusal(True, kv_scale=1.0).startswith("kv_scale: expected a device tensor"))
+
+    def test_plan_without_views_refuses_them(self):
+        # the same forms on a plan created with views=False: the fast and
+        # general paths refuse each with the same message, naming it, and
+        # run() never reaches C; contiguous calls take the fast path
+        self.plan = self.rt.plan(16, sq=2, page_size=64, q_dtype=torch.bfloat16, kv_dtype=torch.bfloat16,
+                                 softmax_scale=0.0417, max_batch=8)
+        self.plan._streams = _NoStreams()
+        tail = ("cannot be passed to this plan: it was created with views=False (its kernels were built for "
+                "contiguous tensors only); create the plan with views=True (Runtime.plan(..., views=True))")
+        for what, changes, strides in self.view_cases():
+            if strides == ((0, 0, 0),) * 4 and "q_pe" not in changes:
+                continue  # contiguous after all (its heads_first is refused by run(): below)
+            with self.subTest(what=what):
+                self.assertIn(tail, self.refusal(True, **changes))
+                changes = dict(changes)
+                kwargs = {"lse_layout": "heads_first"} if changes.pop("heads_first", False) else {}
+                if "q_pe" in changes:
+                    changes["q"] = (changes["q"], changes.pop("q_pe"))
+                before = self.lib._cdll.stub_run_count()
+                with self.assertRaises(mlatune.Error) as cm:
+                    self.plan.run(**dict(self.args, **changes), **kwargs)
+                self.assertIn(tail, cm.exception.message)
+                self.assertEqual(self.lib._cdll.stub_run_count(), before)
+        q = self.args["q"]
+        for kwargs, start in ((dict(q=(q[..., :512], q[..., 512:])), "q: the pair (ql_nope, q_pe) "),
+                              (dict(kv_scale=torch.ones((), dtype=torch.float32)),
+                               "kv_scale: a scale read from device memory (a tensor) "),
+                              (dict(lse=torch.zeros((3, 16, 2)), lse_layout="heads_first"),
+                               'lse_layout: "heads_first" (lse [B, N, Sq]) ')):
+            with self.subTest(start=start):
+                with self.assertRaises(mlatune.Error) as cm:
+                    self.plan.run(**dict(self.args, **kwargs))
+                self.assertTrue(cm.exception.message.startswith(start + tail), cm.exception.message)
+                with self.assertRaises(mlatune.Error) as cm:
+                    self.plan.build_schedule(**dict(self.args, **kwargs))
+                self.assertTrue(cm.exception.message.startswith(start + tail), cm.exception.message)
+        self.assertEqual(self.refusal(True, kv_scale=torch.ones((), dtype=torch.float32)),
+                         "kv_scale: a scale read from device memory (a tensor) " + tail +
+                         ", or give the plan its scale (Runtime.plan(kv_scale=...))")
+        before = self.lib._cdll.stub_run_count()
+        self.plan.run(**self.args)
+        self.plan.run(**self.args, lse_layout="tokens_first")
+        self.assertEqual(self.lib._cdll.stub_run_count(), before + 2)
 
     def test_wrong_device(self):
         torch.Tensor.get_device = lambda self: -1 if self.dtype == torch.float32 else 0  # lse "on the host"

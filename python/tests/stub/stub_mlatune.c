@@ -8,7 +8,8 @@
  * stub_run_count) so that a test can check what the Python side passed.
  * mlt_plan_run checks what the real one checks before it launches (batch
  * range, hints, null and misaligned pointers, workspace present) with
- * messages of the same form, the views' rules included (views.c).  Built
+ * messages of the same form, the views' rules included (views.c: a plan
+ * created with views = 0 refuses them all).  Built
  * by tests/support.py with the system C compiler against the real header,
  * so a header change that breaks the mirrors shows here too; built with
  * -DSTUB_API_0_1 it has no mlt_api_version, as a 0.1 library had none, and
@@ -103,6 +104,10 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *p, mlt_pla
     if (!rt || !p || !out) return fail(MLT_ERR_INVALID_ARGUMENT, "mlt_plan_create: null argument");
     if (p->n_heads < 1 || p->n_heads > 128)
         return fail(MLT_ERR_INVALID_ARGUMENT, "head count %d outside 1..128", p->n_heads);
+#ifndef STUB_API_0_1  /* a 0.1 library has no views field and reads none */
+    if (p->views != 0 && p->views != 1)
+        return fail(MLT_ERR_INVALID_ARGUMENT, "views %d is neither 0 nor 1", p->views);
+#endif
     mlt_plan *plan = calloc(1, sizeof *plan);
     plan->rt = rt;
     plan->problem = *p;
@@ -138,6 +143,10 @@ static mlt_status check_views(const mlt_plan *plan, const mlt_decode_args *a) {
 #else
     if (!any) return MLT_OK;
     const mlt_decode_problem *p = &plan->problem;
+    if (!p->views)
+        return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: this call passes views (q in two parts, strides or a "
+                    "device kv scale) but its kernels were built for contiguous tensors only: create the plan "
+                    "with views = 1");
     if (a->q_pe) {
         if (p->d <= p->dl || p->dl % 8 != 0)
             return fail(MLT_ERR_INVALID_ARGUMENT, "mla_decode: q in two parts needs D > Dl and Dl a multiple of 8 "
