@@ -141,10 +141,12 @@ def gpu(opts):
                                               **hints)),
     ]
     flush_buf = torch.empty((256 << 20) // 4, dtype=torch.float32, device=dev).fill_(1.0)
-    sink = torch.empty((), dtype=torch.float32, device=dev)
+    sink = torch.empty((1,), dtype=torch.float32, device=dev)
 
     def flush():
-        torch.sum(flush_buf, out=sink)
+        # reads 256 MiB (past the L2); the reduction's out= form differs
+        # between torch versions, so the result is copied instead
+        sink.copy_(flush_buf.sum().reshape(1))
 
     print(f"device: {torch.cuda.get_device_name(dev)} ({rt.arch}); libmlatune: {rt.library.path}")
     print(f"shape: heads {n}, batch {b}, seq_len {length}, page {page}, bf16; variant: "
