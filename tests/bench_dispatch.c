@@ -27,7 +27,9 @@ int main(int argc, char **argv) {
     long calls = argc > 2 ? atol(argv[2]) : 20000000L;
     mt_target t;
     mt_target_for_arch("sm_90", &t);
-    mt_problem_key shape = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = 16, .sq = 1};
+    mt_problem_key shape = {.kind = "mla_decode",
+            .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+            .n_heads = 16, .sq = 1};
     mt_choice *choices = calloc((size_t)n_entries, sizeof *choices);
     static const int batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256}, lens[] = {512, 1024, 4096, 16384};
     for (int i = 0; i < n_entries; i++) {

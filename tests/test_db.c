@@ -30,7 +30,9 @@ static mt_device_info fake_device(const char *arch) {
 }
 
 static mt_problem_key key_of(int heads, int batch, int len) {
-    mt_problem_key k = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = heads, .sq = 1,
+    mt_problem_key k = {.kind = "mla_decode",
+            .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+            .n_heads = heads, .sq = 1,
                         .batch = batch, .seq_len = len};
     return k;
 }

@@ -58,7 +58,9 @@ static int sql(const char *name, const char *text) {
 }
 
 static mt_problem_key key_of(int batch) {
-    mt_problem_key k = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = 16, .sq = 1,
+    mt_problem_key k = {.kind = "mla_decode",
+            .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+            .n_heads = 16, .sq = 1,
                         .batch = batch, .seq_len = 1024};
     return k;
 }

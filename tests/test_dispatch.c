@@ -12,8 +12,10 @@
 #include "runtime/api/dispatch.h"
 
 static mt_choice entry(int heads, int batch, int len, const char *params, mt_dtype kv) {
-    mt_choice c = {.arch = "sm_90", .key = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, kv}, .n_heads = heads,
-                                            .sq = 1, .batch = batch, .seq_len = len},
+    mt_choice c = {.arch = "sm_90",
+                   .key = {.kind = "mla_decode",
+                           .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = kv},
+                           .n_heads = heads, .sq = 1, .batch = batch, .seq_len = len},
                    .family = "mla_decode_simt", .median_ms = batch * 0.001 + len * 1e-6};
     snprintf(c.params, sizeof c.params, "%s", params);
     return c;
@@ -27,7 +29,9 @@ int main(void) {
     mt_choice c[6] = {entry(16, 1, 1024, V(8, 16), MT_BF16),  entry(16, 1, 16384, V(8, 32), MT_BF16),
                       entry(16, 64, 1024, V(16, 2), MT_BF16), entry(16, 64, 16384, V(16, 4), MT_BF16),
                       entry(8, 64, 16384, V(4, 8), MT_BF16),  entry(16, 64, 16384, V(32, 2), MT_FP8_E4M3)};
-    mt_problem_key shape = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = 16, .sq = 1};
+    mt_problem_key shape = {.kind = "mla_decode",
+            .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+            .n_heads = 16, .sq = 1};
     mt_dispatch_table table;
     CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));
     CHECK(table.n_entries == 4 && !table.heuristic);  /* other heads and the fp8 KV entry are not candidates */

@@ -28,7 +28,9 @@ static void make_db(const char *path) {
     mt_device_info dev = {.compute_units = 132, .total_memory = 80ull << 30};
     snprintf(dev.arch, sizeof dev.arch, "sm_90");
     snprintf(dev.name, sizeof dev.name, "Test GPU");
-    mt_problem_key k = {.kind = "mla_decode", .s = {576, 512, 64, MT_BF16, MT_BF16}, .n_heads = 16, .sq = 1,
+    mt_problem_key k = {.kind = "mla_decode",
+            .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+            .n_heads = 16, .sq = 1,
                         .batch = 8, .seq_len = 1024};
     mt_variant v;
     mt_variant_default(&mt_family_mla_decode, &v);
