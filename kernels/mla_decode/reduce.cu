@@ -88,11 +88,6 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
     }
 }
 
-extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
-mla_reduce(const MT_GRID_CONST mt_decode_params p) {
-    mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
-                    views_of(p));
-}
 #else /* NUM_SPLITS >= 8 */
 /* The reduce's shape (kept equal to the launch in mla_decode.c): a block of
  * 32 x REDUCE_GROUPS threads takes REDUCE_COLS columns of one row; the 32
@@ -188,12 +183,15 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
     }
 }
 
+#endif /* NUM_SPLITS */
+
+/* Either form: the kernel takes the family's params (params.h). */
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 mla_reduce(const MT_GRID_CONST mt_decode_params p) {
     mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
                     views_of(p));
 }
-#endif /* NUM_SPLITS */
+
 #else /* GROUPS_PER_CU: the cut requests only */
 
 /* Merges the requests the schedule cut, tile by tile.  A unit is 8 / g
