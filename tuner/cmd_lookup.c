@@ -175,9 +175,7 @@ int cmd_lookup(int argc, char **argv) {
         }
         mt_backend_close(b);
         arch = info.arch;
-        snprintf(t.arch, sizeof t.arch, "%s", info.arch);
-        t.warp_size = info.warp_size;
-        t.shared_max = info.shared_per_group_max;
+        mt_target_from_device(&info, &t);
         if (!cus) cus = info.compute_units;
     } else if (mt_target_for_arch(arch, &t) != MT_OK) {
         mt_cli_error("lookup: %s", mt_last_error());

@@ -359,8 +359,8 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     } else {
         mt_variant trusted;
         mt_kernels fns;
-        mt_target t = {.warp_size = w->info.warp_size, .shared_max = w->info.shared_per_group_max};
-        snprintf(t.arch, sizeof t.arch, "%s", w->info.arch);
+        mt_target t;
+        mt_target_from_device(&w->info, &t);
         if ((st = mt_variant_default_for(job->variant.family, s, &t, &trusted)) != MT_OK ||
             (st = get_functions(w, &trusted, s, &fns)) != MT_OK ||
             (st = run_once(w, &trusted, &fns, k->ref_out, k->ref_lse)) != MT_OK)

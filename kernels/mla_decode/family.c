@@ -134,6 +134,12 @@ const char *mt_decode_path_name(mt_decode_path p) {
     return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : "?";
 }
 
+/* A variant merges partial results with mla_reduce: length-aware ones
+ * (the cut requests), and fixed splits unless they merge in a cluster. */
+static int has_reduce(const int *x) {
+    return x[MT_P_GROUPS_PER_CU] || (x[MT_P_NUM_SPLITS] > 1 && !x[MT_P_SPLIT_REDUCE]);
+}
+
 /* params.h (the host/device structs), the common part, what the path
  * shares with its kind, the path, then the merge and the schedule when the
  * variant has them (reduce.cu uses schedule.cu's helpers: it comes last). */
@@ -149,15 +155,14 @@ static int mla_decode_sources(const mt_variant *v, int warp_size, const char *na
     if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA_T16) names[n++] = "mla_decode/wgmma_common.cuh";
     names[n++] = path_file[path];
     if (x[MT_P_GROUPS_PER_CU]) names[n++] = "mla_decode/schedule.cu";
-    if (x[MT_P_GROUPS_PER_CU] || (x[MT_P_NUM_SPLITS] > 1 && !x[MT_P_SPLIT_REDUCE])) names[n++] = "mla_decode/reduce.cu";
+    if (has_reduce(x)) names[n++] = "mla_decode/reduce.cu";
     return n;
 }
 
 static void mla_decode_entries(const mt_variant *v, const char *names[MT_MAX_ENTRIES]) {
     const int *x = v->values;
     names[MT_DECODE_FN] = MT_MLA_DECODE_KERNEL;
-    names[MT_REDUCE_FN] = x[MT_P_GROUPS_PER_CU] || (x[MT_P_NUM_SPLITS] > 1 && !x[MT_P_SPLIT_REDUCE])
-                              ? MT_MLA_REDUCE_KERNEL : NULL;
+    names[MT_REDUCE_FN] = has_reduce(x) ? MT_MLA_REDUCE_KERNEL : NULL;
     names[MT_SCHEDULE_FN] = x[MT_P_GROUPS_PER_CU] ? MT_MLA_SCHEDULE_KERNEL : NULL;
 }
 

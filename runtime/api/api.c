@@ -106,9 +106,7 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
     if (st == MT_OK) st = mt_backend_set_device(rt->backend, o.device);
     if (st == MT_OK) st = mt_jit_create(rt->backend, o.cache_dir, &rt->jit);
     if (st == MT_OK) {
-        snprintf(rt->target.arch, sizeof rt->target.arch, "%s", rt->info.arch);
-        rt->target.warp_size = rt->info.warp_size;
-        rt->target.shared_max = rt->info.shared_per_group_max;
+        mt_target_from_device(&rt->info, &rt->target);
         char user[1024], sys[1024];
         mt_db_default_paths(user, sizeof user, sys, sizeof sys);
         int env_user = 0, env_sys = 0;  /* MLA_TUNE_DB set to a missing file is an error, not the heuristic */
