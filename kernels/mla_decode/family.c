@@ -85,8 +85,9 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s,
         size_t blocks = (size_t)s->d / 64, stages = (size_t)values[MT_P_KV_STAGES];
         /* length-aware: warpgroup 1's O^T (16 x 512 floats) meets warpgroup
          * 0's in a buffer of its own, since the stages already hold the
-         * next item's chunks */
-        size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 : 0;
+         * next item's chunks; and the next item's q rows (16 x d, 16-bit)
+         * are copied ahead into one */
+        size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 + 16 * (size_t)s->d * 2 : 0;
         return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
                16 * 4 + 8 * 4 + stages * 8 + merge;
     }

@@ -137,7 +137,11 @@ mt_status mt_mla_decode_schedule(mt_backend *b, const mt_kernels *k, const mt_va
     mt_decode_params p = kernel_params(v, NULL, a);
     p.schedule = dst;
     void *args[] = {&p};
-    unsigned grid[3] = {1, 1, 1}, block[3] = {MT_SCHEDULE_THREADS, 1, 1};
+    /* a thread per stretch (+1) and per request, up to MT_SCHEDULE_THREADS,
+     * in multiples of 64 (a wavefront on AMD): schedule.cu says why */
+    int threads = p.n_stretches + 1 > a->batch ? p.n_stretches + 1 : a->batch;
+    threads = threads > MT_SCHEDULE_THREADS ? MT_SCHEDULE_THREADS : (threads + 63) / 64 * 64;
+    unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)threads, 1, 1};
     return mt_backend_launch(b, k->fn[MT_SCHEDULE_FN], grid, block, 0, stream, args);
 }
 
@@ -161,7 +165,11 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
     unsigned grid[3] = {(unsigned)mt_schedule_work_groups(&sh), 1, 1};
     st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
     if (st != MT_OK) return st;
-    unsigned rgrid[3] = {(unsigned)(a->compute_units > 0 ? a->compute_units : 1), (unsigned)((s->dl + 63) / 64), 1};
+    /* reduce.cu's length-aware shape: RED_COLS columns per work-group
+     * (4 per lane when Dl is a multiple of 4, else 1) */
+    unsigned red_cols = s->dl % 4 == 0 ? 128u : 32u;
+    unsigned rgrid[3] = {(unsigned)(a->compute_units > 0 ? a->compute_units : 1),
+                         ((unsigned)s->dl + red_cols - 1) / red_cols, 1};
     unsigned rblock[3] = {256, 1, 1};
     return mt_backend_launch_dependent(b, k->fn[MT_REDUCE_FN], rgrid, rblock, 0, stream, args);
 }

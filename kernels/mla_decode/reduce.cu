@@ -196,103 +196,165 @@ mla_reduce(const MT_GRID_CONST mt_decode_params p) {
 
 /* Merges the requests the schedule cut, tile by tile.  A unit is 8 / g
  * rows of one tile of a cut request (g = red_slot_groups of its piece
- * count): a work-group of 8 warps takes 64 columns (two per lane) of them,
- * the g warps of a row its pieces in turn, 8 at a time, every load of a
- * round issued before any is used, so a round costs one trip to L2.  The
- * grid is fixed (a captured graph replays it whatever the lengths): its
- * work-groups take the units in turn, finding a unit's request by a
- * binary search over the requests' first units (in shared memory).
- * Launched as a dependent of decode. */
-#define RED_COLS_PAIR (DL % 2 == 0)
+ * count): a work-group of 8 warps takes RED_COLS columns of them (RED_VEC
+ * consecutive ones per lane), the g warps of a row its pieces in turn, 8 at
+ * a time, every load of a round issued before any is used, so a round
+ * costs one trip to memory.  The grid is fixed (a captured graph replays
+ * it whatever the lengths): compute units x ceil(DL / RED_COLS) work-groups,
+ * one wave (the launch bounds keep 4 per compute unit), taking the units in
+ * turn.
+ *
+ * Launched as a dependent of decode, it reads the schedule before it waits
+ * for decode's results (mla_schedule finished before decode started, so
+ * only the partials are decode's): a work-group with no unit leaves without
+ * waiting, and one with units has found its first unit's request
+ * (red_cut_of) when decode's last work-group ends.  What is left on the
+ * call's critical path is one round of loads and the stores.  (Before: 64 columns per work-group, two waves, and the
+ * schedule read after the wait: 14 us alone at batch 128, 9-10 after
+ * decode in a call; reports/PERFLOG.md session 15.) */
+#define RED_VEC (DL % 4 == 0 ? 4 : 1) /* columns per lane (launch.c: the same rule) */
+#define RED_COLS (32 * RED_VEC)
+
+/* Unit `unit`'s cut request: its entry (b, first piece, pieces, first
+ * unit), the last whose first unit is at most `unit` (entries are in order
+ * of first unit).  The lanes of a warp look at every 32nd entry each, all
+ * loads in flight at once, and agree on the last by a maximum over the
+ * warp: one trip to memory (and one to the cache), where a binary search
+ * made seven dependent ones (on the critical path for the work-groups that only start when
+ * decode's last ones leave their compute units). */
+__device__ __forceinline__ int4 red_cut_of(const int4 *__restrict__ sched, int n_stretches, int n_cut, int unit,
+                                           int lane) {
+    int best = -1;
+    for (int i = lane; i < n_cut; i += 32)
+        if (SCHED_CUT(sched, n_stretches, i).w <= unit) best = i;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) best = max(best, mt_shfl_xor32_int(best, off));
+    return SCHED_CUT(sched, n_stretches, best); /* the same entry, from the cache */
+}
+
+/* Where this thread works in unit `unit` of cut request c. */
+struct red_place {
+    int b, first, n, slot_groups, t, r, sg, row;
+    bool mine; /* the row exists: this warp has a row to merge */
+};
+__device__ __forceinline__ red_place red_place_of(int4 c, int unit, int rows, int warp) {
+    red_place p;
+    p.b = c.x, p.first = c.y, p.n = c.z, p.slot_groups = red_slot_groups(p.n);
+    const int rows_per_block = 8 / p.slot_groups, per_tile = red_units_per_tile(p.n);
+    const int local = unit - c.w;
+    p.t = local / per_tile;
+    p.r = (local - p.t * per_tile) * rows_per_block + warp / p.slot_groups, p.sg = warp % p.slot_groups;
+    p.row = p.t * TILE_Q + p.r;
+    p.mine = p.r < TILE_Q && p.row < rows;
+    return p;
+}
+
 __device__ __forceinline__ void
 mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_part, mt_u16 *__restrict__ out,
                 float *__restrict__ lse, int rows, int n_stretches, const int4 *__restrict__ sched,
                 const mt_views prm) {
     __shared__ float m_s[8], l_s[8];
-    __shared__ float2 acc_s[8][32];
-    __shared__ int unit_first[SCHED_THREADS];
-    mt_grid_dependency_wait();
+    __shared__ float acc_s[8][RED_COLS];
+    MT_TRACE_DECL;
+    MT_TRACE_MARK(0);
     const int4 head = sched[0];
     const int n_cut = head.y, n_units = head.z, tiles = (rows + TILE_Q - 1) / TILE_Q;
-    if ((int)blockIdx.x >= n_units) return;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    for (int i = tid; i < n_cut; i += 256) unit_first[i] = SCHED_CUT(sched, n_stretches, i).w;
-    __syncthreads();
-    const int col = blockIdx.y * 64 + 2 * lane;
-    for (int unit = blockIdx.x; unit < n_units; unit += gridDim.x) {
-        int lo = 0, hi = n_cut - 1; /* the cut request: unit_first[lo] <= unit < unit_first[lo + 1] */
-        while (lo < hi) {
-            const int mid = (lo + hi + 1) >> 1;
-            if (unit_first[mid] <= unit) lo = mid;
-            else hi = mid - 1;
-        }
-        const int4 c = SCHED_CUT(sched, n_stretches, lo);
-        const int b = c.x, first = c.y, n = c.z, slot_groups = red_slot_groups(n);
-        const int rows_per_block = 8 / slot_groups, per_tile = red_units_per_tile(n);
-        const int local = unit - c.w, t = local / per_tile;
-        const int r = (local - t * per_tile) * rows_per_block + warp / slot_groups, sg = warp % slot_groups;
-        const int row = t * TILE_Q + r;
-        const bool mine = r < TILE_Q && row < rows;
-        float m = MT_NEG_INF, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
-        for (int base = sg; base < n && mine; base += 8 * slot_groups) {
-            float ls[8];
-            float2 x[8];
+    int unit = blockIdx.x;
+    red_place p = {};
+    if (unit < n_units) {
+        p = red_place_of(red_cut_of(sched, n_stretches, n_cut, unit, lane), unit, rows, warp);
+        mt_grid_dependency_wait();
+    }
+#ifdef MT_TRACE
+    else mt_grid_dependency_wait(); /* it prints decode's lines below */
+#endif
+    MT_TRACE_MARK(1); /* the decode's results are visible (or this group has no unit) */
+    const int col = blockIdx.y * RED_COLS + RED_VEC * lane;
+    while (unit < n_units) {
+        float m = MT_NEG_INF, l = 0.0f, a[RED_VEC];
+#pragma unroll
+        for (int e = 0; e < RED_VEC; e++) a[e] = 0.0f;
+        for (int base = p.sg; base < p.n && p.mine; base += 8 * p.slot_groups) {
+            float ls[8], x[8][RED_VEC];
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                const int s = base + j * slot_groups;
-                const size_t slot_row = (((size_t)first + s) * tiles + t) * TILE_Q + r;
-                ls[j] = s < n ? lse_part[slot_row] : MT_NEG_INF;
+                const int s = base + j * p.slot_groups;
+                const size_t slot_row = (((size_t)p.first + s) * tiles + p.t) * TILE_Q + p.r;
+                ls[j] = s < p.n ? lse_part[slot_row] : MT_NEG_INF;
                 const float *src = o_part + slot_row * DL + col;
-                x[j] = make_float2(0.0f, 0.0f);
-                if (s < n) {
-#if RED_COLS_PAIR
-                    if (col < DL) x[j] = *(const float2 *)src;
+#if RED_VEC == 4
+                const float4 v = s < p.n && col < DL ? *(const float4 *)src : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                x[j][0] = v.x, x[j][1] = v.y, x[j][2] = v.z, x[j][3] = v.w;
 #else
-                    if (col < DL) x[j].x = src[0];
-                    if (col + 1 < DL) x[j].y = src[1];
+                x[j][0] = s < p.n && col < DL ? src[0] : 0.0f;
 #endif
-                }
             }
             float mx = m;
 #pragma unroll
             for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
             if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
             const float sc = split_weight(m, mx);
-            l *= sc, a0 *= sc, a1 *= sc;
+            l *= sc;
+#pragma unroll
+            for (int e = 0; e < RED_VEC; e++) a[e] *= sc;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 /* select: a slot without keys adds nothing, whatever it holds */
                 const float w = split_weight(ls[j], mx);
-                l += w, a0 += w != 0.0f ? w * x[j].x : 0.0f, a1 += w != 0.0f ? w * x[j].y : 0.0f;
+                l += w;
+#pragma unroll
+                for (int e = 0; e < RED_VEC; e++) a[e] += w != 0.0f ? w * x[j][e] : 0.0f;
             }
             m = mx;
         }
-        if (slot_groups > 1) { /* the same for the whole work-group: the barriers are safe */
+        if (p.slot_groups > 1) { /* the same for the whole work-group: the barriers are safe */
             if (lane == 0) m_s[warp] = m, l_s[warp] = l;
-            acc_s[warp][lane] = make_float2(a0, a1);
+#pragma unroll
+            for (int e = 0; e < RED_VEC; e++) acc_s[warp][RED_VEC * lane + e] = a[e];
             __syncthreads();
-            if (sg == 0) {
+            if (p.sg == 0) {
                 float mx = MT_NEG_INF;
-                for (int w = warp; w < warp + slot_groups; w++) mx = fmaxf(mx, m_s[w]);
-                l = 0.0f, a0 = 0.0f, a1 = 0.0f;
-                for (int w = warp; w < warp + slot_groups; w++) {
+                for (int w = warp; w < warp + p.slot_groups; w++) mx = fmaxf(mx, m_s[w]);
+                l = 0.0f;
+#pragma unroll
+                for (int e = 0; e < RED_VEC; e++) a[e] = 0.0f;
+                for (int w = warp; w < warp + p.slot_groups; w++) {
                     const float f = split_weight(m_s[w], mx);
-                    l += l_s[w] * f, a0 += acc_s[w][lane].x * f, a1 += acc_s[w][lane].y * f;
+                    l += l_s[w] * f;
+#pragma unroll
+                    for (int e = 0; e < RED_VEC; e++) a[e] += acc_s[w][RED_VEC * lane + e] * f;
                 }
                 m = mx;
             }
             __syncthreads(); /* m_s, l_s, acc_s are free for the next unit */
         }
-        if (!mine || sg != 0) continue;
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        mt_u16 *dst = out_row(prm, out, b, row) + col;
-        if (col < DL) dst[0] = store_out(a0 * inv);
-        if (col + 1 < DL) dst[1] = store_out(a1 * inv);
-        if (blockIdx.y == 0 && lane == 0) *lse_at(prm, lse, b, row) = merged_lse(m, l);
+        if (p.mine && p.sg == 0) {
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            mt_u16 *dst = out_row(prm, out, p.b, p.row) + col;
+#if RED_VEC == 4
+            if (col < DL) {
+                const mt_u16 h0 = store_out(a[0] * inv), h1 = store_out(a[1] * inv), h2 = store_out(a[2] * inv),
+                             h3 = store_out(a[3] * inv);
+                *(uint2 *)dst = make_uint2(h0 | (unsigned)h1 << 16, h2 | (unsigned)h3 << 16);
+            }
+#else
+            if (col < DL) dst[0] = store_out(a[0] * inv);
+#endif
+            if (blockIdx.y == 0 && lane == 0) *lse_at(prm, lse, p.b, p.row) = merged_lse(m, l);
+        }
+        unit += gridDim.x;
+        if (unit < n_units) p = red_place_of(red_cut_of(sched, n_stretches, n_cut, unit, lane), unit, rows, warp);
+    }
+    MT_TRACE_MARK(2);
+    if (tid == 0) {
+        MT_TRACE_DUMP(2); /* kind 2: the reduce */
+        MT_TRACE_PRINT_KEPT();
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+/* 4 work-groups per compute unit: the grid (launch.c) is one wave */
+extern "C" __global__ void __launch_bounds__(256, 4)
 mla_reduce(const MT_GRID_CONST mt_decode_params p) {
     mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
                     p.n_stretches, (const int4 *)p.schedule, views_of(p));

@@ -43,11 +43,12 @@ __device__ __forceinline__ int red_units_per_tile(int n) {
     return (TILE_Q + rows_per_block - 1) / rows_per_block;
 }
 
-/* Inclusive prefix sum over the work-group of SCHED_THREADS threads: each
- * warp scans its lanes by shuffles, the first warp scans the warps' totals
- * (part: one per warp), every lane adds the warps' before its own; two
- * barriers and no serial loop (a scan by 32 threads over 32 values each
- * through shared memory took ~1.5 us, three of them most of the kernel). */
+/* Inclusive prefix sum over the work-group (blockDim.x threads, a multiple
+ * of 64, at most SCHED_THREADS): each warp scans its lanes by shuffles, the
+ * first warp scans the warps' totals (part: one per warp), every lane adds
+ * the warps' before its own; two barriers and no serial loop (a scan by 32
+ * threads over 32 values each through shared memory took ~1.5 us, three of
+ * them most of the kernel). */
 #define SCHED_WARPS (SCHED_THREADS / MT_WARP)
 template <typename T>
 __device__ __forceinline__ T warp_scan(T x, int lane) {
@@ -61,22 +62,27 @@ __device__ __forceinline__ T warp_scan(T x, int lane) {
 template <typename T>
 __device__ __forceinline__ T block_scan(T v, T *part, T *total) {
     const int tid = threadIdx.x, lane = tid % MT_WARP, warp = tid / MT_WARP;
+    const int warps = (int)blockDim.x / MT_WARP;
     const T x = warp_scan(v, lane);
     if (lane == MT_WARP - 1) part[warp] = x;
     __syncthreads();
     if (warp == 0) {
-        const T w = warp_scan(lane < SCHED_WARPS ? part[lane] : (T)0, lane);
-        if (lane < SCHED_WARPS) part[lane] = w;
+        const T w = warp_scan(lane < warps ? part[lane] : (T)0, lane);
+        if (lane < warps) part[lane] = w;
     }
     __syncthreads();
     const T r = x + (warp > 0 ? part[warp - 1] : (T)0);
-    *total = part[SCHED_WARPS - 1];
+    *total = part[warps - 1];
     __syncthreads(); /* part is free again */
     return r;
 }
 
-/* The lengths are read in runs: thread i takes requests [i * per, (i + 1) *
- * per), per = ceil(batch / SCHED_THREADS), so the prefix is kept per run in
+/* The work-group is as small as the call allows (launch.c: a thread per
+ * stretch and one more, or per request up to SCHED_THREADS, in multiples
+ * of 64), since its barriers and scans cost by the warp: 5.3-5.6 us with
+ * 1024 threads for a batch of 128 (reports/PERFLOG.md session 15).
+ * The lengths are read in runs: thread i takes requests [i * per, (i + 1) *
+ * per), per = ceil(batch / threads), so the prefix is kept per run in
  * shared memory (runs[i] = cost before run i) and a request is found by a
  * binary search over the runs, then a walk inside one. */
 __device__ __forceinline__ void
@@ -84,7 +90,7 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
     __shared__ unsigned long long runs[SCHED_THREADS + 1], part_u64[SCHED_WARPS];
     __shared__ int part_i[SCHED_WARPS], cut_first[SCHED_THREADS + 1];
     __shared__ int2 pos_s[SCHED_THREADS + 1];
-    const int tid = threadIdx.x, S = n_stretches, per = (batch + SCHED_THREADS - 1) / SCHED_THREADS;
+    const int tid = threadIdx.x, nt = (int)blockDim.x, S = n_stretches, per = (batch + nt - 1) / nt;
     auto cost = [&](int b) { return SCHED_OVERHEAD + (unsigned long long)max(0, seq_lens[b]); };
 
     /* 1. the cost of each run, and the prefix over runs */
@@ -104,7 +110,7 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
         int2 to = make_int2(batch, 0);
         if (end < total) {
             /* the run holding `end` (runs[q] <= end < runs[q + 1]), then the request in it */
-            int lo = 0, hi = SCHED_THREADS - 1;
+            int lo = 0, hi = nt - 1;
             while (lo < hi) {
                 const int mid = (lo + hi + 1) >> 1;
                 if (runs[mid] <= end) lo = mid;

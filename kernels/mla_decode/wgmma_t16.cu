@@ -55,6 +55,8 @@
  *   p_s        2 x [16 rows][128 B]    P^T of each warpgroup's chunk, the mma type
  *   red        [2 wg][2][4 warps][16]  column maxima (double-buffered), then sums and maxima
  *   row_limit  [16] int, q_amax [8] f32, stage_full [KV_STAGES] mbarrier
+ *   length-aware only: o_x [16 x 512] f32 (warpgroup 1's O^T at an item's
+ *   end), q_stage [16 rows][D] 16-bit (an item's q rows, copied ahead)
  * Fixed shape (checked in mla_decode.c): 256 threads, 64-key chunks, 4
  * stages for fp8 KV and 2 for 16-bit KV (q of the same type), DL 512,
  * D % 64 == 0, PAGE_SIZE >= 16. */
@@ -106,8 +108,10 @@ struct t8_item {
 };
 #if GROUPS_PER_CU
 #define T8_MERGE_BYTES (16 * 512 * 4) /* warpgroup 1's O^T at an item's end */
+#define T8_Q_STAGE_BYTES (16 * D * 2) /* the next item's q rows, as stored */
 #else
 #define T8_MERGE_BYTES 0
+#define T8_Q_STAGE_BYTES 0
 #endif
 
 __device__ __forceinline__ void
@@ -126,6 +130,11 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     /* where warpgroup 1's O^T meets warpgroup 0's: the stages when they
      * are idle at the end (one item), a buffer of its own otherwise */
     float *o_x = GROUPS_PER_CU ? (float *)(stage_full + KV_STAGES) : (float *)kv_s;
+    /* length-aware: q's rows of an item are copied here (asynchronously,
+     * during the item before), and Q^T is built from this copy: a load of
+     * q from memory at an item's start waited behind the KV stream for
+     * 5-7 us, the price of every extra item (reports/PERFLOG.md session 15) */
+    mt_u16 *q_stage = (mt_u16 *)(o_x + T8_MERGE_BYTES / 4);
 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     MT_TRACE_DECL;
@@ -143,6 +152,22 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         return it;
     };
     MT_TRACE_MARK(1); /* the first item is known */
+    /* q's rows of item i into q_stage, as one group of asynchronous copies
+     * (length-aware only; rows past the request's are never read) */
+    auto stage_q = [&](int i) {
+#if GROUPS_PER_CU
+        const mt_item n = item_at(items, i, seq_lens);
+        const int here = min(16, rows - n.row0);
+        for (int k = tid; k < here * (D / 8); k += 256) {
+            const int r = k / (D / 8), u = k - r * (D / 8);
+            mt_cp_async16(q_stage + r * D + u * 8, q_at(prm, q, n.b, n.row0 + r, u * 8), 16);
+        }
+        mt_cp_async_commit();
+#else
+        (void)i;
+#endif
+    };
+    if (first_item < end_item) stage_q(first_item);
     /* warpgroup w takes chunks w, w + 2, ... of an item (its local chunk
      * li is the item's chunk w + 2 li) */
     auto chunks_of = [&](const t8_item &it, int w) {
@@ -167,20 +192,19 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     if (tid == 0) {
         for (int i = 0; i < KV_STAGES; i++) mt_mbar_init(&stage_full[i], 1);
         mt_mbar_init_fence();
-        /* the first chunks of both streams go out before Q^T is built, so
-         * q's trip to memory overlaps theirs */
-        for (int w = 1; w >= 0; w--) {
-            cursor c = {first_item, 0};
-            settle(w, c);
-            for (int p = 0; p < T8_STAGES_PER_WG && c.item < end_item; p++) issue(w, c, T8_STAGES_PER_WG * w + p);
-            cur = c;
-        }
-    } else if (tid == 128) {
-        /* warpgroup 1's issuer: past the chunks thread 0 issued for it */
-        settle(1, cur);
-        for (int p = 0; p < T8_STAGES_PER_WG && cur.item < end_item; p++) cur.li++, settle(1, cur);
     }
-    MT_TRACE_MARK(2); /* thread 0: the first copies are issued */
+    __syncthreads(); /* the barriers are initialised */
+    if (wtid == 0) {
+        /* each warpgroup's first thread issues its stream's first chunks,
+         * the two side by side (each walks the lengths and the block table
+         * to its chunks: dependent loads from memory, which one thread
+         * issuing both streams paid twice in a row, 4.5 us before the last
+         * copy went out), and before Q^T is built, so q's trip to memory
+         * overlaps theirs */
+        settle(wg, cur);
+        for (int p = 0; p < T8_STAGES_PER_WG && cur.item < end_item; p++) issue(wg, cur, T8_STAGES_PER_WG * wg + p);
+    }
+    MT_TRACE_MARK(2); /* the warpgroup's first copies are issued */
 
     const mt_u64 q_desc = mt_wgmma_desc(q_s, 16, 1024);
     unsigned char *p_w = p_s + wg * 2048;
@@ -194,8 +218,19 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     const int b = it.i.b, split = it.i.dest, row0 = it.i.row0, len = it.i.len, k_begin = it.i.k_begin;
     const int tile_end = it.tile_end;
     const int kb0 = k_begin & ~63;
-    if (ii != first_item) __syncthreads(); /* the last item's merge is done with Q^T, red and o_x */
+#if GROUPS_PER_CU
+    mt_cp_async_wait<0>(); /* this thread's copies of the item's q rows */
+    __syncthreads(); /* everyone's; and the last item's merge is done with Q^T, red and o_x */
+#endif
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
+    /* q's element `col` of the tile's row r */
+    auto q_src = [&](int r, int col) -> const mt_u16 * {
+#if GROUPS_PER_CU
+        return q_stage + r * D + col;
+#else
+        return q_at(prm, q, b, row0 + r, col);
+#endif
+    };
 
     /* Q^T: piece u (8 positions) of row r holds q columns t8_dim(u / 2,
      * 8 (u % 2) + 0..7), read as 4 pairs; bf16 q is scaled by a power of
@@ -207,7 +242,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     /* 16-bit KV: Q^T is q as given, 16-byte pieces in the 128-byte swizzle */
     for (int i = tid; i < 16 * (D / 8); i += 256) {
         const int r = i / (D / 8), u = i - r * (D / 8);
-        const uint4 w = r < q_rows_here ? *(const uint4 *)q_at(prm, q, b, row0 + r, u * 8) : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 w = r < q_rows_here ? *(const uint4 *)q_src(r, u * 8) : make_uint4(0u, 0u, 0u, 0u);
         *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = w;
     }
 #else
@@ -216,7 +251,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         float amax = 0.0f;
         for (int i = tid; i < q_rows_here * (D / 2); i += 256) {
             const int r = i / (D / 2);
-            amax = fmaxf(amax, bf16_pair_absmax(*(const mt_u32 *)q_at(prm, q, b, row0 + r, 2 * (i - r * (D / 2)))));
+            amax = fmaxf(amax, bf16_pair_absmax(*(const mt_u32 *)q_src(r, 2 * (i - r * (D / 2)))));
         }
         amax = mt_warp_max(amax);
         if (lane == 0) q_amax[tid >> 5] = amax;
@@ -233,7 +268,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         if (r < q_rows_here) {
 #pragma unroll
             for (int pp = 0; pp < 4; pp++)
-                w[pp] = q_pair_to_mma(*(const mt_u32 *)q_at(prm, q, b, row0 + r, t8_dim(u >> 1, 8 * (u & 1) + 2 * pp)),
+                w[pp] = q_pair_to_mma(*(const mt_u32 *)q_src(r, t8_dim(u >> 1, 8 * (u & 1) + 2 * pp)),
                                       q_factor);
         }
         *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = make_uint4(w[0], w[1], w[2], w[3]);
@@ -242,6 +277,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     mt_fence_proxy_async(); /* Q^T, for the wgmma */
     __syncthreads();
     if (ii == first_item) MT_TRACE_MARK(3); /* Q^T is built */
+    if (ii + 1 < end_item) stage_q(ii + 1); /* q_stage is free again */
     const int n_mine = chunks_of(it, wg);
 
     /* this lane's heads: slot 2j + e is head 8j + 2 qd + e */
