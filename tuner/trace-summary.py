@@ -10,8 +10,8 @@ warpgroups 0 / 1 (transposed path marks: 0 start, 1 item known, 2 first
 copies issued (thread 0), 3 Q^T built, 4 first chunk landed, 5 its scores
 done, 6 last chunk done, 7 end), 2 = the reduce (0 start, 1 decode's
 results visible, 2 end).  The reduce prints the decode's lines too (a
-kernel with wgmma must not call printf), so only variants with a grid
-reduce (num_splits > 1, groups_per_cu 0) are traced.  Calls are told apart by a gap of more than 30 us
+kernel with wgmma must not call printf), so only variants with a reduce
+(num_splits > 1, or length-aware: groups_per_cu > 0) are traced.  Calls are told apart by a gap of more than 30 us
 between starts (the bench flushes the L2 between calls).  The global timer
 is in ns; the cycle counts give the same intervals within one SM, at the
 clock estimated from both.
@@ -36,8 +36,8 @@ def main():
         clk = [int(x) for x in f[12:20]]
         recs.append((kind, block, smid, gt, clk))
     if not recs:
-        sys.exit("trace-summary: no MTT lines (was the kernel built with MT_TRACE? only variants with a grid "
-                 "reduce, num_splits > 1, print: the reduce prints the decode's lines)")
+        sys.exit("trace-summary: no MTT lines (was the kernel built with MT_TRACE? only variants with a "
+                 "reduce, num_splits > 1 or groups_per_cu > 0, print: the reduce prints the decode's lines)")
     recs.sort(key=lambda r: r[3][0])
     # calls from the decode lines alone (the reduce's blocks may start late
     # when printing holds them up); each reduce line joins the last call

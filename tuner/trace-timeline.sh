@@ -16,7 +16,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 src=${MT_TRACE_SRC:-$root/kernels}
-cp "$src"/prelude.h "$src"/*.cu "$tmp"/
+cp "$src"/prelude.h "$tmp"/
+cp -r "$src"/mla_decode "$tmp"/
 sed -i '1i #define MT_TRACE 1' "$tmp/prelude.h"
 MLA_TUNE_KERNEL_DIR=$tmp "$bin" bench --no-ceilings --warmup 2 --reps 5 --cache-dir "$tmp/cache" "$@" >"$tmp/raw.txt" 2>&1 ||
   { tail -20 "$tmp/raw.txt" >&2; exit 1; }
