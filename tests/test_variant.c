@@ -11,16 +11,20 @@
 #include "kernels/mla_decode/schedule.h"
 
 /* the launches counted, and what the last of each kind was given */
-static int launches, last_grid[3], schedule_launches;
+static int launches, last_grid[3], schedule_launches, schedule_threads;
 static size_t last_shared;
 static mt_devptr last_sched, schedule_dst;
+/* the kernel table the length-aware launches are given below: decode,
+ * reduce, schedule (MT_DECODE_FN, MT_REDUCE_FN, MT_SCHEDULE_FN) */
+#define FAKE_SCHEDULE_FN ((mt_function)3)
 static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
                                  mt_stream s, void **args) {
-    (void)b, (void)f, (void)s;
+    (void)b, (void)s;
     const mt_decode_params *p = args ? args[0] : NULL; /* every kernel of the family takes params.h's struct */
-    if (bl[0] == MT_SCHEDULE_THREADS) { /* mla_schedule: one group, writing where p->schedule points */
+    if (f == FAKE_SCHEDULE_FN) { /* mla_schedule: one group, writing where p->schedule points */
         schedule_launches++;
         schedule_dst = p ? p->schedule : 0;
+        schedule_threads = (int)(g[0] * g[1] * g[2] == 1 ? bl[0] * bl[1] * bl[2] : 0);
         return MT_OK;
     }
     launches++;
@@ -312,11 +316,13 @@ int main(void) {
         mt_variant p8 = pv;
         p8.values[MT_P_KV_STAGES] = 4;
         CHECK_OK(mt_variant_validate(&p8, &fp8, &sm90));
-        /* the transposed path's merge buffer: 32 KB more shared memory than the grid form */
+        /* the transposed path's merge buffer (16 x 512 floats) and the next
+         * item's q rows (16 x d, 16-bit): more shared memory than the grid form */
         mt_variant grid_form = pv;
         grid_form.values[MT_P_GROUPS_PER_CU] = 0, grid_form.values[MT_P_KV_GRANULARITY] = 16;
         CHECK(mt_mla_decode_shared_bytes(pv.values, &s, 32) ==
-              mt_mla_decode_shared_bytes(grid_form.values, &s, 32) + 16 * 512 * 4);
+              mt_mla_decode_shared_bytes(grid_form.values, &s, 32) + 16 * 512 * 4 + 16 * (size_t)s.d * 2);
+        CHECK(mt_mla_decode_shared_bytes(pv.values, &s, 32) <= 227 * 1024);
         /* the 64-row path, mma.sync, SIMT take it too; on AMD the SIMT and MFMA paths */
         mt_variant x = pv;
         x.values[MT_P_TILE_Q] = 64;
@@ -366,9 +372,23 @@ int main(void) {
         CHECK_MSG(launches == 1 && last_grid[0] == 132 && last_grid[1] == 1 && last_sched == 0x10000,
                   "%d launches, grid %d, schedule 0x%llx", launches, last_grid[0], (unsigned long long)last_sched);
         CHECK(last_shared == mt_mla_decode_shared_bytes(pv.values, &s, 32));
-        CHECK_MSG(dependent_launches == 1 && last_reduce_grid[0] == 132 && last_reduce_grid[1] == 8 &&
+        /* the schedule's work-group: a thread per stretch (132) and one more,
+         * in multiples of 64 */
+        CHECK_MSG(schedule_threads == 192, "schedule: %d threads", schedule_threads);
+        /* the reduce: a work-group per compute unit and 128 columns (reduce.cu, RED_COLS) */
+        CHECK_MSG(dependent_launches == 1 && last_reduce_grid[0] == 132 && last_reduce_grid[1] == 4 &&
                       last_reduce_sched == 0x10000, "reduce: %d launches, grid %d x %d", dependent_launches,
                   last_reduce_grid[0], last_reduce_grid[1]);
+        /* a batch past the stretches: a thread per request, up to 1024 */
+        mt_mla_decode_args big = pa;
+        big.batch = 300;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &big, NULL));
+        CHECK_MSG(schedule_threads == 320, "schedule: %d threads for 300 requests", schedule_threads);
+        big.batch = 5000;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &big, NULL));
+        CHECK_MSG(schedule_threads == MT_SCHEDULE_THREADS, "schedule: %d threads for 5000 requests", schedule_threads);
+        launches = dependent_launches = schedule_launches = 0;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &pa, NULL));
         /* a schedule built for the step: no schedule launch, decode and reduce read it */
         mt_mla_decode_args pb = pa;
         pb.schedule = 0x900000;
