@@ -77,29 +77,13 @@ __device__ __forceinline__ float mt_shfl_xor(float v, int mask) {
 }
 
 /* Butterfly shuffle within aligned groups of 32 lanes (the whole warp on
- * NVIDIA, half a wavefront on 64-wide AMD targets). */
-__device__ __forceinline__ float mt_shfl_xor32(float v, int mask) {
+ * NVIDIA, half a wavefront on 64-wide AMD targets); float or int. */
+template <typename T>
+__device__ __forceinline__ T mt_shfl_xor32(T v, int mask) {
 #if MT_CUDA
     return __shfl_xor_sync(0xffffffffu, v, mask);
 #else
     return __shfl_xor(v, mask, 32);
-#endif
-}
-
-/* Integer shuffles within aligned groups of 32 lanes, as mt_shfl_xor32:
- * a butterfly, and lane `src` (0..31) of the caller's group. */
-__device__ __forceinline__ int mt_shfl_xor32_int(int v, int mask) {
-#if MT_CUDA
-    return __shfl_xor_sync(0xffffffffu, v, mask);
-#else
-    return __shfl_xor(v, mask, 32);
-#endif
-}
-__device__ __forceinline__ int mt_shfl32_int(int v, int src) {
-#if MT_CUDA
-    return __shfl_sync(0xffffffffu, v, src);
-#else
-    return __shfl(v, src, 32);
 #endif
 }
 

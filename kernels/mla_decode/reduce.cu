@@ -228,7 +228,7 @@ __device__ __forceinline__ int4 red_cut_of(const int4 *__restrict__ sched, int n
     for (int i = lane; i < n_cut; i += 32)
         if (SCHED_CUT(sched, n_stretches, i).w <= unit) best = i;
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) best = max(best, mt_shfl_xor32_int(best, off));
+    for (int off = 16; off > 0; off >>= 1) best = max(best, mt_shfl_xor32(best, off));
     return SCHED_CUT(sched, n_stretches, best); /* the same entry, from the cache */
 }
 
