@@ -1,8 +1,9 @@
 /*
  * dtype.c - host storage conversions (see dtype.h).  Written from the IEEE
- * 754 binary16 definition, bfloat16 as the top half of binary32, and the OCP
+ * 754 binary16 definition, bfloat16 as the top half of binary32, the OCP
  * FP8 e4m3 ("fn") definition: bias 7, no infinities, S.1111.111 = NaN, max
- * finite 448.
+ * finite 448, and e4m3 "fnuz" (bias 8, no infinities, no negative zero,
+ * 0x80 = NaN, max finite 240).
  */
 #include "dtype.h"
 
@@ -50,31 +51,66 @@ uint16_t mt_host_f32_to_f16(float f) {
     return sign | (uint16_t)((r - 0x38000000u) >> 13);
 }
 
-float mt_host_fp8e4m3_to_f32(uint8_t b) {
+/* e4m3 with exponent bias `bias`: the value of the non-NaN code b */
+static float e4m3_value(uint8_t b, int bias) {
     int sign = b >> 7, exp = (b >> 3) & 0xf, mant = b & 7;
-    if (exp == 0xf && mant == 7) return NAN;
-    float v = exp == 0 ? ldexpf((float)mant, -9) : ldexpf((float)(mant | 8), exp - 10);
+    float v = exp == 0 ? ldexpf((float)mant, 1 - bias - 3) : ldexpf((float)(mant | 8), exp - bias - 3);
     return sign ? -v : v;
 }
 
+/* |f| (not NaN) -> the e4m3 magnitude code of bias `bias` nearest to it,
+ * ties to even, saturated at max_code (the largest finite magnitude) */
+static uint8_t e4m3_magnitude(float a, int bias, uint8_t max_code) {
+    const float max_finite = e4m3_value(max_code, bias);
+    if (a >= max_finite) return max_code;  /* saturate: neither encoding has an infinity */
+    /* round in a's binade (subnormals share the smallest normal binade's step) */
+    int e;
+    frexpf(a, &e);                         /* a = m * 2^e, m in [0.5, 1) */
+    int exp = e - 1 + bias;
+    if (exp < 1) exp = 1;
+    const float step = ldexpf(1.0f, exp - bias - 3);
+    const float v = rintf(a / step) * step; /* round to nearest even */
+    if (v >= max_finite) return max_code;
+    if (v < ldexpf(1.0f, 1 - bias)) return (uint8_t)lrintf(v / ldexpf(1.0f, 1 - bias - 3)); /* subnormal */
+    frexpf(v, &e);
+    const int mant = (int)lrintf(ldexpf(v, -(e - 1)) * 8.0f) - 8;
+    return (uint8_t)((e - 1 + bias) << 3 | mant);
+}
+
+float mt_host_fp8e4m3_to_f32(uint8_t b) { return (b & 0x7f) == 0x7f ? NAN : e4m3_value(b, 7); }
+
 uint8_t mt_host_f32_to_fp8e4m3(float f) {
     if (isnan(f)) return 0x7f;
-    uint8_t sign = signbit(f) ? 0x80 : 0;
-    float a = fabsf(f);
-    if (a >= 448.0f) return sign | 0x7e;  /* saturate: e4m3fn has no infinity */
-    /* find the nearest representable value by rounding in its binade */
-    int e;
-    frexpf(a, &e);                 /* a = m * 2^e, m in [0.5, 1) */
-    int exp = e - 1 + 7;           /* biased exponent of a */
-    if (exp < 1) exp = 1;          /* subnormals share the 2^-6 binade's step */
-    float step = ldexpf(1.0f, exp - 7 - 3);
-    float q = rintf(a / step);     /* round to nearest even */
-    float v = q * step;
-    if (v >= 448.0f) return sign | 0x7e;
-    /* re-encode v exactly */
-    if (v < ldexpf(1.0f, -6)) return sign | (uint8_t)lrintf(v / ldexpf(1.0f, -9));
-    frexpf(v, &e);
-    int be = e - 1 + 7;
-    int mant = (int)lrintf(ldexpf(v, -(e - 1)) * 8.0f) - 8;
-    return sign | (uint8_t)(be << 3) | (uint8_t)mant;
+    return (uint8_t)((signbit(f) ? 0x80 : 0) | e4m3_magnitude(fabsf(f), 7, 0x7e));
+}
+
+float mt_host_fp8e4m3fnuz_to_f32(uint8_t b) { return b == 0x80 ? NAN : e4m3_value(b, 8); }
+
+uint8_t mt_host_f32_to_fp8e4m3fnuz(float f) {
+    if (isnan(f)) return 0x80;
+    const uint8_t m = e4m3_magnitude(fabsf(f), 8, 0x7f);
+    return m == 0 ? 0 : (uint8_t)((signbit(f) ? 0x80 : 0) | m); /* no negative zero: 0x80 is NaN */
+}
+
+float mt_host_load(mt_dtype t, const void *base, size_t i) {
+    switch (t) {
+    case MT_BF16: return mt_host_bf16_to_f32(((const uint16_t *)base)[i]);
+    case MT_FP16: return mt_host_f16_to_f32(((const uint16_t *)base)[i]);
+    case MT_FP8_E4M3: return mt_host_fp8e4m3_to_f32(((const uint8_t *)base)[i]);
+    case MT_FP8_E4M3_FNUZ: return mt_host_fp8e4m3fnuz_to_f32(((const uint8_t *)base)[i]);
+    }
+    return NAN;
+}
+
+void mt_host_store(mt_dtype t, void *base, size_t i, float x) {
+    switch (t) {
+    case MT_BF16: ((uint16_t *)base)[i] = mt_host_f32_to_bf16(x); break;
+    case MT_FP16: ((uint16_t *)base)[i] = mt_host_f32_to_f16(x); break;
+    case MT_FP8_E4M3: ((uint8_t *)base)[i] = mt_host_f32_to_fp8e4m3(x); break;
+    case MT_FP8_E4M3_FNUZ: ((uint8_t *)base)[i] = mt_host_f32_to_fp8e4m3fnuz(x); break;
+    }
+}
+
+float mt_host_unit_kv_scale(mt_dtype t) {
+    return t == MT_FP8_E4M3 ? 1.0f / 224.0f : t == MT_FP8_E4M3_FNUZ ? 1.0f / 120.0f : 1.0f;
 }

@@ -17,18 +17,23 @@ const char *mt_dtype_name(mt_dtype t) {
     case MT_BF16: return "bf16";
     case MT_FP16: return "fp16";
     case MT_FP8_E4M3: return "fp8e4m3";
+    case MT_FP8_E4M3_FNUZ: return "fp8e4m3fnuz";
     }
     return "?";
 }
 
-size_t mt_dtype_size(mt_dtype t) { return t == MT_FP8_E4M3 ? 1 : 2; }
+int mt_dtype_is_fp8(mt_dtype t) { return t == MT_FP8_E4M3 || t == MT_FP8_E4M3_FNUZ; }
+
+size_t mt_dtype_size(mt_dtype t) { return mt_dtype_is_fp8(t) ? 1 : 2; }
 
 mt_status mt_dtype_parse(const char *s, mt_dtype *out) {
     if (!s) return mt_fail(MT_ERR_INVALID_ARGUMENT, "no dtype given");
     if (strcmp(s, "bf16") == 0) *out = MT_BF16;
     else if (strcmp(s, "fp16") == 0) *out = MT_FP16;
     else if (strcmp(s, "fp8e4m3") == 0 || strcmp(s, "fp8") == 0) *out = MT_FP8_E4M3;
-    else return mt_fail(MT_ERR_INVALID_ARGUMENT, "unknown dtype '%s' (expected bf16, fp16 or fp8e4m3)", s);
+    else if (strcmp(s, "fp8e4m3fnuz") == 0) *out = MT_FP8_E4M3_FNUZ;
+    else
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "unknown dtype '%s' (expected bf16, fp16, fp8e4m3 or fp8e4m3fnuz)", s);
     return MT_OK;
 }
 

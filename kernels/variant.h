@@ -18,11 +18,15 @@
 
 enum { MT_MAX_PARAMS = 9, MT_MAX_VALUES = 16 };
 
-typedef enum mt_dtype { MT_BF16 = 0, MT_FP16 = 1, MT_FP8_E4M3 = 2 } mt_dtype;
+/* The same numbers as the public mlt_dtype (runtime/include/mlatune.h):
+ * MT_FP8_E4M3 is OCP e4m3 "fn", MT_FP8_E4M3_FNUZ e4m3 "fnuz" (kernels/dtype.h). */
+typedef enum mt_dtype { MT_BF16 = 0, MT_FP16 = 1, MT_FP8_E4M3 = 2, MT_FP8_E4M3_FNUZ = 3 } mt_dtype;
+enum { MT_DTYPE_COUNT = 4 };
 
-const char *mt_dtype_name(mt_dtype t);            /* "bf16", "fp16", "fp8e4m3" */
+const char *mt_dtype_name(mt_dtype t);            /* "bf16", "fp16", "fp8e4m3", "fp8e4m3fnuz" */
 mt_status mt_dtype_parse(const char *s, mt_dtype *out);
 size_t mt_dtype_size(mt_dtype t);
+int mt_dtype_is_fp8(mt_dtype t);                  /* either fp8 encoding (1 byte, scaled by kv_scale) */
 
 /* The facts a variant is compiled against (they become defines too), for
  * any family: the decode family reads D as q/k's head dim and Dl as the

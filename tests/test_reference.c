@@ -42,6 +42,97 @@ static void test_dtypes(void) {
     CHECK(f16_ok);
 }
 
+/* The value of e4m3 code b from the format's definition, in double,
+ * written from the definition and not from the code under test: 1 sign,
+ * 4 exponent, 3 mantissa bits; exponent field 0 is subnormal,
+ * (-1)^s 2^(1-bias) m/8, otherwise (-1)^s 2^(e-bias) (1 + m/8).  The NaN
+ * codes are the caller's business. */
+static double e4m3_definition(int b, int bias) {
+    const int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+    const double mag = e == 0 ? pow(2.0, 1 - bias) * m / 8.0 : pow(2.0, e - bias) * (1.0 + m / 8.0);
+    return s ? -mag : mag;
+}
+
+typedef struct fp8_format {
+    const char *name;
+    int bias;
+    float (*decode)(uint8_t);
+    uint8_t (*encode)(float);
+    int (*is_nan_code)(int b);
+    int max_code;      /* the largest finite magnitude's code */
+    double max_value;
+} fp8_format;
+
+static int ocp_nan_code(int b) { return (b & 0x7f) == 0x7f; }
+static int fnuz_nan_code(int b) { return b == 0x80; }
+
+/* Every one of the 256 codes: decodes to the definition's value (the sign
+ * of zero included), and encodes back to itself; every midpoint between
+ * neighbouring magnitudes rounds to the even code, and just off it to the
+ * nearer one; past the largest value saturates. */
+static void check_fp8_format(const fp8_format *f) {
+    int wrong_value = 0, wrong_round_trip = 0, wrong_tie = 0, nan_codes = 0;
+    for (int b = 0; b < 256; b++) {
+        const float got = f->decode((uint8_t)b);
+        if (f->is_nan_code(b)) {
+            nan_codes++;
+            wrong_value += !isnan(got);
+            wrong_round_trip += f->encode(got) != (f->bias == 8 ? 0x80 : 0x7f);
+            continue;
+        }
+        const double want = e4m3_definition(b, f->bias);
+        if ((double)got != want || !signbit(got) != !signbit(want)) {
+            if (wrong_value++ < 3) fprintf(stderr, "%s: code 0x%02x decodes to %.9g, the definition says %.9g\n",
+                                           f->name, b, (double)got, want);
+        }
+        wrong_round_trip += f->encode(got) != b;
+    }
+    for (int c = 0; c < f->max_code; c++) {
+        const double lo = e4m3_definition(c, f->bias), hi = e4m3_definition(c + 1, f->bias), mid = (lo + hi) / 2;
+        const int even = c % 2 == 0 ? c : c + 1;
+        wrong_tie += f->encode((float)mid) != even || f->encode((float)-mid) != (even == 0 && f->bias == 8 ? 0 : (0x80 | even));
+        wrong_tie += f->encode((float)(mid + (hi - lo) / 8)) != c + 1 || f->encode((float)(mid - (hi - lo) / 8)) != c;
+    }
+    CHECK_MSG(wrong_value == 0, "%s: %d codes decode to other values than the format's definition", f->name, wrong_value);
+    CHECK_MSG(wrong_round_trip == 0, "%s: %d codes do not encode back to themselves", f->name, wrong_round_trip);
+    CHECK_MSG(wrong_tie == 0, "%s: %d rounding cases (ties to even, nearest) wrong", f->name, wrong_tie);
+    CHECK_MSG(nan_codes == (f->bias == 8 ? 1 : 2), "%s: %d NaN codes", f->name, nan_codes);
+    CHECK_MSG((double)f->decode((uint8_t)f->max_code) == f->max_value, "%s: largest value %g", f->name,
+              (double)f->decode((uint8_t)f->max_code));
+    /* saturation, not NaN: there is no infinity in either encoding */
+    CHECK(f->encode((float)(f->max_value * 1.05)) == f->max_code && f->encode(1e30f) == f->max_code);
+    CHECK(f->encode(-1e30f) == (0x80 | f->max_code) && f->encode(INFINITY) == f->max_code);
+}
+
+static void test_fp8_encodings(void) {
+    const fp8_format ocp = {.name = "fp8e4m3 (OCP fn)", .bias = 7, .decode = mt_host_fp8e4m3_to_f32,
+                            .encode = mt_host_f32_to_fp8e4m3, .is_nan_code = ocp_nan_code, .max_code = 0x7e,
+                            .max_value = 448.0};
+    const fp8_format fnuz = {.name = "fp8e4m3fnuz", .bias = 8, .decode = mt_host_fp8e4m3fnuz_to_f32,
+                             .encode = mt_host_f32_to_fp8e4m3fnuz, .is_nan_code = fnuz_nan_code, .max_code = 0x7f,
+                             .max_value = 240.0};
+    check_fp8_format(&ocp);
+    check_fp8_format(&fnuz);
+    /* fnuz has no negative zero: -0 and negative values that round to 0 are +0 */
+    CHECK(mt_host_f32_to_fp8e4m3fnuz(-0.0f) == 0x00 && mt_host_f32_to_fp8e4m3fnuz(-1e-6f) == 0x00);
+    CHECK(mt_host_f32_to_fp8e4m3(-0.0f) == 0x80);
+    /* the rule for values the other encoding cannot hold: OCP's 448 and 256
+     * saturate to fnuz's 240; fnuz's smallest subnormal 2^-10 is below
+     * OCP's 2^-9 and ties to 0; a code means half as much in fnuz */
+    CHECK(mt_host_f32_to_fp8e4m3fnuz(mt_host_fp8e4m3_to_f32(0x7e)) == 0x7f);
+    CHECK(mt_host_f32_to_fp8e4m3fnuz(256.0f) == 0x7f);
+    CHECK(mt_host_f32_to_fp8e4m3(mt_host_fp8e4m3fnuz_to_f32(0x01)) == 0x00);
+    CHECK(mt_host_fp8e4m3fnuz_to_f32(0x38) == 0.5f && mt_host_fp8e4m3_to_f32(0x38) == 1.0f);
+    CHECK(mt_host_fp8e4m3fnuz_to_f32(0x7f) == 240.0f && isnan(mt_host_fp8e4m3_to_f32(0x7f)));
+    CHECK(isnan(mt_host_fp8e4m3fnuz_to_f32(0x80)) && mt_host_fp8e4m3_to_f32(0x80) == 0.0f);
+    /* the generic load / store the tests and the tuner use */
+    uint8_t bytes[2];
+    mt_host_store(MT_FP8_E4M3_FNUZ, bytes, 1, 1.0f);
+    mt_host_store(MT_FP8_E4M3, bytes, 0, 1.0f);
+    CHECK(bytes[0] == 0x38 && bytes[1] == 0x40);
+    CHECK(mt_host_load(MT_FP8_E4M3_FNUZ, bytes, 1) == 1.0f && mt_host_load(MT_FP8_E4M3_FNUZ, bytes, 0) == 0.5f);
+}
+
 /* D=2, Dl=1 so every number can be checked by hand.  Key j is (k0, k1);
  * its value is k0. */
 static void test_by_hand(void) {
@@ -138,6 +229,7 @@ static void test_relative_error(void) {
 
 int main(void) {
     test_dtypes();
+    test_fp8_encodings();
     test_by_hand();
     test_relative_error();
     return check_summary("test_reference");

@@ -9,6 +9,10 @@
  *     job measured exactly once;
  *   - --devices all spreads keys over several workers; --shard i/n splits
  *     the plan and merge joins the parts;
+ *   - keys are handed out costliest first (issue 30): the order function,
+ *     and a plan listed cheapest first swept by one and by four workers,
+ *     whose problem rows (written as a worker takes its key) come in cost
+ *     order, with the same measurements and choices either way;
  *   - --dry-run works on every shipped plan without a GPU.
  * The real GPU path is exercised by the GPU suite and the device scripts.
  */
@@ -21,6 +25,7 @@
 
 #include "check.h"
 #include "test_folder.h"
+#include "tuner/sweep.h"
 
 static const char *bin;
 
@@ -29,6 +34,52 @@ static int run(const char *args, char *out, size_t out_size) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, bin, args);
     return run_capture(cmd, out, out_size);
+}
+
+/* Issue 30: a costly key handed out last runs alone at the end of a sweep
+ * on several GPUs.  The keys go out costliest first. */
+static void test_handout_order(void) {
+    /* the order itself: costliest first, equal costs in plan order */
+    const double seconds[] = {1.0, 5.0, 3.0, 5.0, 2.0, 0.5};
+    int order[6], expected[] = {1, 3, 2, 4, 0, 5};
+    mt_sweep_handout_order(seconds, 6, order);
+    CHECK_MSG(memcmp(order, expected, sizeof order) == 0, "order %d %d %d %d %d %d", order[0], order[1], order[2],
+              order[3], order[4], order[5]);
+    /* a plan listed cheapest first: 8 keys whose cost grows with the batch
+     * (all verified on the GPU, verify_cpu_macs 0: no CPU reference's cost) */
+    write_file("lpt.yaml", "name: lpt\nspaces: spaces\nproblems:\n  - heads: 16\n"
+                           "    batch: [1, 2, 4, 8, 16, 32, 64, 128]\n    seq_len: 1024\n"
+                           "timing: {warmup: 1, reps: 5, verify_cpu_macs: 0}\n");
+    char out[65536], one_json[65536], four_json[65536], path[600];
+    mt_plan plan;
+    path_of(path, sizeof path, "lpt.yaml");
+    CHECK_OK(mt_load_plan(path, &plan));
+    for (int k = 1; k < plan.n_keys; k++)  /* the premise: the estimate grows along the plan */
+        CHECK(mt_plan_key_seconds(&plan, &plan.keys[k], 16) > mt_plan_key_seconds(&plan, &plan.keys[k - 1], 16));
+    mt_plan_free(&plan);
+    int rc = run("sweep --config lpt.yaml --db lpt1.db --fake-device 'sleep:ms=2'", out, sizeof out);
+    CHECK_MSG(rc == 0, "%s", out);
+    /* one worker: a problem row is written as its key is taken, so the rows'
+     * order is the hand-out order: no key before a costlier one */
+    CHECK(count("lpt1.db", "SELECT count(*) FROM problems") == 8);
+    CHECK_MSG(count("lpt1.db", "SELECT count(*) FROM problems a JOIN problems b ON a.id < b.id "
+                               "WHERE a.batch < b.batch") == 0,
+              "keys not handed out costliest first");
+    /* four workers: the first four keys taken are the four costliest, and
+     * the cheapest comes last of all */
+    rc = run("sweep --config lpt.yaml --db lpt4.db --fake-device 'sleep:ms=2' --devices all", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "on 4 GPU(s)"), "%s", out);
+    CHECK_MSG(count("lpt4.db", "SELECT count(*) FROM problems WHERE id <= 4 AND batch >= 16") == 4,
+              "the first four keys taken are not the four costliest");
+    CHECK(count("lpt4.db", "SELECT batch FROM problems ORDER BY id DESC LIMIT 1") == 1);
+    /* the results do not depend on the order: the same measurements, and the
+     * same choices with the same times */
+    CHECK(count("lpt1.db", "SELECT count(*) FROM measurements") ==
+          count("lpt4.db", "SELECT count(*) FROM measurements"));
+    CHECK(run("show --db lpt1.db --system-db lpt1.db --json", one_json, sizeof one_json) == 0);
+    CHECK(run("show --db lpt4.db --system-db lpt4.db --json", four_json, sizeof four_json) == 0);
+    CHECK_MSG(strcmp(one_json, four_json) == 0 && strstr(one_json, "\"batch\": 128"), "choices differ:\n%s\n%s",
+              one_json, four_json);
 }
 
 #define FAULTS "crash:tile_q=32,hang:tile_q=4+num_splits=16,wrong:tile_q=8+num_splits=2"
@@ -122,6 +173,8 @@ int main(void) {
     CHECK(strstr(out, "--shard wants I/N") != NULL);
     CHECK(run("sweep --config plan.yaml --db x.db --fake-device '' --devices 0,7", out, sizeof out) == 2);
     CHECK(strstr(out, "device 7 does not exist") != NULL);
+
+    test_handout_order();
 
     /* dry runs of the shipped plans, for each architecture */
     const char *plans[] = {"quick", "deepseek-v3-tp8", "deepseek-v3-tp1", "kimi-k2-tp8"};

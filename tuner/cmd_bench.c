@@ -77,7 +77,7 @@ static void usage(FILE *to) {
             "                     graph capture)\n"
             "  --views            plans built for views (problem.views = 1: q in two parts,\n"
             "                     strides), called with contiguous tensors: what the views cost\n"
-            "  --kv-dtype LIST    bf16,fp16,fp8e4m3 (default bf16)\n"
+            "  --kv-dtype LIST    bf16,fp16,fp8e4m3,fp8e4m3fnuz (default bf16)\n"
             "  --q-dtype T        bf16|fp16 (default bf16)\n"
             "  --page-size N      (default 64)\n"
             "  --variant SPEC     time this variant instead of the DB's choice\n"
@@ -161,7 +161,7 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
     mlt_decode_problem p = {.n_heads = heads, .sq = sq, .d = d, .dl = dl, .page_size = page,
                             .q_dtype = (mlt_dtype)o->q_dtype, .kv_dtype = (mlt_dtype)kv_dtype,
                             .softmax_scale = (float)(1.0 / sqrt((double)d)),
-                            .kv_scale = kv_dtype == MT_FP8_E4M3 ? 1.0f / 224.0f : 1.0f, .max_batch = batch,
+                            .kv_scale = mt_host_unit_kv_scale(kv_dtype), .max_batch = batch,
                             .views = o->views};
     mlt_plan *plan = NULL;
     mlt_status ps;

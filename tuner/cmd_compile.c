@@ -110,7 +110,7 @@ static void usage(FILE *to) {
             "  --arch ARCH         sm_90, gfx942, ... (required)\n"
             "  --family NAME       one kernel family (default: all)\n"
             "  --q-dtype T         bf16|fp16 (default bf16)\n"
-            "  --kv-dtype T        bf16|fp16|fp8e4m3 (default bf16)\n"
+            "  --kv-dtype T        bf16|fp16|fp8e4m3|fp8e4m3fnuz (default bf16)\n"
             "  --space FILE        search space (default: configs/spaces/ARCH.yaml)\n"
             "  --defaults-only     only each family's default variant\n"
             "  --all-dtypes        every q/kv dtype pair\n"

@@ -31,7 +31,7 @@ static void usage(FILE *to) {
                 "  --arch ARCH        target (default: the local GPU's)\n"
                 "  --sq N             query tokens per request (default 1)\n"
                 "  --q-dtype T        bf16|fp16 (default bf16)\n"
-                "  --kv-dtype T       bf16|fp16|fp8e4m3 (default bf16)\n"
+                "  --kv-dtype T       bf16|fp16|fp8e4m3|fp8e4m3fnuz (default bf16)\n"
                 "  --page-size N      (default 64)\n"
                 "  --d N, --dl N      (default 576, 512)\n"
                 "  --cus N            compute units for the heuristic (default: the device's, or 132)\n"

@@ -120,12 +120,13 @@ static mt_status dtype_list(const char *path, const yt_node *n, const char *what
     const yt_node *const *items = one;
     int n_items = 1;
     if (n && n->kind == YT_SEQUENCE) items = (const yt_node *const *)n->items, n_items = n->n_items;
-    if (!n || n_items == 0 || n_items > 3) return yt_error(path, n, "%s: expected a dtype or a list of 1 to 3", what);
+    if (!n || n_items == 0 || n_items > MT_DTYPE_COUNT)
+        return yt_error(path, n, "%s: expected a dtype or a list of 1 to %d", what, MT_DTYPE_COUNT);
     for (int i = 0; i < n_items; i++) {
         if (items[i]->kind != YT_SCALAR) return yt_error(path, items[i], "%s: expected a dtype name", what);
         mt_dtype t;
         if (mt_dtype_parse(items[i]->scalar, &t) != MT_OK) return yt_error(path, items[i], "%s: %s", what, mt_last_error());
-        if (t == MT_FP8_E4M3 && !allow_fp8) return yt_error(path, items[i], "%s: fp8 is supported for KV only", what);
+        if (mt_dtype_is_fp8(t) && !allow_fp8) return yt_error(path, items[i], "%s: fp8 is supported for KV only", what);
         for (int j = 0; j < *count; j++)
             if (out[j] == t) return yt_error(path, items[i], "%s: %s listed twice", what, items[i]->scalar);
         out[(*count)++] = t;
@@ -207,7 +208,7 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
                             "make their own lengths)");
         int heads[16], sqs[8], pages[4], batches[16], lens[16], n_heads, n_sq = 1, n_pages = 1, n_batch, n_len;
         long d = 576, dl = 512;
-        mt_dtype qt[3] = {MT_BF16}, kvt[3] = {MT_BF16};
+        mt_dtype qt[MT_DTYPE_COUNT] = {MT_BF16}, kvt[MT_DTYPE_COUNT] = {MT_BF16};
         int n_qt = 1, n_kvt = 1;
         sqs[0] = 1;
         pages[0] = 64;

@@ -5,7 +5,7 @@
  *   - the coordinator (this process) never touches a GPU context.  Each GPU
  *     gets a worker process (worker.c, fork + exec of this binary) driven
  *     over pipes (protocol.h), and a coordinator thread that feeds it whole
- *     problem keys from a shared queue;
+ *     problem keys from a shared queue, costliest first (key_order.c);
  *   - a pool of CPU threads compiles every candidate variant of the plan
  *     into the shared disk cache ahead of the workers, in the order they
  *     will need them, so the GPU mostly loads instead of compiling;
@@ -149,8 +149,9 @@ typedef struct sweep {
     mt_target target;
     sweep_key *keys;
     int n_keys;
+    int *order;        /* the hand-out order: indices into keys, costliest first (mt_sweep_handout_order) */
     pthread_mutex_t lock;
-    int next_key;
+    int next_key;      /* the next position in order */
     long jobs_total, jobs_done, measured, skipped, failed[5];
     double started;
     int stop;
@@ -477,9 +478,10 @@ static void *device_thread(void *arg) {
     sweep *sw = d->sw;
     for (;;) {
         pthread_mutex_lock(&sw->lock);
-        int k = sw->stop ? sw->n_keys : sw->next_key++;
+        int slot = sw->stop ? sw->n_keys : sw->next_key++;
         pthread_mutex_unlock(&sw->lock);
-        if (k >= sw->n_keys) break;
+        if (slot >= sw->n_keys) break;
+        int k = sw->order[slot];
         mt_status st = sweep_one_key(d, k);
         if (st != MT_OK) {
             d->status = st;
@@ -499,7 +501,7 @@ static void *device_thread(void *arg) {
 typedef struct compile_ahead {
     sweep *sw;
     mt_jit *jit;
-    int key, cand;     /* next (key, candidate) to compile */
+    int key, cand;     /* next (position in the hand-out order, candidate) to compile */
     pthread_mutex_t lock;
     long compiled, failed;
 } compile_ahead;
@@ -509,8 +511,8 @@ static void *compile_thread(void *arg) {
     sweep *sw = ca->sw;
     for (;;) {
         pthread_mutex_lock(&ca->lock);
-        while (ca->key < sw->n_keys && ca->cand >= sw->keys[ca->key].n_candidates) ca->key++, ca->cand = 0;
-        int k = ca->key, c = ca->cand++;
+        while (ca->key < sw->n_keys && ca->cand >= sw->keys[sw->order[ca->key]].n_candidates) ca->key++, ca->cand = 0;
+        int k = ca->key < sw->n_keys ? sw->order[ca->key] : sw->n_keys, c = ca->cand++;
         int stop = sw->stop;
         pthread_mutex_unlock(&ca->lock);
         if (k >= sw->n_keys || stop) return NULL;
@@ -576,7 +578,25 @@ static int plan_keys(sweep *sw, int shard, int shards) {
         sk->jobs = mt_sweep_job_count(&sw->plan, sk->n_candidates);
         sw->jobs_total += sk->jobs;
     }
+    /* the hand-out order; without memory for it the sweep cannot start */
+    size_t slots = (size_t)(sw->n_keys > 0 ? sw->n_keys : 1);
+    sw->order = calloc(slots, sizeof *sw->order);
+    double *seconds = calloc(slots, sizeof *seconds);
+    if (!sw->order || !seconds) {
+        free(seconds);
+        mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory for the hand-out order of %d keys", sw->n_keys);
+        return -1;
+    }
+    for (int k = 0; k < sw->n_keys; k++) seconds[k] = mt_plan_key_seconds(&sw->plan, &sw->keys[k].key, sw->keys[k].jobs);
+    mt_sweep_handout_order(seconds, sw->n_keys, sw->order);
+    free(seconds);
     return sw->n_keys;
+}
+
+static void free_keys(sweep *sw) {
+    for (int k = 0; k < sw->n_keys; k++) free(sw->keys[k].candidates);
+    free(sw->keys);
+    free(sw->order);
 }
 
 static void print_plan(const sweep *sw) {
@@ -736,8 +756,7 @@ int cmd_sweep(int argc, char **argv) {
         }
         plan_keys(&sw, shard, shards);
         print_plan(&sw);
-        for (int k = 0; k < sw.n_keys; k++) free(sw.keys[k].candidates);
-        free(sw.keys);
+        free_keys(&sw);
         mt_plan_free(&sw.plan);
         return 0;
     }
@@ -807,7 +826,13 @@ int cmd_sweep(int argc, char **argv) {
         early_rc = 1;
         goto early_exit;
     }
-    if (plan_keys(&sw, shard, shards) == 0) {
+    int planned = plan_keys(&sw, shard, shards);
+    if (planned < 0) {
+        mt_cli_error("sweep: %s", mt_last_error());
+        early_rc = 1;
+        goto early_exit;
+    }
+    if (planned == 0) {
         mt_cli_error("sweep: shard %d/%d of %s has no keys", shard, shards, config);
         early_rc = 2;
         goto early_exit;
@@ -815,8 +840,7 @@ int cmd_sweep(int argc, char **argv) {
     if (0) {
     early_exit:  /* before any thread or database: stop the first worker, free, leave */
         worker_stop(&ctx[0].worker, 1, NULL);
-        for (int k = 0; k < sw.n_keys; k++) free(sw.keys[k].candidates);
-        free(sw.keys);
+        free_keys(&sw);
         free(ctx);
         mt_plan_free(&sw.plan);
         return early_rc;
@@ -912,8 +936,7 @@ int cmd_sweep(int argc, char **argv) {
     }
     if (ca.jit) mt_jit_destroy(ca.jit);
     mt_backend_close(compiler);
-    for (int k = 0; k < sw.n_keys; k++) free(sw.keys[k].candidates);
-    free(sw.keys);
+    free_keys(&sw);
     free(ctx);
     mt_plan_free(&sw.plan);
     return rc;

@@ -18,6 +18,11 @@ int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_pro
  * its rounds. */
 int mt_sweep_job_count(const mt_plan *plan, int n_candidates);
 
+/* The order in which the workers get the keys: the indices 0..n-1 of
+ * keys whose estimated cost (seconds[i], mt_plan_key_seconds) is given,
+ * written to order costliest first, equal costs in plan order. */
+void mt_sweep_handout_order(const double *seconds, int n, int *order);
+
 int cmd_sweep(int argc, char **argv);
 
 #endif

@@ -276,7 +276,7 @@ static mt_status run_once(gpu_worker *w, const mt_variant *v, const mt_kernels *
     if ((st = mt_backend_copy_to_host(w->b, w->host_lse, k->dlse, k->lse_elems * 4, w->stream)) != MT_OK) return st;
     const uint16_t *o16 = w->host_out;
     for (size_t i = 0; i < k->out_elems; i++)
-        out[i] = k->key.s.q_dtype == MT_BF16 ? mt_host_bf16_to_f32(o16[i]) : mt_host_f16_to_f32(o16[i]);
+        out[i] = mt_host_load(k->key.s.q_dtype, o16, i);
     for (size_t i = 0; i < k->lse_elems; i++) lse[i] = w->host_lse[i];
     return MT_OK;
 }
@@ -311,7 +311,7 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     k->out_elems = (size_t)job->key.batch * k->rows * s->dl;
     k->lse_elems = (size_t)job->key.batch * k->rows;
     k->scale = (float)(1.0 / sqrt((double)s->d));
-    k->kv_scale = s->kv_dtype == MT_FP8_E4M3 ? 1.0f / 224.0f : 1.0f;
+    k->kv_scale = mt_host_unit_kv_scale(s->kv_dtype);
     size_t kv_size = mt_dtype_size(s->kv_dtype);
     k->q = malloc(k->q_elems * 2);
     k->kv = malloc(k->kv_elems * kv_size);
@@ -325,16 +325,8 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
         !w->host_out || !w->host_lse)
         return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory for batch %d x %d keys", job->key.batch,
                        job->key.seq_len);
-    for (size_t i = 0; i < k->q_elems; i++) {
-        float x = (float)uniform();
-        ((uint16_t *)k->q)[i] = s->q_dtype == MT_BF16 ? mt_host_f32_to_bf16(x) : mt_host_f32_to_f16(x);
-    }
-    for (size_t i = 0; i < k->kv_elems; i++) {
-        float x = (float)uniform();
-        if (s->kv_dtype == MT_BF16) ((uint16_t *)k->kv)[i] = mt_host_f32_to_bf16(x);
-        else if (s->kv_dtype == MT_FP16) ((uint16_t *)k->kv)[i] = mt_host_f32_to_f16(x);
-        else ((uint8_t *)k->kv)[i] = mt_host_f32_to_fp8e4m3(x / k->kv_scale);
-    }
+    for (size_t i = 0; i < k->q_elems; i++) mt_host_store(s->q_dtype, k->q, i, (float)uniform());
+    for (size_t i = 0; i < k->kv_elems; i++) mt_host_store(s->kv_dtype, k->kv, i, (float)uniform() / k->kv_scale);
     if ((st = mt_backend_mem_alloc(w->b, k->q_elems * 2, &k->dq)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, k->kv_elems * kv_size, &k->dkv)) != MT_OK ||
         (st = mt_backend_mem_alloc(w->b, sizeof(int32_t) * (size_t)job->key.batch * k->max_blocks, &k->dtable)) != MT_OK ||

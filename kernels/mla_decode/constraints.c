@@ -16,7 +16,7 @@ mt_status mt_mla_decode_check_static(const mt_problem_static *s) {
     if (s->page_size < 1 || s->page_size > 1024 || (s->page_size & (s->page_size - 1)))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: page size %d is not a power of two in 1..1024",
                        s->page_size);
-    if (s->q_dtype == MT_FP8_E4M3)
+    if (mt_dtype_is_fp8(s->q_dtype))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: q/out must be bf16 or fp16, not fp8");
     return MT_OK;
 }
@@ -38,7 +38,7 @@ static mt_status check_mfma(const int *values, const mt_problem_static *s, const
                        t->arch, 16 * waves, s->d, s->dl);
     /* registers live across a chunk: the wave's Q slice, its scores, its
      * output tiles and the next chunk on its way (256 architectural VGPRs) */
-    int mtiles = tile_q / 16, kv_bytes = s->kv_dtype == MT_FP8_E4M3 ? 1 : 2;
+    int mtiles = tile_q / 16, kv_bytes = (int)mt_dtype_size(s->kv_dtype);
     int q_regs = mtiles * (s->d / 16 / waves) * 2, s_regs = mtiles * (chunk / 16) * 4;
     int acc = mtiles * (s->dl / waves / 16) * 4;
     int pre = (chunk * s->d * kv_bytes / 16 + threads - 1) / threads * 4;
@@ -66,9 +66,14 @@ static mt_status check_wgmma(const int *values, const mt_problem_static *s, cons
     if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
                        t->arch);
+    /* its fp8 bytes go through cvt.rn.f16x2.e4m3x2, which reads OCP e4m3
+     * only; fnuz KV takes the mma=1 path (a software conversion) */
+    if (s->kv_dtype == MT_FP8_E4M3_FNUZ)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 reads fp8e4m3 (OCP) KV only, not fp8e4m3fnuz "
+                       "(use mma=1 or 0)");
     /* the shapes: the 64-row tile (16-bit KV) and the transposed 16-row
      * tile (both KV widths; its own path, wgmma_t16.cu) */
-    int fp8 = s->kv_dtype == MT_FP8_E4M3, tile_q = values[MT_P_TILE_Q], stages = fp8 ? 4 : 2;
+    int fp8 = mt_dtype_is_fp8(s->kv_dtype), tile_q = values[MT_P_TILE_Q], stages = fp8 ? 4 : 2;
     if ((tile_q != 16 && (fp8 || tile_q != 64)) || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 ||
         values[MT_P_KV_STAGES] != stages)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
@@ -99,7 +104,7 @@ static mt_status check_wgmma(const int *values, const mt_problem_static *s, cons
  * were. */
 static mt_status check_split_reduce(const int *values, const mt_problem_static *s) {
     int splits = values[MT_P_NUM_SPLITS];
-    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 || s->kv_dtype == MT_FP8_E4M3)
+    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 || mt_dtype_is_fp8(s->kv_dtype))
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: split_reduce=1 (merge in a cluster) exists on the 64-row mma=2 path (16-bit KV) "
                        "only");

@@ -115,7 +115,7 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s,
         size_t stride = (size_t)s->d + 8, stages = (size_t)values[MT_P_KV_STAGES];
         size_t warps = (size_t)values[MT_P_BLOCK_THREADS] / 32;
         size_t q_bytes = 2 * tile_q * stride, sp_bytes = 4 * (size_t)mt_mla_decode_score_slices(s->d) * tile_q * (chunk + 8);
-        size_t kv = s->kv_dtype == MT_FP8_E4M3 ? stages * chunk * (size_t)s->d + 2 * chunk * stride
+        size_t kv = mt_dtype_is_fp8(s->kv_dtype) ? stages * chunk * (size_t)s->d + 2 * chunk * stride
                                                : stages * 2 * chunk * stride;
         return (q_bytes > sp_bytes ? q_bytes : sp_bytes) + kv + 2 * tile_q * (chunk + 8) + 4 * warps * tile_q +
                4 * tile_q + 4;

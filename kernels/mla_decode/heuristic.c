@@ -46,7 +46,7 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
      * variant (NVIDIA; its 32-key chunk never fits the MFMA path, which has
      * not run on an AMD GPU yet); the family default */
     mt_variant base;
-    int wide = shape->sq * shape->n_heads >= 64, fp8 = shape->s.kv_dtype == MT_FP8_E4M3;
+    int wide = shape->sq * shape->n_heads >= 64, fp8 = mt_dtype_is_fp8(shape->s.kv_dtype);
     if (!(fp8 && base_fits(fp8_base, shape, t, &base)) && !(wide && base_fits(wgmma_base, shape, t, &base)) &&
         !base_fits(mma_base, shape, t, &base) &&
         mt_variant_default_for(&mt_family_mla_decode, &shape->s, t, &base) != MT_OK)

@@ -199,7 +199,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
     void *args[] = {&p, kv_map};
     if (v->values[MT_P_MMA] == 2) {
         unsigned box_rows = s->page_size < 64 ? (unsigned)s->page_size : 64u;
-        unsigned elem = s->kv_dtype == MT_FP8_E4M3 ? 1u : 2u; /* 64 columns: 64- or 128-byte box rows */
+        unsigned elem = (unsigned)mt_dtype_size(s->kv_dtype); /* 64 columns: 64- or 128-byte box rows */
         st = mt_backend_tensor_map_2d(b, a->kv, elem, (uint64_t)s->d, 1ull << 31, (uint64_t)s->d * elem, 64, box_rows,
                                       kv_map);
         if (st != MT_OK) return st;

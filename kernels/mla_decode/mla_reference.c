@@ -15,15 +15,6 @@
 
 #include "kernels/dtype.h"
 
-static double load(const void *base, mt_dtype t, size_t i) {
-    switch (t) {
-    case MT_BF16: return mt_host_bf16_to_f32(((const uint16_t *)base)[i]);
-    case MT_FP16: return mt_host_f16_to_f32(((const uint16_t *)base)[i]);
-    case MT_FP8_E4M3: return mt_host_fp8e4m3_to_f32(((const uint8_t *)base)[i]);
-    }
-    return NAN;
-}
-
 typedef struct ref_work {
     const mt_mla_host_problem *p;
     double *out, *lse;
@@ -40,7 +31,7 @@ static void reference_request(const mt_mla_host_problem *p, int b, double *out, 
     double *qrow = malloc(sizeof(double) * (size_t)d);
     for (int j = 0; j < len; j++) {
         size_t token = (size_t)p->block_table[(size_t)b * p->max_blocks + j / page] * page + (size_t)(j % page);
-        for (int k = 0; k < d; k++) kv[(size_t)j * d + k] = load(p->kv, p->s.kv_dtype, token * d + k) * p->kv_scale;
+        for (int k = 0; k < d; k++) kv[(size_t)j * d + k] = (double)mt_host_load(p->s.kv_dtype, p->kv, token * d + k) * p->kv_scale;
     }
     for (int row = 0; row < rows; row++) {
         int t = row / p->n_heads;
@@ -53,7 +44,7 @@ static void reference_request(const mt_mla_host_problem *p, int b, double *out, 
             lse[r] = -INFINITY;
             continue;
         }
-        for (int k = 0; k < d; k++) qrow[k] = load(p->q, p->s.q_dtype, r * d + k);
+        for (int k = 0; k < d; k++) qrow[k] = mt_host_load(p->s.q_dtype, p->q, r * d + k);
         double m = -INFINITY;
         for (int j = 0; j < limit; j++) {
             const double *kj = kv + (size_t)j * d;

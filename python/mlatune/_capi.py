@@ -52,7 +52,8 @@ class DType(enum.IntEnum):
     """mlt_dtype."""
     BF16 = 0
     FP16 = 1
-    FP8_E4M3 = 2
+    FP8_E4M3 = 2        # OCP e4m3 "fn" (bias 7)
+    FP8_E4M3_FNUZ = 3   # e4m3 "fnuz" (bias 8, 0x80 NaN): gfx942's fp8
 
 
 class ChoiceReason(enum.IntEnum):

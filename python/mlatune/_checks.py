@@ -44,9 +44,9 @@ import sys
 
 from ._capi import VIEWS_VERSION, DType, Status
 from ._errors import Error, Unsupported
-from ._tensors import BF16, F16, F32, FP8, I8, I32, U8, contiguous_strides, describe, device_name, numel
+from ._tensors import BF16, F16, F32, FP8, FP8_FNUZ, I8, I32, U8, contiguous_strides, describe, device_name, numel
 
-DTYPE_NAMES = {DType.BF16: BF16, DType.FP16: F16, DType.FP8_E4M3: FP8}
+DTYPE_NAMES = {DType.BF16: BF16, DType.FP16: F16, DType.FP8_E4M3: FP8, DType.FP8_E4M3_FNUZ: FP8_FNUZ}
 
 _ANY = None  # a dimension that may be anything
 
@@ -197,7 +197,7 @@ class CallRules:
         self.views = self.library_views and self.plan_views
         self.q_dtype = DTYPE_NAMES[DType(problem.q_dtype)]
         kv = DTYPE_NAMES[DType(problem.kv_dtype)]
-        self.kv_dtypes = (kv, U8, I8) if kv == FP8 else (kv,)
+        self.kv_dtypes = (kv, U8, I8) if kv in (FP8, FP8_FNUZ) else (kv,)
         self.kv_shapes = ((_ANY, self.page_size, self.d), (_ANY, self.page_size, 1, self.d))
         sq, n = self.sq, self.n_heads
         qd = self.q_dtype

@@ -23,8 +23,9 @@ from ._errors import Error
 
 # canonical dtype names, as torch spells them
 BF16, F16, FP8, F32, I32, U8, I8 = "bfloat16", "float16", "float8_e4m3fn", "float32", "int32", "uint8", "int8"
+FP8_FNUZ = "float8_e4m3fnuz"
 
-ITEMSIZE = {BF16: 2, F16: 2, FP8: 1, F32: 4, I32: 4, U8: 1, I8: 1}
+ITEMSIZE = {BF16: 2, F16: 2, FP8: 1, FP8_FNUZ: 1, F32: 4, I32: 4, U8: 1, I8: 1}
 
 # __cuda_array_interface__ typestr -> dtype.  The interface has no code for
 # bfloat16 (it borrows NumPy's, which lacks it); exporters that carry bf16
@@ -51,7 +52,7 @@ class TensorView(NamedTuple):
 
 class DeviceArray:
     """Device memory described by hand: a pointer, a shape, a dtype name
-    ("bfloat16", "float16", "float8_e4m3fn", "float32", "int32", "uint8"),
+    ("bfloat16", "float16", "float8_e4m3fn", "float8_e4m3fnuz", "float32", "int32", "uint8"),
     optional strides in elements, and the GPU ordinal it lives on.  For
     memory that has no tensor object (mlt_device_alloc, another library)."""
 

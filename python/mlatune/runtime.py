@@ -14,12 +14,14 @@ _DTYPE_NAMES = {
     "bfloat16": DType.BF16, "bf16": DType.BF16,
     "float16": DType.FP16, "fp16": DType.FP16, "half": DType.FP16,
     "float8_e4m3fn": DType.FP8_E4M3, "fp8_e4m3": DType.FP8_E4M3, "fp8": DType.FP8_E4M3, "fp8_e4m3fn": DType.FP8_E4M3,
+    "fp8e4m3": DType.FP8_E4M3,
+    "float8_e4m3fnuz": DType.FP8_E4M3_FNUZ, "fp8_e4m3fnuz": DType.FP8_E4M3_FNUZ, "fp8e4m3fnuz": DType.FP8_E4M3_FNUZ,
 }
 
 
 def as_dtype(value, name="dtype"):
     """A DType from a DType, its int, a name ("bfloat16", "fp8", ...) or a
-    torch dtype (torch.bfloat16, torch.float8_e4m3fn)."""
+    torch dtype (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e4m3fnuz)."""
     if isinstance(value, DType):
         return value
     if isinstance(value, int):
@@ -33,7 +35,7 @@ def as_dtype(value, name="dtype"):
         if text in _DTYPE_NAMES:
             return _DTYPE_NAMES[text]
     raise Error(Status.ERR_INVALID_ARGUMENT,
-                f"{name}: {value!r} is not a dtype the runtime knows (bfloat16, float16, float8_e4m3fn)")
+                f"{name}: {value!r} is not a dtype the runtime knows (bfloat16, float16, float8_e4m3fn, float8_e4m3fnuz)")
 
 
 def _path_arg(value):

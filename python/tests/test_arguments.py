@@ -742,7 +742,9 @@ class RuntimeTest(StubCase):
 
     def test_dtype_names(self):
         for name, want in (("bfloat16", mlatune.DType.BF16), ("bf16", mlatune.DType.BF16),
-                           ("half", mlatune.DType.FP16), ("float8_e4m3fn", mlatune.DType.FP8_E4M3), (2, mlatune.DType.FP8_E4M3)):
+                           ("half", mlatune.DType.FP16), ("float8_e4m3fn", mlatune.DType.FP8_E4M3), (2, mlatune.DType.FP8_E4M3),
+                           ("float8_e4m3fnuz", mlatune.DType.FP8_E4M3_FNUZ), ("fp8e4m3fnuz", mlatune.DType.FP8_E4M3_FNUZ),
+                           (3, mlatune.DType.FP8_E4M3_FNUZ)):
             self.assertEqual(mlatune.as_dtype(name), want)
         with self.assertRaises(mlatune.Error) as cm:
             self.rt.plan(4, page_size=16, q_dtype="float32", kv_dtype="fp16", softmax_scale=0.1, max_batch=4)

@@ -166,7 +166,7 @@ class LayoutTest(unittest.TestCase):
     def test_an_added_enumerator_is_caught(self):
         with open(support.header()) as f:
             text = f.read()
-        edited = text.replace("MLT_FP8_E4M3 = 2 }", "MLT_FP8_E4M3 = 2, MLT_FP4 = 3 }", 1)
+        edited = text.replace("MLT_FP8_E4M3_FNUZ = 3 }", "MLT_FP8_E4M3_FNUZ = 3, MLT_FP4 = 4 }", 1)
         self.assertNotEqual(edited, text, "the negative control could not find mlt_dtype")
         work = os.path.join(support.temp_dir(), "edited-enum")
         os.makedirs(work, exist_ok=True)

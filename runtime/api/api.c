@@ -148,7 +148,7 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
     snprintf(k->kind, sizeof k->kind, "mla_decode");
     if (p->q_dtype != MLT_BF16 && p->q_dtype != MLT_FP16)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "q_dtype must be MLT_BF16 or MLT_FP16 (got %d)", (int)p->q_dtype);
-    if ((int)p->kv_dtype < 0 || p->kv_dtype > MLT_FP8_E4M3)
+    if ((int)p->kv_dtype < 0 || p->kv_dtype > MLT_FP8_E4M3_FNUZ)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "kv_dtype %d is not a known dtype", (int)p->kv_dtype);
     if (p->n_heads < 1 || p->n_heads > 128)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "head count %d outside 1..128", p->n_heads);

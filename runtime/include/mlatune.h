@@ -112,7 +112,12 @@ mlt_status mlt_copy_to_device(mlt_runtime *rt, void *dst, const void *src, size_
 mlt_status mlt_copy_to_host(mlt_runtime *rt, void *dst, const void *src, size_t bytes);
 mlt_status mlt_synchronize(mlt_runtime *rt);
 
-typedef enum mlt_dtype { MLT_BF16 = 0, MLT_FP16 = 1, MLT_FP8_E4M3 = 2 } mlt_dtype;
+/* KV storage types.  The two fp8 encodings are both e4m3 but not the same
+ * numbers: MLT_FP8_E4M3 is OCP e4m3 "fn" (bias 7, 0x7f/0xff NaN, max 448;
+ * NVIDIA, gfx950), MLT_FP8_E4M3_FNUZ is e4m3 "fnuz" (bias 8, no negative
+ * zero, 0x80 the only NaN, max 240; gfx942, what engines on MI300 store).
+ * Values are appended, never renumbered. */
+typedef enum mlt_dtype { MLT_BF16 = 0, MLT_FP16 = 1, MLT_FP8_E4M3 = 2, MLT_FP8_E4M3_FNUZ = 3 } mlt_dtype;
 
 /* The static facts of an MLA decode problem (docs/DESIGN.md section 2). */
 typedef struct mlt_decode_problem {
@@ -122,7 +127,7 @@ typedef struct mlt_decode_problem {
     int dl;                 /* latent (value) dim (512) */
     int page_size;          /* tokens per KV-cache page (1, 16, 64, ...) */
     mlt_dtype q_dtype;      /* q and out: MLT_BF16 or MLT_FP16 */
-    mlt_dtype kv_dtype;     /* MLT_BF16, MLT_FP16 or MLT_FP8_E4M3 */
+    mlt_dtype kv_dtype;     /* MLT_BF16, MLT_FP16, MLT_FP8_E4M3 or MLT_FP8_E4M3_FNUZ */
     float softmax_scale;
     float kv_scale;         /* per-tensor dequantisation scale (1 unless fp8) */
     int max_batch;          /* largest batch a run will pass: sizes the workspace */

@@ -18,7 +18,7 @@ _mla_tune() {
         --arch)
             COMPREPLY=($(compgen -W "sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 gfx90a gfx942 gfx950" -- "$cur")); return;;
         --q-dtype) COMPREPLY=($(compgen -W "bf16 fp16" -- "$cur")); return;;
-        --kv-dtype) COMPREPLY=($(compgen -W "bf16 fp16 fp8e4m3" -- "$cur")); return;;
+        --kv-dtype) COMPREPLY=($(compgen -W "bf16 fp16 fp8e4m3 fp8e4m3fnuz" -- "$cur")); return;;
     esac
     if [[ $cur == -* ]]; then
         words=$("${COMP_WORDS[0]}" "$cmd" --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)

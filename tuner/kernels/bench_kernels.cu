@@ -4,16 +4,17 @@
  * the matrix-unit throughput probe.
  */
 
-/* Fills n elements of `dtype` (0 bf16, 1 fp16, 2 fp8 e4m3) with values from
- * a per-index hash: 16-bit types uniform in [-1, 1); fp8 any finite code. */
+/* Fills n elements of `dtype` (0 bf16, 1 fp16, 2 fp8 e4m3 OCP, 3 fp8 e4m3
+ * fnuz) with values from a per-index hash: 16-bit types uniform in [-1, 1);
+ * fp8 any finite code of its encoding. */
 extern "C" __global__ void mt_fill_random(unsigned char *p, unsigned long long n, int dtype, unsigned seed) {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         unsigned long long h = (i + 1) * 0x9e3779b97f4a7c15ull ^ ((unsigned long long)seed << 32);
         h ^= h >> 31, h *= 0xbf58476d1ce4e5b9ull, h ^= h >> 29;
-        if (dtype == 2) {
+        if (dtype == 2 || dtype == 3) {
             mt_u8 b = (mt_u8)h;
-            if ((b & 0x7f) == 0x7f) b ^= 1; /* not NaN */
+            if (dtype == 2 ? (b & 0x7f) == 0x7f : b == 0x80) b ^= 1; /* not NaN (OCP 0x7f/0xff, fnuz 0x80) */
             p[i] = b;
         } else {
             float v = (float)(h >> 40) * (1.0f / 8388608.0f) - 1.0f;

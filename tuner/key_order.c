@@ -1,0 +1,36 @@
+/*
+ * key_order.c - the order in which the sweep hands its keys to the
+ * workers (see sweep.h).
+ *
+ * Longest processing time first: with several workers each taking the
+ * next key when it is free, a costly key handed out last runs alone while
+ * the others idle (issue 30: 1.65x on 2 GPUs, with the plan's costliest
+ * key at its end).  Handing the keys out costliest first leaves the cheap
+ * ones to fill the gaps at the end; the estimate is mt_plan_key_seconds,
+ * good to a factor of ~2, which is plenty to rank keys that differ by
+ * orders of magnitude.  Equal estimates keep the plan order, so the order
+ * is deterministic.
+ */
+#include <stdlib.h>
+
+#include "sweep.h"
+
+typedef struct costed_key { int index; double seconds; } costed_key;
+
+static int costliest_first(const void *a, const void *b) {
+    const costed_key *x = a, *y = b;
+    if (x->seconds != y->seconds) return x->seconds > y->seconds ? -1 : 1;
+    return x->index - y->index;
+}
+
+void mt_sweep_handout_order(const double *seconds, int n, int *order) {
+    costed_key *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
+    if (!c) {  /* no memory for the sort: the plan order, still every key once */
+        for (int i = 0; i < n; i++) order[i] = i;
+        return;
+    }
+    for (int i = 0; i < n; i++) c[i] = (costed_key){.index = i, .seconds = seconds[i]};
+    qsort(c, (size_t)n, sizeof *c, costliest_first);
+    for (int i = 0; i < n; i++) order[i] = c[i].index;
+    free(c);
+}
