@@ -1,7 +1,8 @@
 /*
  * mla-tune report on a small fixture database (made by a fake-device sweep):
  * the page and the Markdown exist, every chosen variant's row shows the
- * numbers the database holds (median, gain over default, GB/s), the plots
+ * numbers the database holds (median, gain over default, GB/s, % copy and
+ * % matrix against the ceilings the sweep stored), the plots
  * are there, and the page is self-contained (no scripts, no fetches); the
  * plots scale with the page, read their ticks as plain numbers, carry error
  * bars and a labelled ceiling; the lookup-distance section shows 0.0 at a
@@ -49,7 +50,7 @@ int main(void) {
           "timing: {warmup: 1, reps: 5}\nsearch: {strategy: random, budget: 20, seed: 2}\n", f);
     fclose(f);
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' sweep --config plan.yaml --db fixture.db --fake-device "
-             "'wrong:num_splits=2' >/dev/null 2>&1 && '%s' report --db fixture.db -o out --matrix-tflops 660",
+             "'wrong:num_splits=2' >/dev/null 2>&1 && '%s' report --db fixture.db -o out",
              dir, bin, bin);
     CHECK(system(cmd) == 0);
     snprintf(path, sizeof path, "%s/out/report.html", dir);
@@ -72,8 +73,12 @@ int main(void) {
         double bytes = (double)c[i].key.batch * ((double)c[i].key.seq_len * 576 * (c[i].key.s.kv_dtype == MT_FP8_E4M3 ? 1 : 2) +
                                                  16.0 * (576 + 512) * 2 + 16.0 * 4);
         snprintf(gain, sizeof gain, "%.2fx", c[i].default_ms / c[i].median_ms);
-        snprintf(row_md, sizeof row_md, "| %d | %d | %.4f | %.0f |", c[i].key.batch, c[i].key.seq_len, c[i].median_ms,
-                 bytes / (c[i].median_ms * 1e-3) / 1e9);
+        /* % copy and % matrix against the ceilings the sweep stored (the fake
+         * worker's 3000 GB/s and 700 TFLOP/s): no --matrix-tflops needed */
+        double gbs = bytes / (c[i].median_ms * 1e-3) / 1e9;
+        double tflops = c[i].key.batch * 16.0 * c[i].key.seq_len * (2.0 * 576 + 2.0 * 512) / (c[i].median_ms * 1e-3) / 1e12;
+        snprintf(row_md, sizeof row_md, "| %d | %d | %.4f | %.0f | %.1f%% | %.2f | %.1f%% |", c[i].key.batch,
+                 c[i].key.seq_len, c[i].median_ms, gbs, 100 * gbs / 3000, tflops, 100 * tflops / 700);
         snprintf(row_html, sizeof row_html, "<td>%d</td>\n<td>%d</td>\n<td>%.4f</td>\n<td>%.0f</td>", c[i].key.batch,
                  c[i].key.seq_len, c[i].median_ms, bytes / (c[i].median_ms * 1e-3) / 1e9);
         CHECK_MSG(strstr(md, row_md) != NULL, "markdown lacks '%s'", row_md);
@@ -91,6 +96,7 @@ int main(void) {
     CHECK_MSG(count_of(html, "<svg ") == 2 * 2 + 1 + 9 + 2, "%d svgs", count_of(html, "<svg "));
     CHECK(strstr(html, "best split count") && strstr(html, "speedup over default"));
     CHECK(strstr(html, "ceiling: copy 3000 GB/s"));
+    CHECK(strstr(md, "matrix 700 TFLOPS (measured by the sweep)"));
     /* every plot scales down with the page; tables scroll in their box */
     CHECK_MSG(count_of(html, "style=\"max-width:100%;height:auto\"") == count_of(html, "<svg "), "unscaled svg");
     CHECK(count_of(html, "<div class=\"scroll\"><table>") == count_of(html, "<table>"));

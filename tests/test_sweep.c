@@ -4,6 +4,7 @@
  *   - a variant that crashes its worker is recorded as launch-failed, one
  *     that hangs as timeout, wrong results as wrong-result, and the sweep
  *     finishes with every other variant measured;
+ *   - the ceilings the worker reports (copy and matrix) are stored;
  *   - a second run resumes: nothing re-measured; --force re-measures;
  *   - a sweep killed with SIGKILL part-way and started again ends with every
  *     job measured exactly once;
@@ -124,6 +125,10 @@ int main(void) {
     CHECK(count("a.db", "SELECT count(*) FROM choices c JOIN variants v ON v.id = c.variant_id "
                         "WHERE v.params LIKE 'tile_q=8,%num_splits=16%'") == 2);
     CHECK_MSG(strstr(out, "32 measured, 0 skipped") != NULL, "%s", out);
+    /* the ceilings the worker measured (the fake one says 3000 GB/s and 700
+     * TFLOP/s) are stored for the report: copy and, since issue 26, matrix */
+    CHECK(count("a.db", "SELECT count(*) FROM ceilings WHERE kind = 'copy_gbps' AND value = 3000") == 1);
+    CHECK(count("a.db", "SELECT count(*) FROM ceilings WHERE kind = 'matrix_tflops' AND value = 700") == 1);
     CHECK(strstr(out, "gain") != NULL);
 
     /* resume: everything is there, nothing is measured again */

@@ -75,6 +75,12 @@ double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int c
                               2.0 * 16 * 8 * 16 * 8 * 8, s);
 }
 
+double mt_ceiling_matrix_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
+    double mma = mt_ceiling_mma_tflops(b, jit, arch, compute_units, s);
+    double wgmma = mt_ceiling_wgmma_tflops(b, jit, arch, compute_units, s);
+    return wgmma > mma ? wgmma : mma;
+}
+
 double mt_ceiling_wgmma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
     if (strcmp(arch, "sm_90") != 0 || compute_units < 1) return 0;
     /* 2 warpgroups per group, 8 m64n256k16 products per warpgroup and iteration */

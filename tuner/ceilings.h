@@ -2,8 +2,9 @@
  * ceilings.h - what the GPU can do at best, measured on the spot: the
  * device-to-device copy bandwidth (the memory ceiling of a decode kernel)
  * and the matrix-unit throughput of the instructions our kernels use (the
- * compute ceiling).  The sweep stores the copy figure in the DB; `mla-tune
- * bench` measures both in the same run as the decode timings.
+ * compute ceiling).  The sweep's workers measure both when they start and
+ * the sweep stores them in the DB (the report's % copy and % matrix);
+ * `mla-tune bench` measures both in the same run as the decode timings.
  */
 #ifndef MT_CEILINGS_H
 #define MT_CEILINGS_H
@@ -24,5 +25,11 @@ double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int c
  * registers, B from shared memory, 2 warpgroups per SM), which the mma=2
  * decode path uses; 0 on anything but sm_90. */
 double mt_ceiling_wgmma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s);
+
+/* The matrix ceiling a decode's TFLOP/s is measured against: the faster of
+ * the two above (wgmma on sm_90, mma.sync elsewhere on NVIDIA), what
+ * `bench` calls %mma and the sweep stores as "matrix_tflops"; 0 where
+ * neither runs. */
+double mt_ceiling_matrix_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s);
 
 #endif

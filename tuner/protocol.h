@@ -11,6 +11,7 @@
  * Lines, tab-separated, one request and one reply at a time:
  *   worker -> coordinator at start:
  *     DEVICE  arch name compute_units memory_bytes driver compiler shared_max warp device_count copy_gbps
+ *             matrix_tflops         (the ceilings, tuner/ceilings.h; 0: not measured)
  *     ERROR   message                      (no device: the worker exits)
  *   coordinator -> worker:
  *     JOB     q_dtype kv_dtype d dl page heads sq batch seq_len family params warmup reps verify_cpu_macs seed

@@ -19,8 +19,8 @@
  * out and lse written); TFLOPS counts N * Sq * (2D + 2Dl) flops per key
  * token (docs/DESIGN.md, "The computation").  The copy ceiling is the one
  * the sweep measured on the device (ceilings table); the matrix ceiling is
- * --matrix-tflops, else a "matrix_tflops" ceiling stored in the database,
- * else left out.  Error bars are the measurement's run-to-run spread (p90 -
+ * --matrix-tflops, else the "matrix_tflops" ceiling the sweep stored (sweeps
+ * since issue 26), else left out.  Error bars are the measurement's run-to-run spread (p90 -
  * p10 of the timed runs, stored per measurement) centred on its median.
  *
  * Layout: the page fits any width: tables scroll inside their own box and
@@ -445,13 +445,14 @@ int cmd_report(int argc, char **argv) {
     /* per key */
     double copy = 0;
     mt_db_get_ceiling(db, choices[0].arch, "copy_gbps", &copy);
-    char copy_text[64] = "not measured", matrix_text[64] = "not given";
+    char copy_text[64] = "not measured", matrix_text[160] = "not given";
     if (copy > 0) snprintf(copy_text, sizeof copy_text, "%.0f GB/s (measured by the sweep)", copy);
     if (matrix_tflops > 0) snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (given)", matrix_tflops);
     else if (mt_db_get_ceiling(db, choices[0].arch, "matrix_tflops", &matrix_tflops) == MT_OK && matrix_tflops > 0)
-        snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (measured, stored in the database)", matrix_tflops);
+        snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (measured by the sweep)", matrix_tflops);
     else
-        snprintf(matrix_text, sizeof matrix_text, "not measured (give --matrix-tflops X: %% matrix is then filled)");
+        snprintf(matrix_text, sizeof matrix_text, "not measured (a database from before the sweep stored it; give "
+                 "--matrix-tflops X: %% matrix is then filled)");
     mt_text_printf(&md, "\n## Winner per problem key\n\nGB/s: bytes a decode must move over the winner's median; "
                         "TFLOPS: N x Sq x (2D + 2Dl) flops per key token. Ceilings: copy %s, matrix %s.\n\n",
                    copy_text, matrix_text);

@@ -642,6 +642,19 @@ static double key_bytes(const mt_problem_key *k) {
                                rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
 }
 
+/* The ceilings a worker measured when it started (its DEVICE line's last
+ * two fields), for the report's % copy and % matrix; one it could not
+ * measure (0) is not stored. */
+static mt_status store_ceilings(mt_db *db, int64_t device_id, char *const *fields, int n_fields) {
+    static const char *const kinds[] = {"copy_gbps", "matrix_tflops"};
+    for (int i = 0; i < 2 && 10 + i < n_fields; i++) {
+        double value = atof(fields[10 + i]);
+        mt_status st = value > 0 ? mt_db_put_ceiling(db, device_id, kinds[i], value) : MT_OK;
+        if (st != MT_OK) return st;
+    }
+    return MT_OK;
+}
+
 static void print_summary(sweep *sw, mt_db *db) {
     double took = now_s() - sw->started;
     long failed = 0;
@@ -800,7 +813,7 @@ int cmd_sweep(int argc, char **argv) {
     char *save = NULL;
     first[strcspn(first, "\n")] = '\0';
     for (char *p = strtok_r(first, "\t", &save); p && nf < 12; p = strtok_r(NULL, "\t", &save)) f[nf++] = p;
-    if (nf != 11) {
+    if (nf != 12) {
         mt_cli_error("sweep: worker sent a malformed DEVICE line");
         early_rc = 1;
         goto early_exit;
@@ -893,7 +906,7 @@ int cmd_sweep(int argc, char **argv) {
         snprintf(info.driver_version, sizeof info.driver_version, "%s", g[5]);
         if (mt_db_open(sw.db_path, MT_DB_WRITE, &d->db) != MT_OK ||
             mt_db_put_device(d->db, &info, g[6], &d->device_id) != MT_OK ||
-            (ng > 10 && atof(g[10]) > 0 && mt_db_put_ceiling(d->db, d->device_id, "copy_gbps", atof(g[10])) != MT_OK)) {
+            store_ceilings(d->db, d->device_id, g, ng) != MT_OK) {
             mt_cli_error("sweep: %s", mt_last_error());
             rc = 1;
             break;

@@ -142,8 +142,9 @@ static int run_fake(const char *spec) {
         else if (r->n > 0) n_rules++;
     }
     free(copy);
-    /* four identical fake GPUs, so that --devices all has several */
-    printf("DEVICE\tsm_90\tfake-gpu\t132\t85899345920\t13.0\tfake-compiler\t232448\t32\t4\t3000.0\n");
+    /* four identical fake GPUs, so that --devices all has several; made-up
+     * ceilings (3000 GB/s, 700 TFLOP/s) for the sweep to store */
+    printf("DEVICE\tsm_90\tfake-gpu\t132\t85899345920\t13.0\tfake-compiler\t232448\t32\t4\t3000.0\t700.0\n");
     fflush(stdout);
     char line[4096];
     while (fgets(line, sizeof line, stdin)) {
@@ -493,9 +494,11 @@ int cmd_worker(int argc, char **argv) {
         return 1;
     }
     double copy_gbps = mt_ceiling_copy_gbps(w.b, w.stream);
-    printf("DEVICE\t%s\t%s\t%d\t%zu\t%s\t%s\t%zu\t%d\t%d\t%.1f\n", w.info.arch, w.info.name, w.info.compute_units,
-           w.info.total_memory, w.info.driver_version, compiler, w.info.shared_per_group_max, w.info.warp_size, count,
-           copy_gbps);
+    double matrix_tflops = mt_ceiling_matrix_tflops(w.b, w.jit, w.info.arch, w.info.compute_units, w.stream);
+    mt_clear_error();  /* a ceiling that cannot be measured is 0: not stored, the report says so */
+    printf("DEVICE\t%s\t%s\t%d\t%zu\t%s\t%s\t%zu\t%d\t%d\t%.1f\t%.1f\n", w.info.arch, w.info.name,
+           w.info.compute_units, w.info.total_memory, w.info.driver_version, compiler, w.info.shared_per_group_max,
+           w.info.warp_size, count, copy_gbps, matrix_tflops);
     fflush(stdout);
     char line[4096];
     while (fgets(line, sizeof line, stdin)) {
