@@ -103,6 +103,27 @@ int main(void) {
     expect_plan_error("dtype.yaml",
                       "name: t\nproblems:\n  - heads: 16\n    q_dtype: fp8e4m3\n    batch: 1\n    seq_len: 1\n",
                       ":4:14:", "fp8 is supported for KV only");
+    expect_plan_error("dtype_fnuz.yaml",
+                      "name: t\nproblems:\n  - heads: 16\n    q_dtype: fp8e4m3fnuz\n    batch: 1\n    seq_len: 1\n",
+                      ":4:14:", "fp8 is supported for KV only");
+    expect_plan_error("dtype_unknown.yaml",
+                      "name: t\nproblems:\n  - heads: 16\n    kv_dtype: fp8e4m3fn\n    batch: 1\n    seq_len: 1\n",
+                      ":4:15:", "expected bf16, fp16, fp8e4m3 or fp8e4m3fnuz");
+    {
+        /* all four KV dtypes in one list (the list held three before fnuz),
+         * each its own key, in the order listed */
+        mt_plan p4;
+        CHECK_OK(mt_load_plan(write_file("four_kv.yaml", "name: t\nproblems:\n  - heads: 16\n    batch: 1\n"
+                                                         "    seq_len: 1\n    kv_dtype: [fp8e4m3fnuz, bf16, fp8e4m3, fp16]\n"),
+                              &p4));
+        CHECK(p4.n_keys == 4);
+        if (p4.n_keys == 4) {
+            CHECK(p4.keys[0].s.kv_dtype == MT_FP8_E4M3_FNUZ && p4.keys[1].s.kv_dtype == MT_BF16);
+            CHECK(p4.keys[2].s.kv_dtype == MT_FP8_E4M3 && p4.keys[3].s.kv_dtype == MT_FP16);
+            CHECK(strcmp(mt_dtype_name(p4.keys[0].s.kv_dtype), "fp8e4m3fnuz") == 0);
+        }
+        mt_plan_free(&p4);
+    }
     expect_plan_error("int.yaml", "name: t\nproblems:\n  - heads: sixteen\n    batch: 1\n    seq_len: 1\n", ":3:12:",
                       "'sixteen' is not an integer");
     expect_plan_error("missing.yaml", "name: t\nproblems:\n  - heads: 16\n    batch: 1\n", ":3:5:", "lacks 'seq_len'");

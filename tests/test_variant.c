@@ -183,6 +183,13 @@ int main(void) {
     CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "fp8e4m3 KV takes tile_q 16") != NULL, "%s", mt_last_error());
     {
+        /* the second fp8 encoding's name and size */
+        mt_dtype parsed = MT_BF16;
+        CHECK_OK(mt_dtype_parse("fp8e4m3fnuz", &parsed));
+        CHECK(parsed == MT_FP8_E4M3_FNUZ && mt_dtype_size(parsed) == 1 && mt_dtype_is_fp8(parsed));
+        CHECK(strcmp(mt_dtype_name(MT_FP8_E4M3_FNUZ), "fp8e4m3fnuz") == 0 && strcmp(mt_dtype_name(MT_FP8_E4M3), "fp8e4m3") == 0);
+    }
+    {
         mt_variant t8;
         CHECK_OK(mt_variant_parse(f, "tile_q=16,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,kv_stages=4",
                                   &t8));
