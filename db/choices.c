@@ -2,10 +2,14 @@
  * choices.c - deriving the chosen variant per (architecture, problem key)
  * from the measurements, and loading choices for the runtime and tools.
  *
- * The rule (documented in README "How a winner is chosen"):
- *   1. For each (arch, problem, variant) only the latest measurement counts
- *      (by measured_at, over every device of that arch), and a variant that
- *      ever gave a wrong result for that key on that arch is out for good.
+ * The rule (documented in docs/tuning.md "How a winner is chosen"):
+ *   0. Choices are per device: per (arch, compute units), since a split
+ *      count tuned for 132 SMs is wrong for 78 (issue 25).  Devices that
+ *      differ only in driver or compiler version are one device here: the
+ *      latest measurement wins, and its validators go with the choice.
+ *   1. For each (arch, compute units, problem, variant) only the latest
+ *      measurement counts (by measured_at), and a variant that ever gave a
+ *      wrong result for that key on that device is out for good.
  *   2. Candidates are the variants whose latest measurement is ok.  The best
  *      is the lowest median.
  *   3. Noise: every candidate whose median is within the best's spread of
@@ -33,6 +37,10 @@
 
 typedef struct candidate {
     int64_t variant_id;     /* of its latest row */
+    char device_name[64];   /* the latest row's device and validators */
+    char source_hash[65];
+    char compiler_version[64];
+    char driver_version[32];
     mt_variant v;           /* parsed: rows are grouped by the variant, not its text */
     int status_ok;
     int ever_wrong;
@@ -41,6 +49,7 @@ typedef struct candidate {
 
 typedef struct group {
     char arch[32];
+    int compute_units;
     int64_t problem_id;
     mt_problem_static s;
     candidate *c;
@@ -89,6 +98,12 @@ static mt_status choose_and_store(mt_db *db, sqlite3_stmt *ins, group *g) {
     if (default_ms > 0) sqlite3_bind_double(ins, 5, default_ms);
     else sqlite3_bind_null(ins, 5);
     sqlite3_bind_text(ins, 6, reason, -1, SQLITE_STATIC);
+    sqlite3_bind_int(ins, 7, g->compute_units);
+    sqlite3_bind_text(ins, 8, pick->device_name, -1, SQLITE_TRANSIENT);
+    if (pick->source_hash[0]) sqlite3_bind_text(ins, 9, pick->source_hash, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(ins, 9);
+    sqlite3_bind_text(ins, 10, pick->compiler_version, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 11, pick->driver_version, -1, SQLITE_TRANSIENT);
     if (step(ins) != SQLITE_DONE) return db_error(db, "insert choice");
     return MT_OK;
 }
@@ -104,14 +119,16 @@ mt_status mt_db_recompute_choices(mt_db *db) {
         sqlite3_prepare_v2(db->h,
                            "SELECT d.arch, m.problem_id, m.variant_id, v.family, v.params, m.status, m.median_ms, "
                            "m.spread_ms, p.d, p.dl, p.page_size, p.q_dtype, p.kv_dtype, p.kind, p.n_heads, p.sq, "
-                           "p.batch, p.seq_len, p.lengths, p.max_len FROM measurements m "
+                           "p.batch, p.seq_len, p.lengths, p.max_len, d.compute_units, d.name, m.source_hash, "
+                           "d.compiler_version, d.driver_version FROM measurements m "
                            "JOIN devices d ON d.id = m.device_id JOIN variants v ON v.id = m.variant_id "
                            "JOIN problems p ON p.id = m.problem_id "
-                           "ORDER BY d.arch, m.problem_id, m.measured_at, m.id",
+                           "ORDER BY d.arch, d.compute_units, m.problem_id, m.measured_at, m.id",
                            -1, &sel, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db->h,
-                           "INSERT INTO choices(arch, problem_id, variant_id, median_ms, default_ms, reason) "
-                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                           "INSERT INTO choices(arch, problem_id, variant_id, median_ms, default_ms, reason, "
+                           "compute_units, device_name, source_hash, compiler_version, driver_version) "
+                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                            -1, &ins, NULL) != SQLITE_OK) {
         st = db_error(db, "recompute choices");
         goto out;
@@ -120,11 +137,13 @@ mt_status mt_db_recompute_choices(mt_db *db) {
     while ((rc = step(sel)) == SQLITE_ROW) {
         const char *arch = col_text(sel, 0);
         int64_t problem = sqlite3_column_int64(sel, 1), variant = sqlite3_column_int64(sel, 2);
-        if (g.n > 0 && (strcmp(arch, g.arch) != 0 || problem != g.problem_id)) {
+        int cus = sqlite3_column_int(sel, 20);
+        if (g.n > 0 && (strcmp(arch, g.arch) != 0 || cus != g.compute_units || problem != g.problem_id)) {
             if ((st = choose_and_store(db, ins, &g)) != MT_OK) goto out;
             g.n = 0;
         }
         snprintf(g.arch, sizeof g.arch, "%s", arch);
+        g.compute_units = cus;
         g.problem_id = problem;
         mt_problem_key key = {.s = {.d = sqlite3_column_int(sel, 8), .dl = sqlite3_column_int(sel, 9),
                                     .page_size = sqlite3_column_int(sel, 10)},
@@ -138,7 +157,8 @@ mt_status mt_db_recompute_choices(mt_db *db) {
         mt_variant v;
         if (mt_dtype_parse(col_text(sel, 11), &key.s.q_dtype) != MT_OK ||
             mt_dtype_parse(col_text(sel, 12), &key.s.kv_dtype) != MT_OK ||
-            db_check_row(db, arch, &key, col_text(sel, 3), col_text(sel, 4), &v) != MT_OK) {
+            db_check_row(db, arch, &key, col_text(sel, 3), col_text(sel, 4), &v) != MT_OK ||
+            !db_source_hash_ok(col_text(sel, 22))) {
             mt_clear_error();
             continue;
         }
@@ -164,6 +184,10 @@ mt_status mt_db_recompute_choices(mt_db *db) {
          * makes that row unusable, never the fastest */
         const char *status = col_text(sel, 5);
         c->variant_id = variant;
+        snprintf(c->device_name, sizeof c->device_name, "%s", col_text(sel, 21));
+        snprintf(c->source_hash, sizeof c->source_hash, "%s", col_text(sel, 22));
+        snprintf(c->compiler_version, sizeof c->compiler_version, "%s", col_text(sel, 23));
+        snprintf(c->driver_version, sizeof c->driver_version, "%s", col_text(sel, 24));
         c->status_ok = strcmp(status, "ok") == 0 && db_time_usable(sel, 6);
         c->ever_wrong |= strcmp(status, "wrong-result") == 0;
         c->median = sqlite3_column_double(sel, 6);
@@ -192,10 +216,11 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
     if (sqlite3_prepare_v2(db->h,
                            "SELECT c.arch, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.d, p.dl, p.page_size, "
                            "p.batch, p.seq_len, v.family, v.params, c.median_ms, coalesce(c.default_ms, 0), c.reason, "
-                           "p.lengths, p.max_len "
+                           "p.lengths, p.max_len, c.compute_units, c.device_name, coalesce(c.source_hash, ''), "
+                           "c.compiler_version, c.driver_version "
                            "FROM choices c JOIN problems p ON p.id = c.problem_id JOIN variants v ON v.id = c.variant_id "
                            "WHERE ?1 IS NULL OR c.arch = ?1 "
-                           "ORDER BY c.arch, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.page_size, p.batch, p.seq_len, "
+                           "ORDER BY c.arch, c.compute_units DESC, p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.page_size, p.batch, p.seq_len, "
                            "p.lengths",
                            -1, &s, NULL) != SQLITE_OK)
         return db_error(db, "read choices");
@@ -227,6 +252,11 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
         c->key.seq_len = sqlite3_column_int(s, 10);
         snprintf(c->key.lengths, sizeof c->key.lengths, "%s", col_text(s, 16));
         c->key.max_len = sqlite3_column_int(s, 17);
+        c->compute_units = sqlite3_column_int(s, 18);
+        snprintf(c->device_name, sizeof c->device_name, "%s", col_text(s, 19));
+        snprintf(c->source_hash, sizeof c->source_hash, "%s", col_text(s, 20));
+        snprintf(c->compiler_version, sizeof c->compiler_version, "%s", col_text(s, 21));
+        snprintf(c->driver_version, sizeof c->driver_version, "%s", col_text(s, 22));
         snprintf(c->family, sizeof c->family, "%s", col_text(s, 11));
         snprintf(c->params, sizeof c->params, "%s", col_text(s, 12));
         c->median_ms = sqlite3_column_double(s, 13);
@@ -246,6 +276,12 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
                          c->key.seq_len, col_text(s, 13));
             break;
         }
+        if (!db_source_hash_ok(col_text(s, 20))) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: invalid choice for %s N=%d Sq=%d batch=%d seq_len=%d: source_hash "
+                         "'%.80s' is not a hex SHA-256", db->path, c->arch, c->key.n_heads, c->key.sq, c->key.batch,
+                         c->key.seq_len, col_text(s, 20));
+            break;
+        }
         if (c->default_ms < 0 || !isfinite(c->default_ms)) c->default_ms = 0;  /* shown only */
         count++;
     }
@@ -261,7 +297,7 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
 }
 
 int mt_choice_same_key(const mt_choice *a, const mt_choice *b) {
-    return strcmp(a->arch, b->arch) == 0 && strcmp(a->key.kind, b->key.kind) == 0 &&
+    return strcmp(a->arch, b->arch) == 0 && a->compute_units == b->compute_units && strcmp(a->key.kind, b->key.kind) == 0 &&
            a->key.s.q_dtype == b->key.s.q_dtype && a->key.s.kv_dtype == b->key.s.kv_dtype && a->key.s.d == b->key.s.d &&
            a->key.s.dl == b->key.s.dl && a->key.s.page_size == b->key.s.page_size && a->key.n_heads == b->key.n_heads &&
            a->key.sq == b->key.sq && a->key.batch == b->key.batch && a->key.seq_len == b->key.seq_len &&
@@ -283,8 +319,24 @@ static mt_status load_one(const char *path, int required, const char *arch, mt_c
     return st;
 }
 
+/* Keeps the choices `keep` accepts, in order; *n shrinks. */
+static void keep_only(mt_choice *c, int *n, mt_choice_source from, mt_choice_keep_fn keep, void *ctx) {
+    if (!keep) return;
+    int kept = 0;
+    for (int i = 0; i < *n; i++)
+        if (keep(&c[i], from, ctx)) c[kept++] = c[i];
+    *n = kept;
+}
+
 mt_status mt_db_load_overlay(const char *user_path, int user_required, const char *system_path, int system_required,
                              const char *arch, mt_choice **out, mt_choice_source **sources, int *n) {
+    return mt_db_load_overlay_kept(user_path, user_required, system_path, system_required, arch, NULL, NULL, out,
+                                   sources, n);
+}
+
+mt_status mt_db_load_overlay_kept(const char *user_path, int user_required, const char *system_path,
+                                  int system_required, const char *arch, mt_choice_keep_fn keep, void *ctx,
+                                  mt_choice **out, mt_choice_source **sources, int *n) {
     mt_choice *sys = NULL, *usr = NULL;
     int n_sys = 0, n_usr = 0;
     *out = NULL;
@@ -297,6 +349,8 @@ mt_status mt_db_load_overlay(const char *user_path, int user_required, const cha
         free(usr);
         return st;
     }
+    keep_only(sys, &n_sys, MT_FROM_SYSTEM_DB, keep, ctx);
+    keep_only(usr, &n_usr, MT_FROM_USER_DB, keep, ctx);
     mt_choice *all = malloc(sizeof *all * (size_t)(n_sys + n_usr + 1));
     mt_choice_source *src = malloc(sizeof *src * (size_t)(n_sys + n_usr + 1));
     if (!all || !src) {

@@ -104,6 +104,45 @@ static const char *const migrations[] = {
     "  FROM problems;"
     "DROP TABLE problems;"
     "ALTER TABLE problems_v4 RENAME TO problems;",
+
+    /* 4 -> 5 (issue 25): validators, choices per device, recorded calls.
+     *  - measurements.source_hash: SHA-256 of the kernel text the variant
+     *    compiled from (kernels/build.h); NULL for rows measured before it
+     *    was recorded ("unknown": trusted, see choices.c).
+     *  - choices are kept per device (arch and compute units: an H100 SXM
+     *    with 132 SMs and an H20 with 78 are both sm_90) and carry the
+     *    validators of the measurement they picked.  The old choices keep
+     *    what they chose: each gets the device of its pick's latest ok
+     *    measurement (0 compute units when none is found).
+     *  - recorded_calls: what the runtime dispatched without an exact key,
+     *    by log2 bucket, counted (opt-in; `sweep --recorded` tunes them). */
+    "ALTER TABLE measurements ADD COLUMN source_hash TEXT;"
+    "CREATE TABLE choices_v5("
+    "  arch TEXT NOT NULL, compute_units INTEGER NOT NULL DEFAULT 0,"
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id),"
+    "  variant_id INTEGER NOT NULL REFERENCES variants(id),"
+    "  median_ms REAL NOT NULL, default_ms REAL, reason TEXT NOT NULL,"
+    "  device_name TEXT NOT NULL DEFAULT '', source_hash TEXT,"
+    "  compiler_version TEXT NOT NULL DEFAULT '', driver_version TEXT NOT NULL DEFAULT '',"
+    "  PRIMARY KEY(arch, compute_units, problem_id));"
+    "INSERT INTO choices_v5(arch, compute_units, problem_id, variant_id, median_ms, default_ms, reason, device_name,"
+    "  source_hash, compiler_version, driver_version)"
+    "  SELECT x.arch, coalesce(d.compute_units, 0), x.problem_id, x.variant_id, x.median_ms, x.default_ms, x.reason,"
+    "    coalesce(d.name, ''), NULL, coalesce(d.compiler_version, ''), coalesce(d.driver_version, '')"
+    "  FROM (SELECT c.*, (SELECT m.device_id FROM measurements m JOIN devices dd ON dd.id = m.device_id"
+    "          WHERE m.problem_id = c.problem_id AND m.variant_id = c.variant_id AND dd.arch = c.arch"
+    "          AND m.status = 'ok' ORDER BY m.measured_at DESC, m.id DESC LIMIT 1) AS device_id"
+    "        FROM choices c) x LEFT JOIN devices d ON d.id = x.device_id;"
+    "DROP TABLE choices;"
+    "ALTER TABLE choices_v5 RENAME TO choices;"
+    "CREATE TABLE recorded_calls("
+    "  arch TEXT NOT NULL, compute_units INTEGER NOT NULL, kind TEXT NOT NULL, q_dtype TEXT NOT NULL,"
+    "  kv_dtype TEXT NOT NULL, n_heads INTEGER NOT NULL, sq INTEGER NOT NULL, d INTEGER NOT NULL,"
+    "  dl INTEGER NOT NULL, page_size INTEGER NOT NULL, batch INTEGER NOT NULL, seq_len INTEGER NOT NULL,"
+    "  max_len INTEGER NOT NULL, how TEXT NOT NULL, calls INTEGER NOT NULL, first_at TEXT NOT NULL,"
+    "  last_at TEXT NOT NULL,"
+    "  PRIMARY KEY(arch, compute_units, kind, q_dtype, kv_dtype, n_heads, sq, d, dl, page_size, batch, seq_len,"
+    "    max_len));",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == MT_DB_SCHEMA_VERSION,
                "one migration per schema version");
@@ -514,9 +553,9 @@ mt_status mt_db_record(mt_db *db, const mt_measurement *m) {
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db->h,
                            "INSERT INTO measurements(problem_id, variant_id, device_id, status, median_ms, min_ms, "
-                           "max_ms, spread_ms, reps, error, tool_version, measured_at, origin, uid) "
+                           "max_ms, spread_ms, reps, error, tool_version, measured_at, origin, uid, source_hash) "
                            "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                           "strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?12, lower(hex(randomblob(16))))",
+                           "strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?12, lower(hex(randomblob(16))), ?13)",
                            -1, &s, NULL) != SQLITE_OK) {
         st = db_error(db, "prepare insert measurement");
         rollback(db);
@@ -536,6 +575,7 @@ mt_status mt_db_record(mt_db *db, const mt_measurement *m) {
     if (m->error) sqlite3_bind_text(s, 10, m->error, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 11, TOOL_VERSION, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 12, db->origin, -1, SQLITE_STATIC);
+    if (m->source_hash && m->source_hash[0]) sqlite3_bind_text(s, 13, m->source_hash, -1, SQLITE_TRANSIENT);
     if (step(s) != SQLITE_DONE) {
         st = db_error(db, "insert measurement");
         sqlite3_finalize(s);
@@ -563,19 +603,20 @@ mt_status mt_db_count_measurements(mt_db *db, int64_t problem_id, int64_t varian
 }
 
 mt_status mt_db_find_measurement(mt_db *db, int64_t problem_id, int64_t variant_id, int64_t device_id, int reps,
-                                 mt_measurement *out, int *found) {
+                                 const char *source_hash, mt_measurement *out, int *found) {
     *found = 0;
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db->h,
                            "SELECT status, median_ms, min_ms, max_ms, coalesce(spread_ms, 0), reps FROM measurements "
                            "WHERE problem_id=?1 AND variant_id=?2 AND device_id=?3 AND (status <> 'ok' OR reps = ?4) "
-                           "ORDER BY measured_at DESC, id DESC LIMIT 1",
+                           "AND (?5 IS NULL OR source_hash = ?5) ORDER BY measured_at DESC, id DESC LIMIT 1",
                            -1, &s, NULL) != SQLITE_OK)
         return db_error(db, "prepare find measurement");
     sqlite3_bind_int64(s, 1, problem_id);
     sqlite3_bind_int64(s, 2, variant_id);
     sqlite3_bind_int64(s, 3, device_id);
     sqlite3_bind_int(s, 4, reps);
+    if (source_hash && source_hash[0]) sqlite3_bind_text(s, 5, source_hash, -1, SQLITE_TRANSIENT);
     int rc = step(s);
     mt_status st = MT_OK;
     if (rc == SQLITE_ROW) {

@@ -30,7 +30,7 @@
 #include "kernels/family.h"
 #include "runtime/gpu/backend.h"
 
-enum { MT_DB_SCHEMA_VERSION = 4 };
+enum { MT_DB_SCHEMA_VERSION = 5 };
 
 typedef struct mt_db mt_db;
 
@@ -61,17 +61,26 @@ typedef struct mt_measurement {
     double median_ms, min_ms, max_ms, spread_ms;  /* spread: (p90 - p10) of the timed runs */
     int reps;
     const char *error;                            /* NULL when ok */
+    const char *source_hash;                      /* validator: mt_build_source_hash of the variant, NULL unknown */
 } mt_measurement;
 
-/* The variant chosen for a key, as the runtime and `show` read it. */
+/* The variant chosen for a key on a device, as the runtime and `show` read
+ * it.  Choices are per device (arch and compute units), and carry the
+ * validators of the measurement they picked: what the runtime compares with
+ * the code it runs (runtime/api/validators.h). */
 typedef struct mt_choice {
     char arch[32];
+    int compute_units;      /* of the device measured; 0: unknown (a schema-4 choice with no ok measurement) */
     mt_problem_key key;
     char family[40];
     char params[200];
     double median_ms;
     double default_ms;      /* the family default's median on the same key, 0 if not measured */
     char reason[64];        /* "fastest", "tie: default kept", ... */
+    char device_name[64];   /* the measured device's name */
+    char source_hash[65];   /* hex SHA-256 of the kernel text it was measured with; "" unknown (before schema 5) */
+    char compiler_version[64];
+    char driver_version[32];
 } mt_choice;
 
 mt_status mt_db_open(const char *path, mt_db_mode mode, mt_db **out);
@@ -96,10 +105,12 @@ mt_status mt_db_count_measurements(mt_db *db, int64_t problem_id, int64_t varian
 
 /* The latest measurement of (problem, variant, device) that settles a job
  * timed with `reps` runs: an ok one with exactly that many runs, or any
- * failure (a variant that failed is not retried without --force).
+ * failure (a variant that failed is not retried without --force).  With a
+ * source_hash, only a row measured from that kernel text settles it (one
+ * measured before validators, or from other sources, is measured again).
  * *found = 0 when there is none. */
 mt_status mt_db_find_measurement(mt_db *db, int64_t problem_id, int64_t variant_id, int64_t device_id, int reps,
-                                 mt_measurement *out, int *found);
+                                 const char *source_hash, mt_measurement *out, int *found);
 
 /* Derives the choices for every (arch, problem) from the measurements (see
  * db.c for the rule), replacing the old ones, in one transaction. */
@@ -121,8 +132,36 @@ typedef enum mt_choice_source { MT_FROM_SYSTEM_DB, MT_FROM_USER_DB } mt_choice_s
 mt_status mt_db_load_overlay(const char *user_path, int user_required, const char *system_path, int system_required,
                              const char *arch, mt_choice **out, mt_choice_source **sources, int *n);
 
-/* Same key and architecture? */
+/* Keeps a loaded choice (1) or drops it (0): mt_db_load_overlay_kept
+ * applies it to each file before the user DB overlays the system DB, so
+ * that a dropped user choice leaves the system DB's for the same key. */
+typedef int (*mt_choice_keep_fn)(const mt_choice *c, mt_choice_source from, void *ctx);
+
+/* mt_db_load_overlay with every loaded choice passed through keep (NULL:
+ * keep all). */
+mt_status mt_db_load_overlay_kept(const char *user_path, int user_required, const char *system_path,
+                                  int system_required, const char *arch, mt_choice_keep_fn keep, void *ctx,
+                                  mt_choice **out, mt_choice_source **sources, int *n);
+
+/* Same key, architecture and device (compute units)? */
 int mt_choice_same_key(const mt_choice *a, const mt_choice *b);
+
+/* A call shape the runtime dispatched without an exact key (recording is
+ * opt-in: mlatune.h), with how often; db/recorded.c. */
+typedef struct mt_recorded_call {
+    char arch[32];
+    int compute_units;
+    mt_problem_key key;     /* kind, static facts, heads, Sq, batch, seq_len (mean), max_len; lengths "uniform" */
+    char how[16];           /* "nearest" or "heuristic" */
+    int64_t calls;
+} mt_recorded_call;
+
+/* Adds calls[0..n) to the recorded calls, in one transaction: a shape
+ * recorded before gets its calls added. */
+mt_status mt_db_add_recorded(mt_db *db, const mt_recorded_call *calls, int n);
+/* The recorded calls of `arch` (NULL: all), most called first, each
+ * checked like any stored key.  *out is malloc'd. */
+mt_status mt_db_load_recorded(mt_db *db, const char *arch, mt_recorded_call **out, int *n);
 
 /* Measured ceilings ("copy_gbps": device-to-device copy counting bytes read
  * and written; "matrix_tflops"), per device; get returns the latest for an

@@ -33,10 +33,16 @@ int db_reader_flags(const char *path, int wal, char *name, size_t size, int *que
  * *v gets the parsed variant. */
 mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *key, const char *family,
                        const char *params, mt_variant *v);
+/* validate.c: the key part of db_check_row alone (recorded calls name no
+ * variant). */
+mt_status db_check_key(const mt_db *db, const char *arch, const mt_problem_key *key);
 /* validate.c: a stored time that can be one: a number (not NULL, not
  * text), finite and > 0; a spread: NULL or a finite number >= 0. */
 int db_time_usable(sqlite3_stmt *s, int col);
 int db_spread_usable(sqlite3_stmt *s, int col);
+/* validate.c: a stored validator is "" (unknown, before schema 5) or 64
+ * lower-case hex digits: it is compared and printed, never more. */
+int db_source_hash_ok(const char *hash);
 
 /* A text column, "" for NULL: a hostile file may hold NULLs anywhere. */
 static inline const char *col_text(sqlite3_stmt *s, int i) {

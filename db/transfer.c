@@ -112,7 +112,7 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
                            "SELECT d.arch, d.name, d.compute_units, d.memory_bytes, d.driver_version, d.compiler_version,"
                            " p.kind, p.q_dtype, p.kv_dtype, p.n_heads, p.sq, p.d, p.dl, p.page_size, p.batch, p.seq_len,"
                            " v.family, v.params, m.status, m.median_ms, m.min_ms, m.max_ms, m.spread_ms, m.reps,"
-                           " m.error, m.tool_version, m.measured_at, m.origin, m.uid, p.lengths, p.max_len "
+                           " m.error, m.tool_version, m.measured_at, m.origin, m.uid, p.lengths, p.max_len, m.source_hash "
                            "FROM measurements m JOIN devices d ON d.id = m.device_id "
                            "JOIN problems p ON p.id = m.problem_id JOIN variants v ON v.id = m.variant_id "
                            "WHERE ?1 IS NULL OR d.arch = ?1 ORDER BY m.id",
@@ -126,8 +126,8 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
     }
     if (sqlite3_prepare_v2(dst->h,
                            "INSERT OR IGNORE INTO measurements(problem_id, variant_id, device_id, status, median_ms,"
-                           " min_ms, max_ms, spread_ms, reps, error, tool_version, measured_at, origin, uid) "
-                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                           " min_ms, max_ms, spread_ms, reps, error, tool_version, measured_at, origin, uid, source_hash) "
+                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                            -1, &ins, NULL) != SQLITE_OK) {
         st = db_error(dst, "prepare copy");
         goto out;
@@ -182,6 +182,16 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
         const char *origin = col_text(sel, 27);
         sqlite3_bind_text(ins, 13, origin && origin[0] ? origin : src->path, -1, SQLITE_TRANSIENT);
         sqlite3_bind_value(ins, 14, sqlite3_column_value(sel, 28));
+        /* the validator travels with the measurement (NULL stays unknown);
+         * only a hex digest is copied: it is compared and printed */
+        const char *hash = col_text(sel, 31);
+        if (!db_source_hash_ok(hash)) {
+            st = mt_fail(MT_ERR_CORRUPT, "%s: invalid measurement %s: source_hash '%.80s' is not a hex SHA-256",
+                         src->path, col_text(sel, 28), hash);
+            goto out;
+        }
+        if (hash[0]) sqlite3_bind_text(ins, 15, hash, -1, SQLITE_TRANSIENT);
+        else sqlite3_bind_null(ins, 15);
         if (step(ins) != SQLITE_DONE) {
             st = db_error(dst, "copy measurement");
             goto out;

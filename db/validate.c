@@ -25,10 +25,9 @@ static int lengths_text_ok(const char *text) {
     return 1;
 }
 
-mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *key, const char *family,
-                       const char *params, mt_variant *v) {
-    const mt_family *f = mt_family_find(family);
-    mt_target t;
+/* The key's own checks: NULL when it passes, else what is wrong (the
+ * message is set). */
+static const char *key_problem(const mt_problem_key *key) {
     const char *what = NULL;
     if (strcmp(key->kind, "mla_decode") != 0)
         what = "kind", mt_fail(MT_ERR_CORRUPT, "unknown problem kind '%s'", key->kind);
@@ -41,11 +40,26 @@ mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *
                               key->max_len, key->seq_len);
     else if (!lengths_text_ok(key->lengths))
         what = "lengths", mt_fail(MT_ERR_CORRUPT, "the length mix is not a printable name of under 48 bytes");
-    else if (!f)
-        what = "family", mt_fail(MT_ERR_CORRUPT, "unknown kernel family '%s'", family);
-    else if (mt_target_for_arch(arch, &t) != MT_OK)
-        what = "arch";
-    else if (mt_variant_parse(f, params, v) != MT_OK || mt_variant_validate(v, &key->s, &t) != MT_OK)
+    return what;
+}
+
+mt_status db_check_key(const mt_db *db, const char *arch, const mt_problem_key *key) {
+    mt_target t;
+    const char *what = key_problem(key);
+    if (!what && mt_target_for_arch(arch, &t) != MT_OK) what = "arch";
+    if (!what) return MT_OK;
+    return mt_fail(MT_ERR_CORRUPT, "%s: invalid row for %s N=%d Sq=%d page=%d batch=%d seq_len=%d (%s): %s", db->path,
+                   arch, key->n_heads, key->sq, key->s.page_size, key->batch, key->seq_len, what, mt_last_error());
+}
+
+mt_status db_check_row(const mt_db *db, const char *arch, const mt_problem_key *key, const char *family,
+                       const char *params, mt_variant *v) {
+    const mt_family *f = mt_family_find(family);
+    mt_target t;
+    const char *what = key_problem(key);
+    if (!what && !f) what = "family", mt_fail(MT_ERR_CORRUPT, "unknown kernel family '%s'", family);
+    if (!what && mt_target_for_arch(arch, &t) != MT_OK) what = "arch";
+    if (!what && (mt_variant_parse(f, params, v) != MT_OK || mt_variant_validate(v, &key->s, &t) != MT_OK))
         what = "variant";
     if (!what) return MT_OK;
     return mt_fail(MT_ERR_CORRUPT, "%s: invalid row for %s N=%d Sq=%d page=%d batch=%d seq_len=%d, %s:%s (%s): %s",
@@ -66,4 +80,13 @@ int db_spread_usable(sqlite3_stmt *s, int col) {
     if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) return 0;
     double t = sqlite3_column_double(s, col);
     return isfinite(t) && t >= 0;
+}
+
+int db_source_hash_ok(const char *hash) {
+    size_t n = strlen(hash);
+    if (n == 0) return 1;
+    if (n != 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((hash[i] >= '0' && hash[i] <= '9') || (hash[i] >= 'a' && hash[i] <= 'f'))) return 0;
+    return 1;
 }

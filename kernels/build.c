@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/base/sha256.h"
+
 mt_status mt_build_source(const mt_variant *v, const mt_target *t, char **out) {
     const char *names[MT_MAX_SOURCES];
     int n = v->family->sources(v, t->warp_size, names);
@@ -55,4 +57,15 @@ mt_status mt_build_variant(mt_jit *jit, const mt_variant *v, const mt_problem_st
     const mt_code_object *obj = NULL;
     mt_status st = mt_build_compile(jit, v, s, t, &obj, NULL);
     return st == MT_OK ? mt_build_load(jit, obj, v, s, t, out) : st;
+}
+
+mt_status mt_build_source_hash(const mt_variant *v, const mt_target *t, char hex[65]) {
+    char *text = NULL;
+    mt_status st = mt_build_source(v, t, &text);
+    if (st != MT_OK) return st;
+    uint8_t digest[32];
+    mt_sha256_digest(text, strlen(text), digest);
+    mt_sha256_hex(digest, hex);
+    free(text);
+    return MT_OK;
 }

@@ -80,7 +80,8 @@ static void test_migrations(void) {
         CHECK(sqlite3_exec(h,
                            "INSERT INTO devices(id,arch,name,compute_units,memory_bytes,driver_version,compiler_version) "
                            "VALUES(1,'sm_90','Old GPU',132,1,'12.0','nvrtc-12.0');"
-                           "INSERT INTO problems VALUES(1,'mla_decode','bf16','bf16',16,1,576,512,64,8,4096);"
+                           "INSERT INTO problems(id,kind,q_dtype,kv_dtype,n_heads,sq,d,dl,page_size,batch,seq_len) "
+                           "VALUES(1,'mla_decode','bf16','bf16',16,1,576,512,64,8,4096);"
                            "INSERT INTO variants VALUES(1,'mla_decode_simt',"
                            "'tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32');"
                            "INSERT INTO measurements(problem_id,variant_id,device_id,status,median_ms,min_ms,max_ms,"
@@ -88,6 +89,8 @@ static void test_migrations(void) {
                            NULL, NULL, NULL) == SQLITE_OK);
         if (from >= 2) /* writers of version 2 on give every measurement an id */
             CHECK(sqlite3_exec(h, "UPDATE measurements SET uid = 'fixture-1'", NULL, NULL, NULL) == SQLITE_OK);
+        if (from >= 4) /* writers of version 4 record the longest request */
+            CHECK(sqlite3_exec(h, "UPDATE problems SET max_len = seq_len", NULL, NULL, NULL) == SQLITE_OK);
         sqlite3_close(h);
         /* reading never writes: the file stays at its version */
         mt_db *db = NULL;

@@ -252,7 +252,7 @@ static void test_garbage_medians(void) {
     CHECK_OK(mt_db_open(p, MT_DB_WRITE, &resume));
     mt_measurement found_m;
     int found = -1;
-    CHECK_OK(mt_db_find_measurement(resume, 1, 1, 1, 20, &found_m, &found));
+    CHECK_OK(mt_db_find_measurement(resume, 1, 1, 1, 20, NULL, &found_m, &found));
     CHECK(found == 0);
     mt_db_close(resume);
     /* a stored choice with a garbage median is refused on load */

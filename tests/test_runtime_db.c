@@ -6,7 +6,10 @@
  *      (a root-owned PREFIX/share/mla-tune) is read by an unprivileged
  *      user, and nothing is left beside it;
  *  11. an unwritable cache folder does not stop the runtime;
- *  13. MLA_TUNE_DB naming a file that does not exist is an error.
+ *  13. MLA_TUNE_DB naming a file that does not exist is an error;
+ *  "Also build", validators: a choice measured from other kernel text or
+ *      with another compiler is ignored and said once; one from before
+ *      validators (the shipped DBs) is trusted, noted at the info level.
  * Skipped (77) when the runtime cannot start even from a good file (no
  * NVRTC for the JIT's compiler version).
  */
@@ -17,12 +20,16 @@
 
 #include "check.h"
 #include "db/db.h"
+#include "kernels/build.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/include/mlatune.h"
 
 static char dir[256];
+static char compiler[64] = "nvrtc";  /* the runtime's, once known: the validator the runtime compares */
 
-static void make_db(const char *path) {
+/* A DB with one choice measured from kernel text of hash `source_hash`
+ * (NULL: before validators). */
+static void make_db_hashed(const char *path, const char *source_hash) {
     mt_db *db = NULL;
     CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
     mt_device_info dev = {.compute_units = 132, .total_memory = 80ull << 30};
@@ -35,14 +42,87 @@ static void make_db(const char *path) {
     mt_variant v;
     mt_variant_default(&mt_family_mla_decode, &v);
     int64_t d = 0, p = 0, var = 0;
-    CHECK_OK(mt_db_put_device(db, &dev, "nvrtc", &d));
+    CHECK_OK(mt_db_put_device(db, &dev, compiler, &d));
     CHECK_OK(mt_db_put_problem(db, &k, &p));
     CHECK_OK(mt_db_put_variant(db, &v, &var));
     mt_measurement m = {.problem_id = p, .variant_id = var, .device_id = d, .status = MT_MEASURE_OK,
-                        .median_ms = 1.0, .min_ms = 1.0, .max_ms = 1.0, .reps = 20};
+                        .median_ms = 1.0, .min_ms = 1.0, .max_ms = 1.0, .reps = 20, .source_hash = source_hash};
     CHECK_OK(mt_db_record(db, &m));
     CHECK_OK(mt_db_recompute_choices(db));
     mt_db_close(db);
+}
+
+static void make_db(const char *path) { make_db_hashed(path, NULL); }
+
+/* mlt_runtime_create's stderr at `level`, into buf. */
+static mlt_status create_logged(const char *user_db, const char *system_db, mlt_log_level level, char *buf,
+                                size_t size) {
+    char log[400];
+    snprintf(log, sizeof log, "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(log, "w");
+    dup2(fileno(f), 2);
+    mlt_runtime_options o;
+    mlt_runtime_options_default(&o);
+    o.user_db = user_db;
+    o.system_db = system_db;
+    o.cache_dir = "";
+    o.log_level = level;
+    mlt_runtime *rt = NULL;
+    mlt_status st = mlt_runtime_create(&o, &rt);
+    mlt_runtime_destroy(rt);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(f);
+    f = fopen(log, "r");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+    return st;
+}
+
+static int occurrences(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+    return n;
+}
+
+/* Validators (issue 25, "Also build"): a choice measured from other kernel
+ * text is ignored, said once; one written before validators is trusted,
+ * noted at the info level only. */
+static void test_validators(const char *user, const char *shipped) {
+    mt_target t;
+    mt_variant v;
+    char now[65], log[4096];
+    mt_variant_default(&mt_family_mla_decode, &v);
+    CHECK_OK(mt_target_for_arch("sm_90", &t));
+    CHECK_OK(mt_build_source_hash(&v, &t, now));
+    char stale[400], valid[400];
+    snprintf(stale, sizeof stale, "%s/stale.db", dir);
+    snprintf(valid, sizeof valid, "%s/valid.db", dir);
+    make_db_hashed(stale, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    make_db_hashed(valid, now);
+    CHECK(create_logged(stale, valid, MLT_LOG_WARN, log, sizeof log) == MLT_OK);
+    CHECK_MSG(occurrences(log, "ignoring 1 tuning entries") == 1 && strstr(log, "show --stale") &&
+              strstr(log, "1 from the user DB"), "%s", log);
+    CHECK(create_logged(user, valid, MLT_LOG_WARN, log, sizeof log) == MLT_OK);
+    CHECK_MSG(strstr(log, "ignoring") == NULL, "%s", log);
+    /* a DB from before validators (the shipped ones): trusted, noted at info */
+    CHECK(create_logged(user, shipped, MLT_LOG_WARN, log, sizeof log) == MLT_OK);
+    CHECK_MSG(log[0] == '\0', "%s", log);
+    CHECK(create_logged(user, shipped, MLT_LOG_INFO, log, sizeof log) == MLT_OK);
+    CHECK_MSG(strstr(log, "2 tuning entries for sm_90 carry no validators") && strstr(log, "1 tuning entries from"),
+              "%s", log);
+    /* another compiler than the runtime's: stale too */
+    char old_compiler[64];
+    snprintf(old_compiler, sizeof old_compiler, "%s", compiler);
+    snprintf(compiler, sizeof compiler, "nvrtc-0.1");
+    make_db_hashed(stale, now);
+    snprintf(compiler, sizeof compiler, "%s", old_compiler);
+    CHECK(create_logged(stale, valid, MLT_LOG_WARN, log, sizeof log) == MLT_OK);
+    CHECK_MSG(strstr(log, "1: another compiler"), "%s", log);
 }
 
 /* mlt_runtime_create with these databases and cache folder; its status. */
@@ -82,6 +162,12 @@ int main(void) {
     snprintf(user, sizeof user, "%s/user.db", dir);
     snprintf(cache, sizeof cache, "%s/cache", dir);
     CHECK(mkdir(share, 0755) == 0);
+
+    mt_backend *nvrtc = NULL;  /* the compiler the runtime will report */
+    if (mt_backend_open_for_arch("sm_90", &nvrtc) == MT_OK)
+        mt_backend_compiler_version(nvrtc, compiler, sizeof compiler);
+    mt_backend_close(nvrtc);
+    mt_clear_error();
     make_db(shipped);
     make_db(user);
 
@@ -91,6 +177,8 @@ int main(void) {
         printf("SKIP: the runtime does not start with the stub driver: %s\n", mlt_last_error());
         return CHECK_SKIP_CODE;
     }
+
+    test_validators(user, shipped);
 
     /* reading left nothing beside the file */
     CHECK(!exists(shipped, "-wal") && !exists(shipped, "-shm"));

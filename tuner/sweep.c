@@ -390,12 +390,15 @@ static mt_status measure(device_ctx *d, const sweep_key *sk, const mt_variant *v
                          mt_job_result *r) {
     sweep *sw = d->sw;
     int64_t variant_id;
+    char source_hash[65];
     mt_status st = mt_db_put_variant(d->db, v, &variant_id);
+    if (st == MT_OK) st = mt_build_source_hash(v, &sw->target, source_hash);
     if (st != MT_OK) return st;
     if (!sw->force) {
         mt_measurement m;
         int found = 0;
-        if ((st = mt_db_find_measurement(d->db, problem_id, variant_id, d->device_id, reps, &m, &found)) != MT_OK)
+        if ((st = mt_db_find_measurement(d->db, problem_id, variant_id, d->device_id, reps, source_hash, &m,
+                                         &found)) != MT_OK)
             return st;
         if (found) {
             *r = (mt_job_result){.status = m.status, .median_ms = m.median_ms, .min_ms = m.min_ms,
@@ -413,7 +416,7 @@ static mt_status measure(device_ctx *d, const sweep_key *sk, const mt_variant *v
     mt_measurement m = {.problem_id = problem_id, .variant_id = variant_id, .device_id = d->device_id,
                         .status = r->status, .median_ms = r->median_ms, .min_ms = r->min_ms, .max_ms = r->max_ms,
                         .spread_ms = r->spread_ms, .reps = r->status == MT_MEASURE_OK ? r->reps : 0,
-                        .error = r->error[0] ? r->error : NULL};
+                        .error = r->error[0] ? r->error : NULL, .source_hash = source_hash};
     if ((st = mt_db_record(d->db, &m)) != MT_OK) return st;
     pthread_mutex_lock(&sw->lock);
     sw->measured++;

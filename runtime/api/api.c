@@ -25,6 +25,7 @@
 #include "api_internal.h"
 #include "runtime/gpu/backend.h"
 #include "dispatch.h"
+#include "validators.h"
 #include "runtime/gpu/jit.h"
 
 struct mlt_runtime {
@@ -85,6 +86,22 @@ static void log_at(const mlt_runtime *rt, mlt_log_level level, const char *fmt, 
     va_end(ap);
 }
 
+/* Once per runtime: what the validators dropped (a warning: those keys
+ * now run something else) and what they could not judge (a note). */
+static void log_validators(const mlt_runtime *rt, const mt_validator *v) {
+    int stale = v->stale_sources + v->stale_compiler;
+    if (stale > 0)
+        log_at(rt, MLT_LOG_WARN,
+               "ignoring %d tuning entries for %s measured for other code (%d: kernel sources changed, %d: another "
+               "compiler; %d from the user DB, %d from the system DB); their calls use the nearest valid key or the "
+               "built-in heuristic: `mla-tune show --stale` lists them, a new sweep replaces them",
+               stale, rt->info.arch, v->stale_sources, v->stale_compiler, v->stale_user, v->stale_system);
+    if (v->unknown > 0)
+        log_at(rt, MLT_LOG_INFO,
+               "%d tuning entries for %s carry no validators (written before schema 5): trusted", v->unknown,
+               rt->info.arch);
+}
+
 void mlt_runtime_options_default(mlt_runtime_options *o) {
     memset(o, 0, sizeof *o);
     o->log_level = MLT_LOG_WARN;
@@ -111,12 +128,30 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
         mt_db_default_paths(user, sizeof user, sys, sizeof sys);
         int env_user = 0, env_sys = 0;  /* MLA_TUNE_DB set to a missing file is an error, not the heuristic */
         mt_db_env_required(&env_user, &env_sys);
-        st = mt_db_load_overlay(o.user_db ? o.user_db : user, o.user_db != NULL || env_user,
-                                o.system_db ? o.system_db : sys, o.system_db != NULL || env_sys, rt->info.arch,
-                                &rt->choices, &rt->sources, &rt->n_choices);
-        if (st == MT_OK)
-            log_at(rt, MLT_LOG_INFO, "%s (%s): %d tuning entries from %s and %s", rt->info.name, rt->info.arch,
-                   rt->n_choices, o.user_db ? o.user_db : user, o.system_db ? o.system_db : sys);
+        /* validators: what was measured for other code is dropped before
+         * the user DB overlays the system DB (a stale user entry leaves the
+         * system DB's valid one for the same key) */
+        mt_validator *val = malloc(sizeof *val);
+        if (!val) st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (st == MT_OK) {
+            mt_validator_init(val);
+            char compiler[64] = "";
+            if (mt_backend_compiler_version(rt->backend, compiler, sizeof compiler) == MT_OK)
+                mt_validator_set_compiler(val, rt->info.arch, compiler);
+            else
+                mt_clear_error();
+            st = mt_db_load_overlay_kept(o.user_db ? o.user_db : user, o.user_db != NULL || env_user,
+                                         o.system_db ? o.system_db : sys, o.system_db != NULL || env_sys,
+                                         rt->info.arch, mt_validator_keep, val, &rt->choices, &rt->sources,
+                                         &rt->n_choices);
+        }
+        if (st == MT_OK) {
+            log_at(rt, MLT_LOG_INFO, "%s (%s, %d CUs): %d tuning entries from %s and %s", rt->info.name,
+                   rt->info.arch, rt->info.compute_units, rt->n_choices, o.user_db ? o.user_db : user,
+                   o.system_db ? o.system_db : sys);
+            log_validators(rt, val);
+        }
+        free(val);
     }
     if (st != MT_OK) {
         mlt_status ps = to_public(st);

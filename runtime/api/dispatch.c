@@ -35,6 +35,23 @@ static int is_length_aware(const mt_variant *v) { return v->family->length_aware
 
 static mt_shape shape_of(const mt_problem_key *k) { return (mt_shape){.s = k->s, .n_heads = k->n_heads, .sq = k->sq}; }
 
+/* The compute-unit count of the measured device nearest this one among
+ * the choices for this shape: the same count, else the nearest by |log2|
+ * ratio (the larger on a tie: more CUs split the same work finer, the
+ * safer error); a choice of an unknown device (0: a schema-4 choice with no
+ * ok measurement) only when there is nothing else.  -1: none. */
+static int nearest_device(const mt_choice *choices, int n, const mt_problem_key *shape, const char *arch, int cus) {
+    int best = -1;
+    double best_d = 0;
+    for (int i = 0; i < n; i++) {
+        const mt_choice *c = &choices[i];
+        if (!same_shape(c, shape, arch)) continue;
+        double d = c->compute_units > 0 ? fabs(log2((double)cus / c->compute_units)) : INFINITY;
+        if (best < 0 || d < best_d || (d == best_d && c->compute_units > best)) best = c->compute_units, best_d = d;
+    }
+    return best;
+}
+
 mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
                             const mt_problem_key *shape, const mt_target *t, int compute_units,
                             mt_dispatch_table *out) {
@@ -44,9 +61,12 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
     out->aware_fallback = -1;
     out->entries = calloc((size_t)n + 1, sizeof *out->entries);
     if (!out->entries) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    /* choices are per device: one device's keys make the table, never a
+     * mix (a split count tuned for 132 SMs is wrong for 78) */
+    out->key_compute_units = nearest_device(choices, n, shape, t->arch, out->compute_units);
     for (int i = 0; i < n; i++) {
         const mt_choice *c = &choices[i];
-        if (!same_shape(c, shape, t->arch)) continue;
+        if (!same_shape(c, shape, t->arch) || c->compute_units != out->key_compute_units) continue;
         const mt_family *f = mt_family_find(c->family);
         mt_variant v;
         if (!f) return mt_fail(MT_ERR_CORRUPT, "tuning entry names unknown kernel family '%s'", c->family);
@@ -161,19 +181,30 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
     out->distance = best_d;
 }
 
+/* ", measured on the nearest device (132 CUs; this one 114)" when the
+ * table's keys come from another device than this one, else "". */
+static void device_note(const mt_dispatch_table *table, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (table->key_compute_units > 0 && table->key_compute_units != table->compute_units)
+        snprintf(buf, size, " on the nearest device (%d CUs; this one %d)", table->key_compute_units,
+                 table->compute_units);
+}
+
 void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size) {
     const mt_dispatch_entry *e = r->entry;
+    char device[80];
+    device_note(table, device, sizeof device);
     if (r->unknown_lengths && e)
         snprintf(buf, size, "lengths unknown (graph capture): the length-aware winner at batch %d (%s, mean %d, "
-                 "longest %d), %s DB", e->batch, e->lengths, e->seq_len, e->max_len,
-                 e->source == MT_FROM_USER_DB ? "user" : "system");
+                 "longest %d), %s DB%s", e->batch, e->lengths, e->seq_len, e->max_len,
+                 e->source == MT_FROM_USER_DB ? "user" : "system", device);
     else if (r->unknown_lengths)
         snprintf(buf, size, "lengths unknown (graph capture) and no length-aware key in the DB: the built-in "
                  "length-aware variant");
     else if (!e && r->heuristic_pick >= 0)
         table->family->heuristic_explain(&table->heur, r->heuristic_pick, buf, size);
     else
-        snprintf(buf, size, "%s key (batch %d, %s, mean %d, longest %d; distance %.2f) from the %s DB",
+        snprintf(buf, size, "%s key (batch %d, %s, mean %d, longest %d; distance %.2f) from the %s DB%s",
                  r->exact ? "exact" : "nearest", e->batch, e->lengths, e->seq_len, e->max_len, r->distance,
-                 e->source == MT_FROM_USER_DB ? "user" : "system");
+                 e->source == MT_FROM_USER_DB ? "user" : "system", device);
 }

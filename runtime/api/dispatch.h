@@ -14,6 +14,12 @@
  * and Sq are candidates: those change the kernel itself.  With none, the
  * family's built-in rule (its heuristic hooks, kernels/family.h) is used.
  *
+ * Choices are per device (arch and compute units, issue 25): the table
+ * takes the keys of one measured device, this one's when it was measured,
+ * else the nearest by |log2| of the compute-unit ratio (an H100 PCIe with
+ * 114 SMs uses the 132-SM SXM's keys, not a mix of both), and explain says
+ * so.
+ *
  * A call whose lengths are unknown on the host (L < 0: a CUDA graph being
  * captured) runs a length-aware variant (groups_per_cu > 0, which cuts the
  * work from the lengths on the GPU at every replay): the one chosen for the
@@ -53,7 +59,8 @@ typedef struct mt_dispatch_table {
     mt_heuristic_set heur;    /* what the family's rule may run for this shape */
     int heur_variant[MT_MAX_HEURISTIC];  /* index in variants of each of heur's (-1: not in the table) */
     int aware_fallback;       /* index of the rule's length-aware variant, -1 if none fits or not needed */
-    int compute_units;
+    int compute_units;        /* this device's */
+    int key_compute_units;    /* the measured device the entries come from (nearest_device), -1: none */
 } mt_dispatch_table;
 
 /* Builds the table for `shape` on `t` from overlaid choices (sources may be

@@ -1,0 +1,106 @@
+/*
+ * validators.c - a stored choice against the code this process would run
+ * (see validators.h for the rule and why the driver is not compared).
+ */
+#include "validators.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/build.h"
+
+void mt_validator_init(mt_validator *v) { memset(v, 0, sizeof *v); }
+
+void mt_validator_set_compiler(mt_validator *v, const char *arch, const char *version) {
+    for (int i = 0; i < v->n_compilers; i++)
+        if (strcmp(v->compilers[i].arch, arch) == 0) {
+            snprintf(v->compilers[i].version, sizeof v->compilers[i].version, "%s", version);
+            return;
+        }
+    if (v->n_compilers == MT_VALIDATOR_COMPILERS) return;  /* more archs than kept: not compared */
+    snprintf(v->compilers[v->n_compilers].arch, sizeof v->compilers[0].arch, "%s", arch);
+    snprintf(v->compilers[v->n_compilers].version, sizeof v->compilers[0].version, "%s", version);
+    v->n_compilers++;
+}
+
+static const char *compiler_for(const mt_validator *v, const char *arch) {
+    for (int i = 0; i < v->n_compilers; i++)
+        if (strcmp(v->compilers[i].arch, arch) == 0) return v->compilers[i].version;
+    return "";
+}
+
+/* The source hash of variant `var` on `t`, through the memo. */
+static mt_status source_hash(mt_validator *v, const mt_variant *var, const mt_target *t, char hex[65]) {
+    const char *names[MT_MAX_SOURCES];
+    int n = var->family->sources(var, t->warp_size, names);
+    char key[400];
+    int len = snprintf(key, sizeof key, "%s/%d/%s", t->arch, t->warp_size, var->family->name);
+    for (int i = 0; i < n && len > 0 && (size_t)len < sizeof key; i++)
+        len += snprintf(key + len, sizeof key - (size_t)len, ":%s", names[i]);
+    int memo_ok = len > 0 && (size_t)len < sizeof key;  /* a key cut short is not remembered */
+    for (int i = 0; memo_ok && i < v->n_memo; i++)
+        if (strcmp(v->memo[i].key, key) == 0) {
+            memcpy(hex, v->memo[i].hash, 65);
+            return MT_OK;
+        }
+    mt_status st = mt_build_source_hash(var, t, hex);
+    if (st == MT_OK && memo_ok && v->n_memo < MT_VALIDATOR_MEMO) {
+        snprintf(v->memo[v->n_memo].key, sizeof v->memo[0].key, "%s", key);
+        memcpy(v->memo[v->n_memo].hash, hex, 65);
+        v->n_memo++;
+    }
+    return st;
+}
+
+mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, size_t size) {
+    char scratch[8];
+    if (!why) why = scratch, size = sizeof scratch;
+    why[0] = '\0';
+    const char *compiler = compiler_for(v, c->arch);
+    if (compiler[0] && c->compiler_version[0] && strcmp(compiler, c->compiler_version) != 0) {
+        snprintf(why, size, "measured with %s, this build compiles with %s", c->compiler_version, compiler);
+        return MT_STALE_COMPILER;
+    }
+    if (!c->source_hash[0]) {
+        snprintf(why, size, "no validators (written before schema 5): trusted");
+        return MT_VALIDITY_UNKNOWN;
+    }
+    const mt_family *f = mt_family_find(c->family);
+    mt_variant var;
+    mt_target t;
+    char now[65];
+    if (!f || mt_target_for_arch(c->arch, &t) != MT_OK || mt_variant_parse(f, c->params, &var) != MT_OK ||
+        source_hash(v, &var, &t, now) != MT_OK) {
+        snprintf(why, size, "its kernel sources cannot be composed here: %s", mt_last_error());
+        mt_clear_error();
+        return MT_STALE_SOURCES;
+    }
+    if (strcmp(now, c->source_hash) != 0) {
+        snprintf(why, size, "kernel sources changed since it was measured (%.12s, now %.12s)", c->source_hash, now);
+        return MT_STALE_SOURCES;
+    }
+    return MT_VALID;
+}
+
+int mt_validator_keep(const mt_choice *c, mt_choice_source from, void *validator) {
+    mt_validator *v = validator;
+    switch (mt_validator_check(v, c, NULL, 0)) {
+    case MT_VALID: v->valid++; return 1;
+    case MT_VALIDITY_UNKNOWN: v->unknown++; return 1;
+    case MT_STALE_SOURCES: v->stale_sources++; break;
+    case MT_STALE_COMPILER: v->stale_compiler++; break;
+    }
+    if (from == MT_FROM_USER_DB) v->stale_user++;
+    else v->stale_system++;
+    return 0;
+}
+
+const char *mt_validity_name(mt_validity s) {
+    switch (s) {
+    case MT_VALID: return "valid";
+    case MT_VALIDITY_UNKNOWN: return "unknown";
+    case MT_STALE_SOURCES: return "stale: sources";
+    case MT_STALE_COMPILER: return "stale: compiler";
+    }
+    return "?";
+}
