@@ -139,6 +139,14 @@ int main(void) {
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 16 &&
           table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
     mt_dispatch_free(&table);
+    /* fnuz KV is a key of its own: the OCP fp8 entry (same heads, batch and
+     * length) is never its candidate, as it would read the cache's bytes in
+     * the other encoding; the heuristic serves it */
+    mt_problem_key fnuz_shape = fp8_shape;
+    fnuz_shape.s.kv_dtype = MT_FP8_E4M3_FNUZ;
+    CHECK_OK(mt_dispatch_build(c, NULL, 6, &fnuz_shape, &t, 132, &table));
+    CHECK_MSG(table.n_entries == 0 && table.heuristic, "fnuz took %d entries", table.n_entries);
+    mt_dispatch_free(&table);
     /* ... and on sm_80 (no wgmma) the mma.sync base */
     mt_target ampere;
     CHECK_OK(mt_target_for_arch("sm_80", &ampere));
