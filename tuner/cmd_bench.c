@@ -28,6 +28,7 @@
 #include "ceilings.h"
 #include "timing.h"
 #include "commands.h"
+#include "json.h"
 #include "lengths.h"
 #include "kernels/dtype.h"
 #include "kernels/sources.h"
@@ -51,6 +52,7 @@ typedef struct bench_opts {
     int views;         /* --views: plans built for views (mlt_decode_problem.views), given contiguous tensors */
     int schedule_per_call; /* --schedule call: length-aware variants build their schedule in every call */
     int flush_write; /* --flush write: evict the L2 with a memset (timing.h) */
+    int json;        /* --json: one object on stdout instead of the table (json_row) */
     const char *user_db, *system_db, *cache_dir, *variant, *csv;
 } bench_opts;
 
@@ -92,6 +94,8 @@ static void usage(FILE *to) {
             "                     call)\n"
             "  --no-ceilings      skip the copy and matrix-unit measurements\n"
             "  --csv FILE         also write the rows as CSV\n"
+            "  --json             one JSON object instead of the table: device, ceilings,\n"
+            "                     rows (params as objects, null where not measured), error\n"
             "  --device N         GPU ordinal (default 0)\n"
             "  --cache-dir DIR    code-object cache (default as the runtime)\n");
 }
@@ -251,6 +255,62 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
     return st;
 }
 
+/* What a row of the output is for. */
+typedef struct row_facts {
+    int heads, sq, batch, mean, longest; /* longest 0: not known (the lengths could not be made) */
+    mt_dtype kv;
+    const char *lengths;                 /* what was timed: "uniform", the mix, "uniform, same keys" */
+} row_facts;
+
+/* --json: one element of "rows", the figures of a table line.  A row that
+ * failed has its error and null figures (a run that gave non-finite
+ * outputs keeps the variant it ran); a figure not measured (no ceiling, no
+ * uniform twin, no schedule) is null. */
+static void json_row(int *n_rows, const bench_opts *o, const row_facts *f, const shape_result *r, double copy,
+                     double mma, double vs_uniform, const char *why, const char *error) {
+    printf("%s\n  {\"heads\": %d, \"sq\": %d, \"batch\": %d, \"seq_len\": %d, \"max_len\": ", (*n_rows)++ ? "," : "",
+           f->heads, f->sq, f->batch, f->mean);
+    mt_json_count(stdout, f->longest > 0 ? f->longest : -1);
+    printf(", \"q_dtype\": \"%s\", \"kv_dtype\": \"%s\", \"page_size\": %d, \"lengths\": ", mt_dtype_name(o->q_dtype),
+           mt_dtype_name(f->kv), o->page_size);
+    mt_json_string(stdout, f->lengths);
+    int measured = r && !error;
+    const double figures[] = {
+        measured ? r->median_us : NAN, measured ? r->p10_us : NAN, measured ? r->p90_us : NAN,
+        measured ? r->gbps : NAN, measured && copy > 0 ? 100.0 * r->gbps / copy : NAN,
+        measured ? r->tflops : NAN, measured && mma > 0 ? 100.0 * r->tflops / mma : NAN,
+        measured ? vs_uniform : NAN, measured && r->schedule_us > 0 ? r->schedule_us : NAN};
+    static const char *const names[] = {"time_us", "p10_us", "p90_us", "gbps", "pct_copy",
+                                        "tflops", "pct_matrix", "vs_uniform", "schedule_us"};
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        printf(", \"%s\": ", names[i]);
+        mt_json_number(stdout, figures[i]);
+    }
+    printf(", \"family\": ");
+    if (r && r->choice.family[0]) mt_json_string(stdout, r->choice.family);
+    else printf("null");
+    printf(", \"params\": ");
+    if (r && r->choice.variant[0]) mt_json_params(stdout, r->choice.variant);
+    else printf("null");
+    printf(", \"reason\": ");
+    if (why) mt_json_string(stdout, why);
+    else printf("null");
+    printf(", \"error\": ");
+    if (error) mt_json_string(stdout, error);
+    else printf("null");
+    printf("}");
+    fflush(stdout);
+}
+
+/* --json when the run cannot start (no GPU, a kernel that does not build):
+ * the object with no device and the reason, as `devices --json` does. */
+static int json_failed_start(const char *message) {
+    printf("{\"device\": null, \"ceilings\": null, \"rows\": [], \"failures\": 0, \"error\": ");
+    mt_json_string(stdout, message);
+    printf("}\n");
+    return 1;
+}
+
 static const char *reason_text(const mlt_choice_info *c, int pinned, char *buf, size_t n) {
     if (pinned) snprintf(buf, n, "--variant");
     else if (c->reason == MLT_CHOICE_HEURISTIC) snprintf(buf, n, "heuristic");
@@ -277,6 +337,10 @@ int cmd_bench(int argc, char **argv) {
         }
         if (strcmp(a, "--views") == 0) {
             o.views = 1;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0) {
+            o.json = 1;
             continue;
         }
         if (!v) {
@@ -345,7 +409,7 @@ int cmd_bench(int argc, char **argv) {
     bench_gpu g = {0};
     if (mlt_runtime_create(&ro, &g.rt) != MLT_OK) {
         mt_cli_error("bench: %s", mlt_last_error());
-        return 1;
+        return o.json ? json_failed_start(mlt_last_error()) : 1;
     }
     g.b = mt_runtime_backend(g.rt);
     const mt_device_info *info = mt_runtime_device(g.rt);
@@ -361,40 +425,64 @@ int cmd_bench(int argc, char **argv) {
     free(src);
     if (st != MT_OK) {
         mt_cli_error("bench: %s", mt_last_error());
+        int rc = o.json ? json_failed_start(mt_last_error()) : 1;
         mlt_runtime_destroy(g.rt);
-        return 1;
+        return rc;
     }
-    double copy = 0, mma = 0;
-    printf("device: %s (%s, %d CUs)\n", info->name, info->arch, info->compute_units);
+    double copy = 0, mma = 0, mma_sync = 0, wgmma = 0;
+    if (!o.json) printf("device: %s (%s, %d CUs)\n", info->name, info->arch, info->compute_units);
     if (o.ceilings) {
         copy = mt_ceiling_copy_gbps(g.b, NULL);
-        mma = mt_ceiling_mma_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units, NULL);
-        double wgmma = mt_ceiling_wgmma_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units, NULL);
+        mma = mma_sync = mt_ceiling_mma_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units, NULL);
+        wgmma = mt_ceiling_wgmma_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units, NULL);
+        if (wgmma > mma) mma = wgmma; /* %mma is against the faster instruction: the units' real ceiling */
+    }
+    if (o.ceilings && !o.json) {
         printf("copy ceiling: %.0f GB/s (1 GiB device-to-device copy, read + write)\n", copy);
-        if (mma > 0) printf("matrix ceiling: %.0f TFLOP/s (mma.sync m16n8k16 bf16 from registers)\n", mma);
+        if (mma_sync > 0) printf("matrix ceiling: %.0f TFLOP/s (mma.sync m16n8k16 bf16 from registers)\n", mma_sync);
         else printf("matrix ceiling: not measured on %s (no probe for this architecture)\n", info->arch);
-        if (wgmma > 0) {
-            /* %mma is against the faster instruction: the units' real ceiling */
+        if (wgmma > 0)
             printf("matrix ceiling: %.0f TFLOP/s (wgmma m64n256k16 bf16, B from shared memory); %%mma uses this one\n",
                    wgmma);
-            if (wgmma > mma) mma = wgmma;
-        }
     }
     FILE *csv = o.csv ? fopen(o.csv, "w") : NULL;
     if (o.csv && !csv) {
         mt_cli_error("bench: cannot write %s", o.csv);
+        char message[1200];
+        snprintf(message, sizeof message, "cannot write %s", o.csv);
+        int rc = o.json ? json_failed_start(message) : 1;
+        mt_l2_flush_destroy(&g.flush);
         mlt_runtime_destroy(g.rt);
-        return 1;
+        return rc;
     }
     if (csv)
         fprintf(csv, "arch,heads,sq,batch,seq_len,max_len,lengths,q_dtype,kv_dtype,page_size,median_us,p10_us,p90_us,"
                      "gbps,copy_gbps,tflops,mma_tflops,vs_uniform,schedule_us,variant,reason\n");
-    printf("# time_us: one call; length-aware variants: %s\n",
-           o.schedule_per_call ? "the schedule built inside every call"
-                               : "a per-layer call using the step's schedule (built once per step: sched_us)");
-    printf("%4s %3s %5s %6s %6s %-7s %10s %9s %8s %6s %8s %6s %7s %8s  %s\n", "N", "Sq", "B", "L", "max", "kv",
-           "time_us", "(p10-p90)", "GB/s", "%copy", "TFLOP/s", "%mma", "x_unif", "sched_us", "variant [reason]");
-    int failures = 0;
+    const char *timed = o.schedule_per_call
+                            ? "the schedule built inside every call"
+                            : "a per-layer call using the step's schedule (built once per step: sched_us)";
+    if (o.json) {
+        printf("{\"device\": {\"name\": ");
+        mt_json_string(stdout, info->name);
+        printf(", \"arch\": ");
+        mt_json_string(stdout, info->arch);
+        printf(", \"compute_units\": %d}, \"ceilings\": {\"copy_gbps\": ", info->compute_units);
+        const double ceilings[] = {copy, mma_sync, wgmma, mma};
+        static const char *const names[] = {"copy_gbps", "mma_sync_tflops", "wgmma_tflops", "matrix_tflops"};
+        for (int i = 0; i < 4; i++) {
+            if (i) printf(", \"%s\": ", names[i]);
+            mt_json_number(stdout, ceilings[i] > 0 ? ceilings[i] : NAN);
+        }
+        printf("}, \"length_aware_timing\": ");
+        mt_json_string(stdout, timed);
+        printf(", \"rows\": [");
+    } else {
+        printf("# time_us: one call; length-aware variants: %s\n", timed);
+        printf("%4s %3s %5s %6s %6s %-7s %10s %9s %8s %6s %8s %6s %7s %8s  %s\n", "N", "Sq", "B", "L", "max", "kv",
+               "time_us", "(p10-p90)", "GB/s", "%copy", "TFLOP/s", "%mma", "x_unif", "sched_us", "variant [reason]");
+    }
+    int failures = 0, n_rows = 0;
+    char fatal[600] = "";
     if (o.n_mixes == 0) o.n_mixes = 1, o.mixes[0].kind = MT_LENGTHS_UNIFORM;
     for (int ih = 0; ih < o.heads.n; ih++)
         for (int is = 0; is < o.sq.n; is++)
@@ -411,8 +499,11 @@ int cmd_bench(int argc, char **argv) {
                             mt_lengths_name(mix, mix_name, sizeof mix_name);
                             int32_t *lens = malloc(sizeof(int32_t) * (size_t)B);
                             if (!lens || mt_lengths_make(mix, B, o.seq_len.v[il], lens) != MT_OK) {
-                                printf("%4d %3d %5d %s FAILED: %s\n", N, Sq, B, mix_name,
-                                       lens ? mt_last_error() : "out of host memory");
+                                const char *why_not = lens ? mt_last_error() : "out of host memory";
+                                row_facts f = {.heads = N, .sq = Sq, .batch = B, .mean = o.seq_len.v[il], .kv = kv,
+                                               .lengths = mix_name};
+                                if (o.json) json_row(&n_rows, &o, &f, NULL, copy, mma, NAN, NULL, why_not);
+                                else printf("%4d %3d %5d %s FAILED: %s\n", N, Sq, B, mix_name, why_not);
                                 free(lens);
                                 failures++;
                                 continue;
@@ -430,11 +521,17 @@ int cmd_bench(int argc, char **argv) {
                                 memset(&r, 0, sizeof r);
                                 st = bench_shape(&g, &o, N, Sq, B, lens, kv, &r);
                                 const char *what = pass == 1 ? "uniform, same keys" : ragged ? mix_name : "uniform";
+                                row_facts f = {.heads = N, .sq = Sq, .batch = B, .mean = mean, .longest = longest,
+                                               .kv = kv, .lengths = what};
                                 if (st != MT_OK) {
-                                    printf("%4d %3d %5d %6d %6d %-7s FAILED: %s (%s)\n", N, Sq, B, mean, longest,
-                                           mt_dtype_name(kv), mt_last_error(), what);
+                                    if (o.json) json_row(&n_rows, &o, &f, NULL, copy, mma, NAN, NULL, mt_last_error());
+                                    else
+                                        printf("%4d %3d %5d %6d %6d %-7s FAILED: %s (%s)\n", N, Sq, B, mean, longest,
+                                               mt_dtype_name(kv), mt_last_error(), what);
                                     failures++;
                                     if (st == MT_ERR_VENDOR) {
+                                        snprintf(fatal, sizeof fatal, "the GPU failed, the run stopped: %s",
+                                                 mt_last_error());
                                         free(lens);
                                         goto done; /* the context may be gone */
                                     }
@@ -444,8 +541,12 @@ int cmd_bench(int argc, char **argv) {
                                 reason_text(&r.choice, o.variant != NULL, why, sizeof why);
                                 snprintf(spread, sizeof spread, "%.0f-%.0f", r.p10_us, r.p90_us);
                                 if (r.non_finite) {
-                                    printf("%4d %3d %5d %6d %6d %-7s NaN: %ld non-finite outputs  %s [%s]\n", N, Sq, B,
-                                           mean, longest, mt_dtype_name(kv), r.non_finite, r.choice.variant, why);
+                                    char nan_text[64];
+                                    snprintf(nan_text, sizeof nan_text, "%ld non-finite outputs", r.non_finite);
+                                    if (o.json) json_row(&n_rows, &o, &f, &r, copy, mma, NAN, why, nan_text);
+                                    else
+                                        printf("%4d %3d %5d %6d %6d %-7s NaN: %s  %s [%s]\n", N, Sq, B, mean, longest,
+                                               mt_dtype_name(kv), nan_text, r.choice.variant, why);
                                     failures++;
                                     break;
                                 }
@@ -456,9 +557,13 @@ int cmd_bench(int argc, char **argv) {
                                 if (pass == 1) snprintf(vs, sizeof vs, "%.2fx", ragged_us / r.median_us);
                                 char su[16] = "-";
                                 if (r.schedule_us > 0) snprintf(su, sizeof su, "%.1f", r.schedule_us);
-                                printf("%4d %3d %5d %6d %6d %-7s %10.1f %9s %8.0f %6s %8.1f %6s %7s %8s  %s [%s] (%s)\n",
-                                       N, Sq, B, mean, longest, mt_dtype_name(kv), r.median_us, spread, r.gbps, pc,
-                                       r.tflops, pm, vs, su, r.choice.variant, why, what);
+                                if (o.json)
+                                    json_row(&n_rows, &o, &f, &r, copy, mma,
+                                             pass == 1 ? ragged_us / r.median_us : NAN, why, NULL);
+                                else
+                                    printf("%4d %3d %5d %6d %6d %-7s %10.1f %9s %8.0f %6s %8.1f %6s %7s %8s  %s [%s] "
+                                           "(%s)\n", N, Sq, B, mean, longest, mt_dtype_name(kv), r.median_us, spread,
+                                           r.gbps, pc, r.tflops, pm, vs, su, r.choice.variant, why, what);
                                 fflush(stdout);
                                 if (csv)
                                     fprintf(csv, "%s,%d,%d,%d,%d,%d,\"%s\",%s,%s,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.2f,%.2f,%s,"
@@ -471,6 +576,12 @@ int cmd_bench(int argc, char **argv) {
                             free(lens);
                         }
 done:
+    if (o.json) {
+        printf("%s], \"failures\": %d, \"error\": ", n_rows ? "\n" : "", failures);
+        if (fatal[0]) mt_json_string(stdout, fatal);
+        else printf("null");
+        printf("}\n");
+    }
     if (csv) fclose(csv);
     mt_l2_flush_destroy(&g.flush);
     mlt_runtime_destroy(g.rt);

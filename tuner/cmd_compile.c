@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "json.h"
 #include "kernels/sources.h"
 #include "kernels/build.h"
 #include "runtime/gpu/jit.h"
@@ -84,6 +85,41 @@ static void *compile_worker(void *arg) {
     }
 }
 
+static const char *origin_name(mt_jit_origin o) {
+    return o == MT_JIT_COMPILED ? "compiled" : o == MT_JIT_FROM_DISK ? "disk" : "memory";
+}
+
+/* One variant of a problem as an element of the JSON "variants" list:
+ * the same figures as the table row, structured, with null for what the
+ * compiler did not report (-1 in the table) and for a failed compile's. */
+static void json_variant(const compile_job *job, const mt_target *target, int first) {
+    char name[256];
+    mt_variant_format(&job->variant, name, sizeof name);
+    printf("%s\n      {\"status\": \"%s\", \"params\": ", first ? "" : ",", job->status == MT_OK ? "ok" : "failed");
+    mt_json_params(stdout, name);
+    if (job->status != MT_OK) {
+        printf(", \"ms\": null, \"origin\": null, \"registers\": null, \"scalar_registers\": null, "
+               "\"shared_bytes\": null, \"stack_bytes\": null, \"spills\": null, \"error\": ");
+        mt_json_string(stdout, job->error);
+        printf("}");
+        return;
+    }
+    const mt_kernel_resources *r = &job->res;
+    size_t dyn = job->variant.family->shared_bytes(&job->variant, &job->problem, target->warp_size);
+    int spill = r->spill_stores < 0 ? -1 : r->spill_stores + (r->spill_loads > 0 ? r->spill_loads : 0);
+    printf(", \"ms\": ");
+    mt_json_number(stdout, job->ms);
+    printf(", \"origin\": \"%s\", \"registers\": ", origin_name(job->origin));
+    mt_json_count(stdout, r->registers);
+    printf(", \"scalar_registers\": ");
+    mt_json_count(stdout, r->scalar_registers);
+    printf(", \"shared_bytes\": %zu, \"stack_bytes\": ", dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0));
+    mt_json_count(stdout, r->local_bytes);
+    printf(", \"spills\": ");
+    mt_json_count(stdout, spill);
+    printf(", \"error\": null}");
+}
+
 /* A failed compile's message under its table row: the first line (what
  * failed), then the compiler's own error lines (or, when none says
  * "error", its first lines), indented, at most 12. */
@@ -120,16 +156,14 @@ static void usage(FILE *to) {
             "  --limit N           only the first N variants per problem\n"
             "  --jobs N            compiler threads (default: CPU count)\n"
             "  --cache-dir DIR     code-object cache (default $XDG_CACHE_HOME/mla-tune)\n"
-            "  --no-cache          compile everything, keep nothing on disk\n");
-}
-
-static const char *origin_name(mt_jit_origin o) {
-    return o == MT_JIT_COMPILED ? "compiled" : o == MT_JIT_FROM_DISK ? "disk" : "memory";
+            "  --no-cache          compile everything, keep nothing on disk\n"
+            "  --json              one JSON object instead of the tables (params as objects,\n"
+            "                      null where the compiler reports nothing)\n");
 }
 
 int cmd_compile(int argc, char **argv) {
     const char *arch = NULL, *family_name = NULL, *cache_dir = NULL, *space_file = NULL;
-    int all_dtypes = 0, all_pages = 0, defaults_only = 0, limit = 0, no_cache = 0;
+    int all_dtypes = 0, all_pages = 0, defaults_only = 0, limit = 0, no_cache = 0, json = 0;
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
     mt_problem_static base = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
     for (int i = 1; i < argc; i++) {
@@ -147,6 +181,8 @@ int cmd_compile(int argc, char **argv) {
             all_pages = 1, takes = 0;
         } else if (strcmp(a, "--defaults-only") == 0) {
             defaults_only = 1, takes = 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1, takes = 0;
         } else if (!val) {
             mt_cli_error("compile: %s needs a value", a);
             return 2;
@@ -229,8 +265,24 @@ int cmd_compile(int argc, char **argv) {
     }
     char version[128];
     mt_backend_compiler_version(b, version, sizeof version);
-    printf("compiling for %s with %s (%s backend), %ld threads, cache %s\nspace: %s\n", arch, version, b->name, jobs,
-           mt_jit_cache_dir(jit)[0] ? mt_jit_cache_dir(jit) : "off", space_file);
+    if (json) {
+        printf("{\"arch\": ");
+        mt_json_string(stdout, arch);
+        printf(", \"compiler\": ");
+        mt_json_string(stdout, version);
+        printf(", \"backend\": ");
+        mt_json_string(stdout, b->name);
+        printf(", \"threads\": %ld, \"cache\": ", jobs);
+        if (mt_jit_cache_dir(jit)[0]) mt_json_string(stdout, mt_jit_cache_dir(jit));
+        else printf("null");
+        printf(", \"space\": ");
+        mt_json_string(stdout, space_file);
+        printf(", \"problems\": [");
+    } else {
+        printf("compiling for %s with %s (%s backend), %ld threads, cache %s\nspace: %s\n", arch, version, b->name,
+               jobs, mt_jit_cache_dir(jit)[0] ? mt_jit_cache_dir(jit) : "off", space_file);
+    }
+    int problems_shown = 0;
 
     static const mt_dtype q_types[] = {MT_BF16, MT_FP16};
     static const mt_dtype kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
@@ -268,9 +320,16 @@ int cmd_compile(int argc, char **argv) {
                 int pruned = 0;
                 mt_space_enumerate(&space, &problem, &target, collect, &cc, &pruned);
                 pruned_total += pruned;
-                printf("\n%s  D=%d Dl=%d page=%d q=%s kv=%s: %d variants (%d pruned by constraints)\n", f->name,
-                       problem.d, problem.dl, problem.page_size, mt_dtype_name(problem.q_dtype),
-                       mt_dtype_name(problem.kv_dtype), cc.n, pruned);
+                if (json) {
+                    printf("%s\n  {\"family\": \"%s\", \"d\": %d, \"dl\": %d, \"page_size\": %d, \"q_dtype\": \"%s\", "
+                           "\"kv_dtype\": \"%s\", \"pruned\": %d, \"variants\": [", problems_shown++ ? "," : "", f->name,
+                           problem.d, problem.dl, problem.page_size, mt_dtype_name(problem.q_dtype),
+                           mt_dtype_name(problem.kv_dtype), pruned);
+                } else {
+                    printf("\n%s  D=%d Dl=%d page=%d q=%s kv=%s: %d variants (%d pruned by constraints)\n", f->name,
+                           problem.d, problem.dl, problem.page_size, mt_dtype_name(problem.q_dtype),
+                           mt_dtype_name(problem.kv_dtype), cc.n, pruned);
+                }
                 compile_batch batch = {.jit = jit, .target = &target, .jobs = cc.jobs, .n_jobs = cc.n};
                 pthread_mutex_init(&batch.lock, NULL);
                 int n_threads = (int)(jobs < 1 ? 1 : jobs > 64 ? 64 : jobs);
@@ -281,13 +340,19 @@ int cmd_compile(int argc, char **argv) {
                 if (started == 0) compile_worker(&batch);
                 for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
                 pthread_mutex_destroy(&batch.lock);
-                printf("%-7s %9s %-8s %5s %5s %7s %6s %6s  %s\n", "status", "ms", "origin", "regs", "sgprs", "shared",
-                       "stack", "spill", "variant");
+                if (!json)
+                    printf("%-7s %9s %-8s %5s %5s %7s %6s %6s  %s\n", "status", "ms", "origin", "regs", "sgprs",
+                           "shared", "stack", "spill", "variant");
                 for (int i = 0; i < cc.n; i++) {
                     compile_job *job = &cc.jobs[i];
                     char name[256];
                     mt_variant_format(&job->variant, name, sizeof name);
                     total++;
+                    if (json) {
+                        failed += job->status != MT_OK;
+                        json_variant(job, &target, i == 0);
+                        continue;
+                    }
                     if (job->status != MT_OK) {
                         failed++;
                         printf("%-7s %9s %-8s %5s %5s %7s %6s %6s  %s\n", "FAILED", "-", "-", "-", "-", "-", "-", "-",
@@ -302,14 +367,19 @@ int cmd_compile(int argc, char **argv) {
                            r->registers, r->scalar_registers, dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0),
                            r->local_bytes, spill, name);
                 }
+                if (json) printf("%s]}", cc.n ? "\n    " : "");
                 free(cc.jobs);
             }
     }
     mt_jit_stats stats = mt_jit_get_stats(jit);
-    printf("\n%d variants: %d ok, %d failed; %d pruned before compiling; %ld compiled, %ld from disk cache\n", total,
-           total - failed, failed, pruned_total, stats.compiles, stats.disk_hits);
-    printf("(regs = registers per thread, VGPRs on AMD; sgprs = scalar registers per wave, AMD only; shared = dynamic\n"
-           " + static bytes per group; -1 = not reported by this compiler)\n");
+    if (json)
+        printf("%s], \"total\": %d, \"ok\": %d, \"failed\": %d, \"pruned\": %d, \"compiled\": %ld, \"disk_hits\": %ld}\n",
+               problems_shown ? "\n" : "", total, total - failed, failed, pruned_total, stats.compiles, stats.disk_hits);
+    else
+        printf("\n%d variants: %d ok, %d failed; %d pruned before compiling; %ld compiled, %ld from disk cache\n"
+               "(regs = registers per thread, VGPRs on AMD; sgprs = scalar registers per wave, AMD only; shared = "
+               "dynamic\n + static bytes per group; -1 = not reported by this compiler)\n",
+               total, total - failed, failed, pruned_total, stats.compiles, stats.disk_hits);
     mt_jit_destroy(jit);
     mt_backend_close(b);
     return failed ? 1 : 0;

@@ -30,6 +30,13 @@ static inline void mt_json_number(FILE *to, double v) {
     else fputs("null", to);
 }
 
+/* A count the tool may not know (registers a compiler did not report,
+ * kept as -1): null when negative. */
+static inline void mt_json_count(FILE *to, long v) {
+    if (v >= 0) fprintf(to, "%ld", v);
+    else fputs("null", to);
+}
+
 /* "tile_q=16,mma=2" -> {"tile_q": 16, "mma": 2}; a value that is not a
  * whole number stays a string. */
 static inline void mt_json_params(FILE *to, const char *params) {

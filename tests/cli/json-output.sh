@@ -4,8 +4,11 @@
 # and the database: show lists as many choices as the text form counts, with
 # params as an object equal to the stored "k=v,..." string; lookup reports
 # the variant, distance and nearest key the text form prints; devices is an
-# object whether or not a GPU is there.  The database comes from a sweep on
-# the fake device, so nothing here depends on a GPU or on fixed numbers.
+# object whether or not a GPU is there; compile lists the table's variants
+# with structured params; bench is an object with the reason when there is
+# no GPU, and on the CPU emulation of an AMD GPU its rows agree with the
+# table.  The database comes from a sweep on the fake device, so nothing
+# here depends on a GPU or on fixed numbers.
 set -euo pipefail
 bin=$1
 dir=$(mktemp -d /tmp/mla-tune-json-XXXXXX)
@@ -73,13 +76,77 @@ parses "devices --json" < devices.json
 python3 -c 'import json; d = json.load(open("devices.json")); assert isinstance(d["devices"], list) and ("error" in d)' ||
   fail "devices --json shape"
 
-# compile and bench, where they take --json
-for cmd in "compile --arch sm_90 --defaults-only --no-cache" "bench --heads 16 --batch 1 --seq-len 1024 --reps 3"; do
-  if "$bin" ${cmd%% *} --help | grep -q -- --json; then
-    set +e; "$bin" $cmd --json > out.json 2>/dev/null; set -e
-    parses "$cmd --json" < out.json
-  else
-    echo "json-output: note: '${cmd%% *}' has no --json yet"
-  fi
-done
+# compile: parses; the same variants, statuses and counts as the table
+"$bin" compile --arch sm_90 --defaults-only --cache-dir "$dir/cc" --all-pages --json > compile.json ||
+  fail "compile --json exit $?"
+parses "compile --json" < compile.json
+"$bin" compile --arch sm_90 --defaults-only --cache-dir "$dir/cc" --all-pages > compile.txt || fail "compile exit $?"
+python3 - <<'PY' || fail "compile --json disagrees with compile"
+import json
+d = json.load(open("compile.json")); t = open("compile.txt").read()
+assert d["arch"] == "sm_90" and d["cache"].endswith("/cc"), d
+assert [p["page_size"] for p in d["problems"]] == [1, 16, 64], d["problems"]
+variants = [v for p in d["problems"] for v in p["variants"]]
+assert d["total"] == len(variants) == 3 and d["ok"] + d["failed"] == d["total"], d
+assert f'{d["total"]} variants: {d["ok"]} ok, {d["failed"]} failed' in t, t
+import re
+text_rows, page = [], None  # (page, status, regs, variant) in table order
+for line in t.splitlines():
+    m = re.search(r" page=(\d+) ", line)
+    if m: page = int(m.group(1))
+    f = line.split()
+    if f and f[0] in ("ok", "FAILED") and len(f) == 9: text_rows.append((page, f[0], f[3], f[8]))
+json_rows = [(p["page_size"], v) for p in d["problems"] for v in p["variants"]]
+assert len(text_rows) == len(json_rows), (text_rows, json_rows)
+for (page, status, regs, name), (jpage, v) in zip(text_rows, json_rows):
+    assert isinstance(v["params"], dict) and all(isinstance(x, int) for x in v["params"].values()), v
+    flat = ",".join(f"{k}={x}" for k, x in v["params"].items())
+    assert (jpage, flat) == (page, name) and status == ("ok" if v["status"] == "ok" else "FAILED"), (v, name)
+    if v["status"] == "ok":
+        assert v["ms"] > 0 and v["registers"] == int(regs) and v["error"] is None, (v, regs)
+        assert v["scalar_registers"] is None  # NVRTC reports none: -1 in the table, null here
+PY
+
+# bench with no GPU: one object with the reason, exit 1
+set +e
+MLA_TUNE_BACKEND=cuda MLA_TUNE_CUDA_DRIVER=/nonexistent "$bin" bench --heads 16 --batch 1 --seq-len 1024 --reps 3 \
+  --json > bench-nogpu.json 2>/dev/null
+rc=$?
+set -e
+[ $rc = 1 ] || fail "bench --json with no GPU: exit $rc"
+parses "bench --json (no GPU)" < bench-nogpu.json
+python3 -c 'import json; d = json.load(open("bench-nogpu.json")); assert d["device"] is None and d["rows"] == [] and d["error"]' ||
+  fail "bench --json (no GPU) shape"
+
+# bench on the CPU emulation of an AMD GPU ("hip-cpu", where clang++ runs
+# it): rows agree with the table (shapes, lengths, variant, reason); a
+# ragged mix brings its uniform twin with vs_uniform; unmeasured figures
+# (no ceilings with --no-ceilings, no schedule) are null
+export MLA_TUNE_CACHE_DIR=$dir/cache
+emu=(env MLA_TUNE_BACKEND=hip-cpu)
+if "${emu[@]}" "$bin" devices >/dev/null 2>&1; then
+  args=(bench --heads 16 --batch 2 --seq-len 64 --lengths uniform,one-long:128:32 --reps 3 --warmup 0 --no-ceilings)
+  "${emu[@]}" "$bin" "${args[@]}" --json > bench.json || fail "bench --json on hip-cpu: exit $?"
+  parses "bench --json" < bench.json
+  "${emu[@]}" "$bin" "${args[@]}" > bench.txt || fail "bench on hip-cpu: exit $?"
+  python3 - <<'PY' || fail "bench --json disagrees with bench"
+import json
+d = json.load(open("bench.json")); t = open("bench.txt").read()
+rows = d["rows"]; lines = [l for l in t.splitlines() if l.lstrip()[:1].isdigit()]
+assert d["error"] is None and d["failures"] == 0 and len(rows) == len(lines) == 3, (d, lines)
+assert d["device"]["arch"] in t and d["ceilings"] == dict.fromkeys(d["ceilings"], None), d  # --no-ceilings
+for r, l in zip(rows, lines):
+    f = l.split()
+    assert [r["heads"], r["sq"], r["batch"], r["seq_len"], r["max_len"]] == [int(x) for x in f[:5]], (r, l)
+    flat = ",".join(f"{k}={x}" for k, x in r["params"].items())
+    assert f"{flat} [{r['reason']}] ({r['lengths']})" in l, (flat, l)
+    assert r["time_us"] > 0 and r["p10_us"] <= r["time_us"] <= r["p90_us"], r
+    assert r["pct_copy"] is None and r["pct_matrix"] is None, r
+    assert r["schedule_us"] is None and r["error"] is None, r
+assert [r["lengths"] for r in rows] == ["uniform", "one-long:128:32", "uniform, same keys"], rows
+assert rows[0]["vs_uniform"] is None and rows[1]["vs_uniform"] is None and rows[2]["vs_uniform"] > 0, rows
+PY
+else
+  echo "json-output: note: no CPU emulation (hip-cpu) here: bench --json checked without a GPU only"
+fi
 echo "json-output: ok"
