@@ -1,7 +1,10 @@
 """Plan: one MLA decode problem, ready to run (mlt_plan_*).
 
 Per call, run() checks the tensors (_checks.py), packs mlt_decode_args and
-calls mlt_plan_run; run_raw() skips the checks and takes integers.
+calls mlt_plan_run; run_raw() skips the checks and takes integers.  A call
+whose tensors have the layouts of the plan's last checked call (shapes,
+dtypes, devices, strides: _layouts.py) takes that call's answer and reads
+only the pointers, whose alignment it tests.
 
 Why the arguments are packed into a new bytes object per call rather than
 stored into one ctypes struct kept by the plan: a plan may be run from
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from ._capi import LENGTHS_UNKNOWN, ChoiceInfo, ChoiceReason, DecodeArgs, DType, Status, struct_packer
 from ._checks import NO_VIEWS, ZERO3, CallRules
 from ._errors import Error
+from ._layouts import remember, tensor_guards
 from ._streams import TorchStreams, stream_handle
 
 _ARGS = struct_packer(DecodeArgs)
@@ -30,6 +34,9 @@ _ARGS = struct_packer(DecodeArgs)
 # a call with no views packs 13 values instead of 27 (about 0.25 us less)
 _HEAD = struct_packer(DecodeArgs, [f for f, _ in DecodeArgs._fields_].index("schedule") + 1)
 _NO_VIEWS_TAIL = bytes(_ARGS.size - _HEAD.size)
+
+_PAIR_TYPES = (tuple, list)  # q given as (ql_nope, q_pe)
+_UNSET = object()
 
 # the torch tensor classes seen so far (torch.Tensor, nn.Parameter, ...):
 # a set lookup on type(q) is the cheapest test for the fast path
@@ -100,6 +107,8 @@ class Plan:
         self._mlt_run = self._lib.mlt_plan_run
         self._mlt_schedule = self._lib.mlt_plan_schedule
         self._streams = None  # TorchStreams, made on the first torch call
+        self._last = None  # _layouts.LastLayout of the last call that passed the checks
+        self._make_guard = _UNSET  # _layouts.tensor_guards(), looked for on the first torch call
 
     # ------------------------------------------------------------------
     # lifetime
@@ -179,6 +188,52 @@ class Plan:
         The views and kv_scale need libmlatune C API >= 0.2; an older
         library raises mlatune.Unsupported for them.
         """
+        # the layouts of the last call that passed the checks (_layouts.py):
+        # when these tensors have them, only the pointers are new
+        pair = type(q) in _PAIR_TYPES and len(q) == 2
+        if pair:
+            q0, q_pe = q
+            tensors = (q0, kv_cache, block_table, seq_lens, out, lse, q_pe)  # a q_pe of None matches nothing
+        else:
+            q0, q_pe = q, None
+            tensors = (q, kv_cache, block_table, seq_lens, out, lse)
+        form = (pair, workspace is None, schedule is None, kv_scale is None, lse_layout)
+        if workspace is not None:
+            tensors += (workspace,)
+        if schedule is not None:
+            tensors += (schedule,)
+        if kv_scale is not None:
+            tensors += (kv_scale,)
+        last = self._last
+        if last is not None and form == last.form and last.matches(tensors):
+            qp, kv, bt, sl, op, lp = (q0.data_ptr(), kv_cache.data_ptr(), block_table.data_ptr(),
+                                      seq_lens.data_ptr(), out.data_ptr(), lse.data_ptr())
+            pp = q_pe.data_ptr() if q_pe is not None else 0
+            ws = workspace.data_ptr() if workspace is not None else 0
+            sc = schedule.data_ptr() if schedule is not None else 0
+            ks = kv_scale.data_ptr() if kv_scale is not None else 0
+            if not ((qp | pp | kv | op | ws | sc) & 15 or (bt | sl | lp | ks) & 3):
+                batch, max_blocks, wsb, strides, plain = last.answer
+                if stream is None:
+                    stream = (self._streams or self._torch_streams()).current(self._device) \
+                        if type(q0) in _TORCH_TYPES else 0
+                elif type(stream) is not int:
+                    stream = stream_handle(stream)
+                try:
+                    if plain:
+                        args = _HEAD.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
+                                          max_seq_len_hint, sc) + _NO_VIEWS_TAIL
+                    else:
+                        args = _ARGS.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
+                                          max_seq_len_hint, sc, pp, *strides, ks)
+                except struct.error:
+                    raise self._bad_hints(seq_len_hint, max_seq_len_hint) from None
+                st = self._mlt_run(self._handle, args, stream)
+                if st:
+                    self._fail(st)
+                return
+            # a misaligned pointer: the checks below name it
+
         ptrs = None
         if type(q) in _TORCH_TYPES and kv_scale is None and lse_layout is None:
             # the commonest call: torch tensors, contiguous, q whole
@@ -195,6 +250,7 @@ class Plan:
             ptrs, stream = self._pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream,
                                           kv_scale, lse_layout)
         batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc, views = ptrs
+        self._remember(tensors, form, (batch, max_blocks, wsb, views[1:13], views is NO_VIEWS))
         try:
             if views is NO_VIEWS:
                 args = _HEAD.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
@@ -290,6 +346,17 @@ class Plan:
             if stream is None:
                 return ptrs, 0
         return ptrs, stream if type(stream) is int else stream_handle(stream)
+
+    def _remember(self, tensors, form, answer):
+        """Keeps the layouts of a call that passed the checks (_layouts.py);
+        torch's tensor guards are looked for on the first torch call."""
+        make_guard = self._make_guard
+        if make_guard is _UNSET:
+            if type(tensors[0]) not in _TORCH_TYPES:
+                make_guard = None  # torch-shaped objects: read in Python
+            else:
+                make_guard = self._make_guard = tensor_guards()
+        self._last = remember(tensors, form, answer, make_guard)
 
     def _torch_streams(self):
         self._streams = TorchStreams()

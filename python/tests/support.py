@@ -7,6 +7,9 @@
                     compiler; stub_library(api_0_1=True): as a 0.1 library
   real_library()    $MLATUNE_LIBRARY, the library under test, or None
   FakeCudaArray     an object with __cuda_array_interface__ and no memory
+  FakeTorchTensor   an object shaped like a torch tensor (data_ptr(), shape,
+                    dtype, stride(), ...) whose every fact can be changed in
+                    place, as resize_ / set_ / `.data =` change a tensor's
   stub_call_args()  a complete, valid set of fake tensors for a plan
 """
 
@@ -131,6 +134,44 @@ class FakeCudaArray:
                 "strides": self.strides, "stream": None}
 
 
+class FakeTorchTensor:
+    """What the package reads of a torch tensor, over a made-up pointer:
+    shape, dtype (a name: "bfloat16", ...), get_device(), is_contiguous(),
+    stride() (elements), data_ptr(), element_size().  Every field may be
+    changed in place (strides=None: row-major for the current shape)."""
+
+    ITEMSIZE = {"bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float32": 4, "int32": 4, "int64": 8, "uint8": 1}
+
+    def __init__(self, ptr, shape, dtype, strides=None, device=0):
+        self.ptr, self.shape, self.dtype, self.strides, self.device = ptr, tuple(shape), dtype, strides, device
+
+    def data_ptr(self):
+        return self.ptr
+
+    def get_device(self):
+        return self.device
+
+    def element_size(self):
+        return self.ITEMSIZE[self.dtype]
+
+    def stride(self):
+        if self.strides is not None:
+            return tuple(self.strides)
+        strides, step = [], 1
+        for s in reversed(self.shape):
+            strides.append(step)
+            step *= s
+        return tuple(reversed(strides))
+
+    def is_contiguous(self):
+        step = 1
+        for s, st in zip(reversed(self.shape), reversed(self.stride())):
+            if s != 1 and st != step:
+                return False
+            step *= s
+        return True
+
+
 TYPESTR = {"bfloat16": "<V2", "float16": "<f2", "float8_e4m3fn": "|u1", "float32": "<f4", "int32": "<i4",
            "uint8": "|u1"}
 
@@ -147,9 +188,10 @@ class PointerPool:
         return p
 
 
-def stub_call_args(plan, batch=2, max_blocks=4, pages=16, device=0, token_major=False):
-    """A valid call for plan: dict of FakeCudaArrays by argument name
-    (q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)."""
+def stub_call_args(plan, batch=2, max_blocks=4, pages=16, device=0, token_major=False, torch_shaped=False):
+    """A valid call for plan: dict of FakeCudaArrays (FakeTorchTensors when
+    torch_shaped) by argument name (q, kv_cache, block_table, seq_lens,
+    out, lse, workspace, schedule)."""
     p = plan.problem
     qd = {0: "bfloat16", 1: "float16"}[int(p.q_dtype)]
     kvd = {0: "bfloat16", 1: "float16", 2: "float8_e4m3fn"}[int(p.kv_dtype)]
@@ -160,6 +202,8 @@ def stub_call_args(plan, batch=2, max_blocks=4, pages=16, device=0, token_major=
         n = 1
         for s in shape:
             n *= s
+        if torch_shaped:
+            return FakeTorchTensor(pool.take(n * item), shape, dtype, device=device)
         return FakeCudaArray(pool.take(n * item), shape, TYPESTR[dtype], device=device)
 
     lead = (batch * p.sq,) if token_major else (batch, p.sq)

@@ -285,6 +285,63 @@ class TorchFastPathTest(unittest.TestCase):
         self.plan.run(**a)
         self.assertEqual(self.lib._cdll.stub_last_args().contents.q, q.data_ptr())
 
+    def test_tensors_changed_in_place_after_a_good_call(self):
+        """run() remembers the layouts of its last checked call
+        (_layouts.py); torch's in-place operations on the same tensor
+        objects must be seen: refused with the first call's message, or
+        taken with their new pointers and strides."""
+        a, plan, last = self.args, self.plan, lambda: self.lib._cdll.stub_last_args().contents
+        checked = []
+        remember = plan._remember  # called by every call that took the checks
+        plan._remember = lambda *args: checked.append(1) or remember(*args)
+
+        def refused(message_start):
+            before = self.lib._cdll.stub_run_count()
+            with self.assertRaises(mlatune.Error) as cm:
+                plan.run(**a)
+            self.assertTrue(cm.exception.message.startswith(message_start), cm.exception.message)
+            self.assertEqual(self.lib._cdll.stub_run_count(), before, "a refused call reached C")
+
+        plan.run(**a)
+        plan.run(**a)
+        self.assertEqual(len(checked), 1, "the second call of the same tensors was checked again")
+        q, seq_lens, block_table, lse = a["q"], a["seq_lens"], a["block_table"], a["lse"]
+        # resize_ (leaves _version as it was)
+        q.resize_(3, 2, 16, 512)
+        refused("q: expected shape")
+        q.resize_(3, 2, 16, 576)
+        plan.run(**a)
+        # `.data =` another dtype: same pointer, shape, strides and _version
+        seq_lens.data = seq_lens.view(torch.float32)
+        refused("seq_lens: expected dtype int32, got float32")
+        seq_lens.data = seq_lens.view(torch.int32)
+        plan.run(**a)
+        # transpose_: the same tensor, not contiguous
+        block_table.transpose_(0, 1)
+        refused("block_table: expected shape" if block_table.shape[0] < 3 else "block_table: not contiguous")
+        block_table.transpose_(0, 1)
+        plan.run(**a)
+        # as_strided_ over its own storage: the same shape, token-major rows
+        # (a view a views plan takes): the new strides reach C
+        q.as_strided_((3, 2, 16, 576), (16 * 576, 3 * 16 * 576, 576, 1))
+        plan.run(**a)
+        self.assertEqual(tuple(last().q_strides), (16 * 576, 3 * 16 * 576, 576))
+        # set_ to other storage: the new pointer reaches C
+        lse.set_(torch.empty((3, 2, 16), dtype=torch.float32))
+        plan.run(**a)
+        self.assertEqual(last().lse, lse.data_ptr())
+        self.assertEqual(tuple(last().lse_strides), (0, 0, 0))
+        # a storage offset that breaks the alignment
+        flat = torch.zeros(3 * 2 * 16 + 1, dtype=torch.float32)
+        lse.set_(flat.untyped_storage() if hasattr(flat, "untyped_storage") else flat.storage(), 1, (3, 2, 16),
+                 (32, 16, 1))
+        if flat.data_ptr() % 4 == 0:
+            plan.run(**a)  # 4-byte aligned: fine for lse
+        out = a["out"]
+        out.set_(out.storage(), 4, (3, 2, 16, 512), (2 * 16 * 512, 16 * 512, 512, 1))  # 8 bytes in
+        if (out.data_ptr() - 8) % 16 == 0:
+            refused("out: data pointer")
+
 
 if __name__ == "__main__":
     unittest.main()
