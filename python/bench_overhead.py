@@ -7,14 +7,25 @@ Three ways to make the same decode call, timed the same way:
             beforehand: the C runtime's own cost plus ctypes' call (the
             floor for any Python caller)
   run_raw   Plan.run_raw: integers in, packing per call, no checks
-  run       Plan.run: torch tensors in, every check, the current stream
+  run       Plan.run: torch tensors in, the current stream; the checks made
+            when the layouts (shapes, dtypes, devices, strides) differ from
+            the plan's last call, else only the pointers read and their
+            alignment tested (mlatune/_layouts.py)
+  run, checked
+            Plan.run with the layouts forgotten before each call: every
+            check every call (what the first call of a new batch pays)
 
 each on a plan created with views=False (the default: the contiguous
 kernels) and again on one created with views=True (kernels that place rows
 through strides: what vLLM's forms need; the "/views" rows), plus, on the
 views plan, the call in vLLM's form ("run/views, vLLM": the q pair as
-views, out and lse [B, N, ...]).  The package's cost should not differ
-between the plans; on the GPU the event columns show the kernels' cost.
+views, out and lse [B, N, ...], a device kv scale; "C call, vLLM" is its
+C call with the same views and scale; the tensors made once,
+as an engine has them: what is timed is the package, not torch's view
+operations).  The package's cost should not differ between the plans; on
+the GPU the event columns show the kernels' cost.  The header says which
+way the layouts are compared: torch's TensorGuards (one C call for all
+tensors) or Python reads (a torch without them).
 
 GPU mode (the default; needs torch with CUDA and libmlatune):
 
@@ -29,7 +40,8 @@ prints, per path, the median of many calls of
               each call, all calls queued, events around the call only):
               comparable with `mla-tune bench --heads H --batch B --seq-len L
               --no-ceilings`; host overhead hides behind the flush there.
-The overhead of run is its host time minus the C call's.
+The overhead of run is its host time minus the C call's (vLLM's form: minus
+"C call, vLLM"); the last line prints them.
 
 Stub mode (--stub; no GPU, no torch needed: CPU only) builds the stub
 library of tests/stub and times the same paths on fake tensors (and on
@@ -93,6 +105,24 @@ def c_call(plan, packed, stream):
     return call
 
 
+def checked_every_call(plan, call):
+    """call() with the plan's remembered layouts forgotten first: every
+    check every call."""
+    def forget_and_call():
+        plan._last = None
+        call()
+    return forget_and_call
+
+
+def layout_check(plan):
+    """How the plan compares a call's layouts with its last call's (after
+    a first torch call)."""
+    if plan._make_guard is None:
+        return ("no TensorGuards in this torch: layouts read in Python (the contiguous call checked, "
+                "not remembered)")
+    return "layouts compared by torch's TensorGuards"
+
+
 # ----------------------------------------------------------------------
 # GPU
 
@@ -123,6 +153,8 @@ def gpu(opts):
     pe_rows = torch.empty((b, n, 192), dtype=torch.bfloat16, device=dev)
     pe_rows[..., 128:] = q.view(b, n, 576)[..., 512:]
     pair = (ql_nope.transpose(0, 1), pe_rows[..., 128:])
+    out_bn, lse_bn = out.view(b, n, 512), lse.view(b, n)  # vLLM's [B, N, ...] forms, made once
+    k_scale = torch.ones((), dtype=torch.float32, device=dev)  # vLLM's layer._k_scale
     hints = dict(seq_len_hint=length, max_seq_len_hint=length)
     stream = torch.cuda.current_stream().cuda_stream
     raw_args = (b, q.data_ptr(), kv.data_ptr(), bt.data_ptr(), lens.data_ptr(), out.data_ptr(), lse.data_ptr(),
@@ -130,15 +162,21 @@ def gpu(opts):
     packed = plan_module._ARGS.pack(b, length, blocks, q.data_ptr(), kv.data_ptr(), bt.data_ptr(),
                                     lens.data_ptr(), out.data_ptr(), lse.data_ptr(), ws.data_ptr(), ws.numel(),
                                     length, 0, *plan_module.NO_VIEWS)
+    # the vLLM form's arguments as C gets them (views, the device scale)
+    v = vplan._pointers(pair, kv, bt, lens, out_bn, lse_bn, ws, None, None, k_scale, None)[0]
+    vpacked = plan_module._ARGS.pack(v[0], length, v[1], *v[2:10], length, v[10], *v[11])
     paths = [
         ("C call", c_call(plan, packed, stream)),
         ("run_raw", lambda: plan.run_raw(*raw_args)),
         ("run", lambda: plan.run(q, kv, bt, lens, out, lse, ws, **hints)),
+        ("run, checked", checked_every_call(plan, lambda: plan.run(q, kv, bt, lens, out, lse, ws, **hints))),
         ("C call/views", c_call(vplan, packed, stream)),
         ("run_raw/views", lambda: vplan.run_raw(*raw_args)),
         ("run/views", lambda: vplan.run(q, kv, bt, lens, out, lse, ws, **hints)),
-        ("run/views, vLLM", lambda: vplan.run(pair, kv, bt, lens, out.view(b, n, 512), lse.view(b, n), ws,
-                                              **hints)),
+        ("C call, vLLM", c_call(vplan, vpacked, stream)),
+        ("run/views, vLLM", lambda: vplan.run(pair, kv, bt, lens, out_bn, lse_bn, ws, kv_scale=k_scale, **hints)),
+        ("vLLM, checked", checked_every_call(vplan, lambda: vplan.run(pair, kv, bt, lens, out_bn, lse_bn, ws,
+                                                                      kv_scale=k_scale, **hints))),
     ]
     flush_buf = torch.empty((256 << 20) // 4, dtype=torch.float32, device=dev).fill_(1.0)
     sink = torch.empty((1,), dtype=torch.float32, device=dev)
@@ -148,7 +186,10 @@ def gpu(opts):
         # between torch versions, so the result is copied instead
         sink.copy_(flush_buf.sum().reshape(1))
 
-    print(f"device: {torch.cuda.get_device_name(dev)} ({rt.arch}); libmlatune: {rt.library.path}")
+    for name, fn in paths:  # the first calls: the plans' layouts and guards (once)
+        fn()
+    print(f"device: {torch.cuda.get_device_name(dev)} ({rt.arch}); libmlatune: {rt.library.path}; "
+          f"torch {torch.__version__}; {layout_check(vplan)}")
     print(f"shape: heads {n}, batch {b}, seq_len {length}, page {page}, bf16; variant: "
           f"{plan.explain(b, length, length).variant} (views plan: {vplan.explain(b, length, length).variant})")
     print(f"{'path':16s} {'host us':>9s} {'idle us':>9s} {'flushed us':>11s}")
@@ -183,7 +224,10 @@ def gpu(opts):
     print(f"run over the C call (host): {results['run'] - results['C call']:.2f} us; "
           f"run_raw over the C call: {results['run_raw'] - results['C call']:.2f} us; "
           f"on the views plan: {results['run/views'] - results['C call/views']:.2f} us, "
-          f"{results['run_raw/views'] - results['C call/views']:.2f} us")
+          f"{results['run_raw/views'] - results['C call/views']:.2f} us; "
+          f"vLLM's form over its C call: {results['run/views, vLLM'] - results['C call, vLLM']:.2f} us "
+          f"(every check every call: run {results['run, checked'] - results['C call']:.2f} us, "
+          f"vLLM's form {results['vLLM, checked'] - results['C call, vLLM']:.2f} us)")
     print(f"C bench for comparison: mla-tune bench --heads {n} --batch {b} --seq-len {length} "
           f"--page-size {page} --no-ceilings")
 
@@ -240,6 +284,7 @@ def stub(opts):
             "workspace": torch.empty((wsb,), dtype=torch.uint8),
         }
         rows.append(("run, torch CPU", cpu_ns(lambda: plan.run(**t, **hints), opts.calls)))
+        rows.append(("run, checked", cpu_ns(checked_every_call(plan, lambda: plan.run(**t, **hints)), opts.calls)))
         rows.append(("run/views, torch", cpu_ns(lambda: vplan.run(**t, **hints), opts.calls)))
         # vLLM's form (C API 0.2), on the views plan: the q pair as views
         # (a transposed bmm output, a slice), the fp8 scale as a device tensor
@@ -247,9 +292,15 @@ def stub(opts):
                        torch.zeros((opts.batch, opts.heads, 192), dtype=torch.bfloat16)[..., 128:]),
                  out=t["out"].view(opts.batch, opts.heads, 512), lse=t["lse"].view(opts.batch, opts.heads))
         scale = torch.ones((), dtype=torch.float32)
+        p = vplan._pointers(v["q"], v["kv_cache"], v["block_table"], v["seq_lens"], v["out"], v["lse"],
+                            v["workspace"], None, None, scale, None)[0]
+        vpacked = plan_module._ARGS.pack(p[0], opts.seq_len, p[1], *p[2:10], opts.seq_len, p[10], *p[11])
+        rows.append(("C call, vLLM", cpu_ns(c_call(vplan, vpacked, 0), opts.calls)))
         rows.append(("run/views, vLLM", cpu_ns(lambda: vplan.run(**v, **hints, kv_scale=scale), opts.calls)))
+        rows.append(("vLLM, checked", cpu_ns(checked_every_call(vplan, lambda: vplan.run(**v, **hints, kv_scale=scale)),
+                                             opts.calls)))
     print(f"stub libmlatune (no GPU): heads {opts.heads}, batch {opts.batch}; Python {sys.version.split()[0]}"
-          + (f", torch {torch.__version__}" if torch is not None else ""))
+          + (f", torch {torch.__version__}; {layout_check(plan)}" if torch is not None else ""))
     base = rows[1][1]
     for name, ns in rows:
         extra = f"  (+{(ns - base) / 1e3:.2f} us over the ctypes call)" if ns > base else ""

@@ -27,7 +27,10 @@ Two ways to read the layouts:
     (_tensor_guards());
   - otherwise, and for torch-shaped objects that are not torch tensors, in
     Python: shape, dtype, get_device() and is_contiguous() (or stride() when
-    not contiguous) of each tensor.
+    not contiguous) of each tensor.  That reads what the checks of the
+    commonest call (torch tensors, contiguous, q whole: torch_pointers) read,
+    so without guards run() remembers only the other forms (vLLM's pair,
+    views, a kv scale tensor), whose checks cost more.
 
 One layout per plan is kept (a new one replaces it): a plan serves one Sq,
 and an engine's batch changes once per step, not per call.
@@ -61,17 +64,21 @@ def _tensor_guards():
     except AttributeError:
         return None
 
-    def make(tensors):
+    def make(tensors):  # torch 2.1 on: no dynamic dimension (None) checks every size and stride
         return guards_class(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
 
-    try:
-        guard = make((torch.zeros((2, 3)),))
-        changed = (torch.zeros((3, 2)), torch.zeros((2, 3, 1)), torch.zeros((2, 3), dtype=torch.int32),
-                   torch.zeros((3, 2)).t(), torch.zeros((2, 4))[:, :3])
-        if guard.check(torch.ones((2, 3))) is True and all(guard.check(t) is False for t in changed):
-            return make
-    except Exception:  # another signature, or no dynamo in this build: the Python reads
-        pass
+    def make_2_0(tensors):  # torch 2.0
+        return guards_class(*tensors, dynamic_shapes=False)
+
+    for maker in (make, make_2_0):
+        try:
+            guard = maker((torch.zeros((2, 3)),))
+            changed = (torch.zeros((3, 2)), torch.zeros((2, 3, 1)), torch.zeros((2, 3), dtype=torch.int32),
+                       torch.zeros((3, 2)).t(), torch.zeros((2, 4))[:, :3])
+            if guard.check(torch.ones((2, 3))) is True and all(guard.check(t) is False for t in changed):
+                return maker
+        except Exception:  # another signature: the next, else the Python reads
+            pass
     return None
 
 
@@ -98,28 +105,33 @@ class LastLayout:
     def __init__(self, form, guard, key, answer):
         self.form, self.guard, self.key, self.answer = form, guard, key, answer
 
-    def matches(self, tensors):
-        """Whether tensors have the layouts this answer was checked on."""
+    def match(self, tensors):
+        """True when tensors have the layouts this answer was checked on;
+        else their read_layouts() when they were read in Python (for
+        remember(), so that a call of new layouts reads them once), or
+        None."""
         if self.guard is not None:
             try:
-                return self.guard.check(*tensors)
+                return self.guard.check(*tensors) or None
             except TypeError:  # not all torch tensors
-                return False
+                return None
         try:
-            return read_layouts(tensors) == self.key
+            key = read_layouts(tensors)
         except AttributeError:  # not torch-shaped
-            return False
+            return None
+        return True if key == self.key else key
 
 
-def remember(tensors, form, answer, make_guard):
+def remember(tensors, form, answer, make_guard, key=None):
     """A LastLayout for tensors that just passed the checks, or None when
-    their layouts cannot be read (not torch-shaped)."""
+    their layouts cannot be read (not torch-shaped).  key: their
+    read_layouts(), when match() read them already."""
     if make_guard is not None:
         try:
             return LastLayout(form, make_guard(tensors), None, answer)
         except Exception:  # not all torch tensors: read them in Python
             pass
     try:
-        return LastLayout(form, None, read_layouts(tensors), answer)
+        return LastLayout(form, None, key if key is not None else read_layouts(tensors), answer)
     except AttributeError:
         return None

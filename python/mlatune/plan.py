@@ -188,6 +188,19 @@ class Plan:
         The views and kv_scale need libmlatune C API >= 0.2; an older
         library raises mlatune.Unsupported for them.
         """
+        if self._make_guard is None and type(q) in _TORCH_TYPES and kv_scale is None and lse_layout is None:
+            # no tensor guards in this torch (layouts read in Python): for
+            # the commonest call (torch tensors, contiguous, q whole)
+            # torch_pointers' one test per tensor reads no more than a
+            # remembered layout would, so it is checked, not remembered
+            try:
+                ptrs = self._rules.torch_pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule)
+            except AttributeError:  # some other argument is not a torch tensor
+                ptrs = None
+            if ptrs is not None:
+                self._launch(ptrs, seq_len_hint, max_seq_len_hint, self._torch_stream(stream))
+                return
+
         # the layouts of the last call that passed the checks (_layouts.py):
         # when these tensors have them, only the pointers are new
         pair = type(q) in _PAIR_TYPES and len(q) == 2
@@ -205,7 +218,10 @@ class Plan:
         if kv_scale is not None:
             tensors += (kv_scale,)
         last = self._last
-        if last is not None and form == last.form and last.matches(tensors):
+        seen = None  # True: the last call's layouts; else what match() read of them
+        if last is not None and form == last.form:
+            seen = last.match(tensors)
+        if seen is True:
             qp, kv, bt, sl, op, lp = (q0.data_ptr(), kv_cache.data_ptr(), block_table.data_ptr(),
                                       seq_lens.data_ptr(), out.data_ptr(), lse.data_ptr())
             pp = q_pe.data_ptr() if q_pe is not None else 0
@@ -242,15 +258,18 @@ class Plan:
             except AttributeError:  # some other argument is not a torch tensor
                 pass
         if ptrs is not None:
-            if stream is None:
-                stream = (self._streams or self._torch_streams()).current(self._device)
-            elif type(stream) is not int:
-                stream = stream_handle(stream)
+            stream = self._torch_stream(stream)
         else:
             ptrs, stream = self._pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream,
                                           kv_scale, lse_layout)
+        views = ptrs[-1]
+        self._remember(tensors, form, (ptrs[0], ptrs[1], ptrs[9], views[1:13], views is NO_VIEWS), seen)
+        self._launch(ptrs, seq_len_hint, max_seq_len_hint, stream)
+
+    def _launch(self, ptrs, seq_len_hint, max_seq_len_hint, stream):
+        """mlt_plan_run with checked pointers and views (CallRules.pointers'
+        tuple)."""
         batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc, views = ptrs
-        self._remember(tensors, form, (batch, max_blocks, wsb, views[1:13], views is NO_VIEWS))
         try:
             if views is NO_VIEWS:
                 args = _HEAD.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
@@ -347,16 +366,23 @@ class Plan:
                 return ptrs, 0
         return ptrs, stream if type(stream) is int else stream_handle(stream)
 
-    def _remember(self, tensors, form, answer):
-        """Keeps the layouts of a call that passed the checks (_layouts.py);
-        torch's tensor guards are looked for on the first torch call."""
+    def _remember(self, tensors, form, answer, seen=None):
+        """Keeps the layouts of a call that passed the checks (_layouts.py;
+        seen: what match() read of them, if anything); torch's tensor guards
+        are looked for on the first torch call."""
         make_guard = self._make_guard
         if make_guard is _UNSET:
             if type(tensors[0]) not in _TORCH_TYPES:
                 make_guard = None  # torch-shaped objects: read in Python
             else:
                 make_guard = self._make_guard = tensor_guards()
-        self._last = remember(tensors, form, answer, make_guard)
+        self._last = remember(tensors, form, answer, make_guard, seen if seen is not True else None)
+
+    def _torch_stream(self, stream):
+        """The stream handle of a call of torch tensors."""
+        if stream is None:
+            return (self._streams or self._torch_streams()).current(self._device)
+        return stream if type(stream) is int else stream_handle(stream)
 
     def _torch_streams(self):
         self._streams = TorchStreams()

@@ -49,6 +49,22 @@ def torch_args(plan, batch=3, max_blocks=4, pages=16, token_major=False):
     }
 
 
+class TorchFactsGuard:
+    """TensorGuards' contract in Python, for torch tensors: check(*tensors)
+    says whether each has the type, dtype, device, shape and strides it
+    had when the guard was made."""
+
+    def __init__(self, tensors):
+        self.facts = [self.facts_of(t) for t in tensors]
+
+    @staticmethod
+    def facts_of(t):
+        return type(t), t.dtype, t.get_device(), tuple(t.shape), t.stride()
+
+    def check(self, *tensors):
+        return len(tensors) == len(self.facts) and all(self.facts_of(t) == f for t, f in zip(tensors, self.facts))
+
+
 class _NoStreams:
     """CPU torch has no CUDA streams: the default stream is faked as 0."""
     @staticmethod
@@ -289,10 +305,20 @@ class TorchFastPathTest(unittest.TestCase):
         """run() remembers the layouts of its last checked call
         (_layouts.py); torch's in-place operations on the same tensor
         objects must be seen: refused with the first call's message, or
-        taken with their new pointers and strides."""
-        a, plan, last = self.args, self.plan, lambda: self.lib._cdll.stub_last_args().contents
+        taken with their new pointers and strides.  Through the Python
+        reads (a kv scale tensor: a form they remember) and through a guard
+        (the stand-in of TensorGuards, which torch 1.x lacks) on the
+        commonest form."""
+        scale = torch.ones((), dtype=torch.float32)
+        self.changed_in_place(dict(self.args, kv_scale=scale), None)
+        self.changed_in_place(torch_args(self.plan), TorchFactsGuard)
+
+    def changed_in_place(self, a, make_guard):
+        plan, last = self.plan, lambda: self.lib._cdll.stub_last_args().contents
+        plan._make_guard = make_guard
+        plan._last = None
         checked = []
-        remember = plan._remember  # called by every call that took the checks
+        remember = type(plan)._remember.__get__(plan)  # called by every call that took the checks
         plan._remember = lambda *args: checked.append(1) or remember(*args)
 
         def refused(message_start):
@@ -338,7 +364,8 @@ class TorchFastPathTest(unittest.TestCase):
         if flat.data_ptr() % 4 == 0:
             plan.run(**a)  # 4-byte aligned: fine for lse
         out = a["out"]
-        out.set_(out.storage(), 4, (3, 2, 16, 512), (2 * 16 * 512, 16 * 512, 512, 1))  # 8 bytes in
+        out.set_(out.untyped_storage() if hasattr(out, "untyped_storage") else out.storage(), 4, (3, 2, 16, 512),
+                 (2 * 16 * 512, 16 * 512, 512, 1))  # 8 bytes in
         if (out.data_ptr() - 8) % 16 == 0:
             refused("out: data pointer")
 
