@@ -114,6 +114,38 @@ struct t8_item {
 #define T8_Q_STAGE_BYTES 0
 #endif
 
+/* How an item's results leave: staged (1) as rows in shared memory, then
+ * stored in 16-byte pieces by a loop, or direct (0) from the accumulators,
+ * a store per register.  The direct form, unrolled, is 36 KB of code, and
+ * 110 KB when each store places its row through the call's strides (views):
+ * that kernel ran the same instructions (+1.5%) in 38% more time, most
+ * likely fetching its code.  Staged, a views plan on the ragged B=32
+ * long-tail batch took 65.8 us instead of 99.6, and plain length-aware
+ * calls 0-4% less; but a fixed-split grid of few keys per work-group (B=1)
+ * took 1.2-2.5 us more, so it keeps the direct form (reports/PERFLOG.md
+ * session 16). */
+#define T8_ROWS_STAGED (GROUPS_PER_CU || VIEWS)
+
+/* The item's result rows in o_x, row-major [16][512] floats: eight-column
+ * groups swapped by row pair ((r >> 1) & 3), so the stores of a warp (rows
+ * 2qd + c, columns g) meet 32 banks; a group stays whole, so a row is read
+ * back in 16-byte pieces. */
+__device__ __forceinline__ int t8_out_at(int r, int col) { return r * 512 + (col ^ (((r >> 1) & 3) << 3)); }
+
+/* Eight results of row `row` from column `col` (a multiple of 8): to out
+ * as one 16-byte store, or to the item's partial slot. */
+__device__ __forceinline__ void t8_store8(const mt_views &p, mt_u16 *out, float *o_part, int b, int dest, int rows,
+                                          int row, int col, float4 a, float4 c) {
+    if (DEST_DIRECT(dest)) {
+        auto two = [](float x, float y) { return (mt_u32)store_out(x) | (mt_u32)store_out(y) << 16; };
+        *(uint4 *)(out_row(p, out, b, row) + col) = make_uint4(two(a.x, a.y), two(a.z, a.w), two(c.x, c.y), two(c.z, c.w));
+    } else {
+        float *d = o_part + PART_ROW(b, dest, rows, row) * DL + col;
+        *(float4 *)d = a;
+        *(float4 *)(d + 4) = c;
+    }
+}
+
 __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
@@ -507,6 +539,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             for (int i = 0; i < 8; i++) o_x[(t * 8 + i) * 128 + wtid] = o[t][i];
     }
     __syncthreads();
+    /* warpgroup 0 merges the two: each head's factors (and its lse) */
     if (wg == 0) {
         float f0[4], f1[4];
 #pragma unroll
@@ -524,28 +557,55 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             const float inv = l > 0.0f ? kv_scale / l : 0.0f;
             f0[h] *= inv, f1[h] *= inv;
         }
+#if T8_ROWS_STAGED
+        /* merged into its registers, then the rows into o_x, row-major */
+#pragma unroll
+        for (int t = 0; t < 8; t++)
+#pragma unroll
+            for (int h = 0; h < 4; h++) {
+                const int i = 4 * (h >> 1) + (h & 1);
+                o[t][i] = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
+                o[t][i + 2] = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
+            }
+        mt_bar_sync(bar_wg, 128); /* warpgroup 0 has read o_x: it takes the rows now */
+#endif
 #pragma unroll
         for (int t = 0; t < 8; t++) {
 #pragma unroll
             for (int h = 0; h < 4; h++) {
-                const int hd = 8 * (h >> 1) + 2 * qd + (h & 1), i = 4 * (h >> 1) + (h & 1);
-                const float v0 = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
-                const float v1 = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
-                if (row0 + hd >= rows) continue;
                 /* fp8: accumulator rows g and g + 8 are adjacent columns (the
                  * V^T rows were permuted); 16-bit: columns g and g + 8 (V^T
                  * read in order) */
+                const int hd = 8 * (h >> 1) + 2 * qd + (h & 1), i = 4 * (h >> 1) + (h & 1);
                 const int col = 64 * t + 16 * wi + (KV_FP8 ? 2 * g : g), step = KV_FP8 ? 1 : 8;
-                (void)step;
+#if T8_ROWS_STAGED
+                o_x[t8_out_at(hd, col)] = o[t][i];
+                o_x[t8_out_at(hd, col + step)] = o[t][i + 2];
+#else
+                const float v0 = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
+                const float v1 = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
+                if (row0 + hd >= rows) continue;
 #if KV_FP8
                 store_o_pair(prm, out, o_part, b, split, rows, row0 + hd, col, v0, v1);
 #else
                 store_o(prm, out, o_part, b, split, rows, row0 + hd, col, v0);
                 store_o(prm, out, o_part, b, split, rows, row0 + hd, col + step, v1);
 #endif
+#endif
             }
         }
     }
+#if T8_ROWS_STAGED
+    __syncthreads();
+    /* the rows to out (or to the item's partial slot) in 16-byte pieces by
+     * every thread: a loop, where the direct form is a store per
+     * accumulator register, unrolled, each placing its row */
+    for (int k = tid; k < q_rows_here * (DL / 8); k += 256) {
+        const int r = k / (DL / 8), c = 8 * (k - r * (DL / 8));
+        const float *src = o_x + t8_out_at(r, c);
+        t8_store8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
+    }
+#endif
     } /* items */
     MT_TRACE_MARK(7);
     /* kinds 0 and 1: the warpgroups' first threads; the reduce prints them */
