@@ -2,12 +2,13 @@
  * stub_libcuda.c - a CUDA driver with one make-believe H100 and nothing
  * behind it, loaded through MLA_TUNE_CUDA_DRIVER so that mlt_runtime_create
  * runs on a host with no GPU (test_runtime_db: how the runtime reads its
- * databases).  Device queries and context calls succeed; everything that
- * would touch a GPU (memory, streams, modules, launches) fails with
- * CUDA_ERROR_NOT_SUPPORTED.  The exported names are the ones backend_cuda.c
- * looks up (the _v2 names cuda.h's macros map to); arguments are ints and
- * pointers, so the prototypes are written out plainly instead of including
- * cuda.h.
+ * databases).  Device queries, context calls, modules and launches succeed
+ * (launches do nothing); what would touch GPU memory (allocations, copies,
+ * streams, events) fails with CUDA_ERROR_NOT_SUPPORTED.  It is also an
+ * NVRTC (MLA_TUNE_NVRTC), so that plans are made without compiling.  The
+ * exported names are the ones backend_cuda.c looks up (the _v2 names
+ * cuda.h's macros map to); arguments are ints and pointers, so the
+ * prototypes are written out plainly instead of including cuda.h.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -64,9 +65,46 @@ UNSUPPORTED(cuEventDestroy_v2)
 UNSUPPORTED(cuEventRecord)
 UNSUPPORTED(cuEventSynchronize)
 UNSUPPORTED(cuEventElapsedTime_v2)
-UNSUPPORTED(cuModuleLoadData)
-UNSUPPORTED(cuModuleUnload)
-UNSUPPORTED(cuModuleGetFunction)
-UNSUPPORTED(cuFuncGetAttribute)
-UNSUPPORTED(cuFuncSetAttribute)
-UNSUPPORTED(cuLaunchKernel)
+
+/* Modules and launches succeed and do nothing (with the NVRTC below, a plan
+ * can be created and run: what the recorded-calls test needs). */
+static int module_token, function_token;
+int cuModuleLoadData(void **module, const void *image) { return *module = &module_token, (void)image, OK; }
+int cuModuleUnload(void *module) { return (void)module, OK; }
+int cuModuleGetFunction(void **fn, void *module, const char *name) {
+    return *fn = &function_token, (void)module, (void)name, OK;
+}
+int cuFuncGetAttribute(int *v, int attr, void *fn) { return *v = 0, (void)attr, (void)fn, OK; }
+int cuFuncSetAttribute(void *fn, int attr, int v) { return (void)fn, (void)attr, (void)v, OK; }
+int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void *stream, void **args, void **extra) {
+    (void)fn, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream, (void)args;
+    return (void)extra, OK;
+}
+int cuLaunchKernelEx(const void *config, void *fn, void **args, void **extra) {
+    return (void)config, (void)fn, (void)args, (void)extra, OK;
+}
+int cuTensorMapEncodeTiled(void *map, int type, unsigned rank, void *base, const void *dims, const void *strides,
+                           const void *box, const void *elem_strides, int interleave, int swizzle, int promotion,
+                           int fill) {
+    (void)map, (void)type, (void)rank, (void)base, (void)dims, (void)strides, (void)box, (void)elem_strides;
+    return (void)interleave, (void)swizzle, (void)promotion, (void)fill, OK;
+}
+
+/* An NVRTC that compiles nothing in no time (MLA_TUNE_NVRTC names this
+ * file): every program "compiles" to 16 bytes, version 99.0. */
+int nvrtcVersion(int *major, int *minor) { return *major = 99, *minor = 0, OK; }
+int nvrtcCreateProgram(void **prog, const char *src, const char *name, int n, const char *const *h,
+                       const char *const *names) {
+    return *prog = &module_token, (void)src, (void)name, (void)n, (void)h, (void)names, OK;
+}
+int nvrtcDestroyProgram(void **prog) { return *prog = NULL, OK; }
+int nvrtcCompileProgram(void *prog, int n, const char *const *options) { return (void)prog, (void)n, (void)options, OK; }
+int nvrtcGetProgramLogSize(void *prog, size_t *n) { return *n = 1, (void)prog, OK; }
+int nvrtcGetProgramLog(void *prog, char *log) { return log[0] = '\0', (void)prog, OK; }
+int nvrtcGetCUBINSize(void *prog, size_t *n) { return *n = 16, (void)prog, OK; }
+int nvrtcGetCUBIN(void *prog, char *cubin) {
+    for (int i = 0; i < 16; i++) cubin[i] = (char)i;
+    return (void)prog, OK;
+}
+const char *nvrtcGetErrorString(int r) { return r ? "stub NVRTC error" : "NVRTC_SUCCESS"; }

@@ -10,9 +10,13 @@
  *   - choices per device: one key measured on a 132-CU and a 78-CU device of
  *     one arch gives two choices, each its device's winner, and dispatch
  *     uses this device's or the nearest one's, saying so;
- *   - recorded calls: counts add up per shape, and a hostile row is refused.
+ *   - recorded calls: counts add up per shape, and a hostile row is refused;
+ *     the runtime's in-memory counter (runtime/api/recorder.c) buckets calls
+ *     to powers of two, loses no count under 4 threads, and its flush
+ *     creates the user DB (and folder) and adds to what is there.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +26,7 @@
 #include "kernels/build.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/dispatch.h"
+#include "runtime/api/recorder.h"
 #include "runtime/api/validators.h"
 #include "test_folder.h"
 
@@ -313,6 +318,77 @@ static void test_recorded(void) {
     mt_db_close(db);
 }
 
+typedef struct counter_arg { mt_recorder *r; int thread; } counter_arg;
+
+enum { COUNTS_PER_THREAD = 100000 };
+
+/* each thread counts the same two buckets, and one of its own */
+static void *count_calls(void *p) {
+    counter_arg *a = p;
+    for (int i = 0; i < COUNTS_PER_THREAD; i++) {
+        mt_recorder_count(a->r, 48, 1000, 0, 0);          /* batch 64, mean 1024, uniform; nearest */
+        mt_recorder_count(a->r, 8, 2500, 10000, 1);       /* batch 8, mean 2048, longest 8192; heuristic */
+        mt_recorder_count(a->r, 1 << a->thread, 100, 100, 0);
+    }
+    return NULL;
+}
+
+static void test_recorder(void) {
+    mt_recorder *r = calloc(1, sizeof *r);
+    pthread_t th[4];
+    counter_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (counter_arg){.r = r, .thread = i};
+        pthread_create(&th[i], NULL, count_calls, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    mt_problem_key shape = key_of(0, 0);
+    mt_recorded_call *c = NULL;
+    int n = 0;
+    CHECK_OK(mt_recorder_collect(r, "sm_90", 114, &shape, &c, &n));
+    CHECK_MSG(n == 6, "%d buckets", n);
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(strcmp(c[i].arch, "sm_90") == 0 && c[i].compute_units == 114 && c[i].key.n_heads == 16);
+        int64_t want = 0;
+        const char *how = "nearest";
+        if (c[i].key.batch == 64 && c[i].key.seq_len == 1024 && c[i].key.max_len == 1024) want = 4 * COUNTS_PER_THREAD;
+        if (c[i].key.batch == 8 && c[i].key.seq_len == 2048 && c[i].key.max_len == 8192)
+            want = 4 * COUNTS_PER_THREAD, how = "heuristic";
+        if (c[i].key.seq_len == 128 && c[i].key.max_len == 128) want = COUNTS_PER_THREAD;
+        found += want > 0;
+        CHECK_MSG(c[i].calls == want && strcmp(c[i].how, how) == 0, "batch %d mean %d: %lld calls by %s",
+                  c[i].key.batch, c[i].key.seq_len, (long long)c[i].calls, c[i].how);
+    }
+    CHECK_MSG(found == 6, "%d of 6 buckets as expected", found);
+    CHECK(atomic_load(&r->dropped) == 0);
+    free(c);
+    /* extremes stay in range: the batch a plan allows at most, 2^30 keys */
+    mt_recorder *edge = calloc(1, sizeof *edge);
+    mt_recorder_count(edge, 65535, 1 << 30, 0, 0);
+    mt_recorder_count(edge, 1, 0, 0, 1);
+    CHECK_OK(mt_recorder_collect(edge, "sm_90", 132, &shape, &c, &n));
+    CHECK(n == 2);
+    for (int i = 0; i < n; i++) CHECK(c[i].key.batch >= 1 && c[i].key.batch <= 65535 && c[i].key.max_len >= c[i].key.seq_len);
+    free(c);
+    free(edge);
+    /* the flush: the user DB and its folder are made; counts add up */
+    char path[512];
+    path_of(path, sizeof path, "new-folder/deeper/user.db");
+    CHECK_OK(mt_recorder_flush(r, path, "sm_90", 114, &shape));
+    CHECK_OK(mt_recorder_flush(r, path, "sm_90", 114, &shape));
+    CHECK(db_query_int(path, "SELECT calls FROM recorded_calls WHERE batch = 64 AND seq_len = 1024") ==
+          8 * COUNTS_PER_THREAD);
+    CHECK(db_query_int(path, "SELECT count(*) FROM recorded_calls") == 6);
+    /* nothing counted: no file made */
+    mt_recorder *none = calloc(1, sizeof *none);
+    path_of(path, sizeof path, "never.db");
+    CHECK_OK(mt_recorder_flush(none, path, "sm_90", 114, &shape));
+    CHECK(access(path, F_OK) != 0);
+    free(none);
+    free(r);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/mla-tune-test-validators-XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -321,6 +397,7 @@ int main(void) {
     test_validators();
     test_per_device();
     test_recorded();
+    test_recorder();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -9,7 +9,9 @@
  *  13. MLA_TUNE_DB naming a file that does not exist is an error;
  *  "Also build", validators: a choice measured from other kernel text or
  *      with another compiler is ignored and said once; one from before
- *      validators (the shipped DBs) is trusted, noted at the info level.
+ *      validators (the shipped DBs) is trusted, noted at the info level;
+ *      recorded calls are counted per plan and reach the user DB at
+ *      mlt_plan_destroy, opt-in (environment or mlt_runtime_record_calls).
  * Skipped (77) when the runtime cannot start even from a good file (no
  * NVRTC for the JIT's compiler version).
  */
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "db_query.h"
 #include "db/db.h"
 #include "kernels/build.h"
 #include "kernels/mla_decode/mla_decode.h"
@@ -144,6 +147,90 @@ static int exists(const char *path, const char *suffix) {
     return access(p, F_OK) == 0;
 }
 
+/* Runs `batch` x mean `len` (MLT_LENGTHS_UNKNOWN: unknown) `times` on a
+ * plan; the stub launches nothing, so the pointers are placeholders. */
+static void run_calls(mlt_plan *plan, int batch, int len, int times) {
+    static char memory[1 << 16] __attribute__((aligned(16)));
+    mlt_decode_args a = {.batch = batch, .seq_len_hint = len, .max_blocks_per_seq = 1, .q = memory,
+                         .kv_cache = memory, .block_table = (const int32_t *)memory,
+                         .seq_lens = (const int32_t *)memory, .out = memory, .lse = (float *)memory,
+                         .workspace = memory, .workspace_size = mlt_plan_workspace_size(plan)};
+    for (int i = 0; i < times; i++) CHECK_MSG(mlt_plan_run(plan, &a, NULL) == MLT_OK, "%s", mlt_last_error());
+}
+
+static mlt_plan *plan_for(mlt_runtime *rt, int heads) {
+    mlt_decode_problem p = {.n_heads = heads, .sq = 1, .d = 576, .dl = 512, .page_size = 64, .q_dtype = MLT_BF16,
+                            .kv_dtype = MLT_BF16, .softmax_scale = 0.04f, .kv_scale = 1, .max_batch = 64};
+    mlt_plan *plan = NULL;
+    CHECK_MSG(mlt_plan_create(rt, &p, &plan) == MLT_OK, "%s", mlt_last_error());
+    return plan;
+}
+
+/* Recorded calls (issue 25, "Also build"), in a child with the stub as
+ * NVRTC too (plans without compiling): with MLA_TUNE_RECORD_CALLS=1 each
+ * call dispatched by the nearest key or the heuristic is counted and the
+ * counts reach the user DB at mlt_plan_destroy; exact-key and unknown-length
+ * calls are not counted; without it nothing is written;
+ * mlt_runtime_record_calls turns it on too. */
+static int recorded_calls_child(const char *stub) {
+    setenv("MLA_TUNE_NVRTC", stub, 1);
+    /* a system DB measured with this (stub) compiler: valid here */
+    char shipped[400];
+    snprintf(shipped, sizeof shipped, "%s/stub-compiler.db", dir);
+    snprintf(compiler, sizeof compiler, "nvrtc-99.0");
+    make_db(shipped);
+    /* the default user DB, as on a machine that never had one: neither it
+     * nor its folder exists; recording makes both */
+    char xdg[400], user[500];
+    snprintf(xdg, sizeof xdg, "%s/xdg-data", dir);
+    snprintf(user, sizeof user, "%s/mla-tune/tuning.db", xdg);
+    setenv("XDG_DATA_HOME", xdg, 1);
+    unsetenv("MLA_TUNE_DB");
+    mlt_runtime_options o;
+    mlt_runtime_options_default(&o);
+    o.system_db = shipped;
+    o.cache_dir = "";
+    o.log_level = MLT_LOG_QUIET;
+    /* off by default: nothing is written */
+    mlt_runtime *rt = NULL;
+    CHECK(mlt_runtime_create(&o, &rt) == MLT_OK);
+    mlt_plan *plan = rt ? plan_for(rt, 16) : NULL;
+    if (plan) run_calls(plan, 32, 1000, 3);
+    mlt_plan_destroy(plan);
+    mlt_runtime_destroy(rt);
+    CHECK(access(user, F_OK) != 0);
+    /* on through the environment */
+    setenv("MLA_TUNE_RECORD_CALLS", "1", 1);
+    rt = NULL;
+    CHECK_MSG(mlt_runtime_create(&o, &rt) == MLT_OK, "%s", mlt_last_error());
+    mlt_plan *tuned = rt ? plan_for(rt, 16) : NULL, *untuned = rt ? plan_for(rt, 128) : NULL;
+    if (tuned && untuned) {
+        run_calls(tuned, 8, 1024, 5);                   /* the shipped DB's exact key: not counted */
+        run_calls(tuned, 32, 1000, 7);                  /* nearest: counted as batch 32, mean 1024 */
+        run_calls(tuned, 32, MLT_LENGTHS_UNKNOWN, 2);   /* unknown lengths: not counted */
+        run_calls(untuned, 4, 300, 2);                  /* no entry for 128 heads: the heuristic */
+    }
+    mlt_plan_destroy(tuned);
+    mlt_plan_destroy(untuned);
+    mlt_runtime_destroy(rt);
+    CHECK(db_query_int(user, "SELECT count(*) FROM recorded_calls") == 2);
+    CHECK(db_query_int(user, "SELECT calls FROM recorded_calls WHERE n_heads = 16 AND batch = 32 AND seq_len = 1024 "
+                             "AND max_len = 1024 AND how = 'nearest' AND compute_units = 132") == 7);
+    CHECK(db_query_int(user, "SELECT calls FROM recorded_calls WHERE n_heads = 128 AND batch = 4 AND seq_len = 256 "
+                             "AND how = 'heuristic'") == 2);
+    /* on through the API, off in the environment; counts add up */
+    unsetenv("MLA_TUNE_RECORD_CALLS");
+    CHECK(mlt_runtime_create(&o, &rt) == MLT_OK);
+    CHECK(mlt_runtime_record_calls(rt, 1) == MLT_OK);
+    plan = rt ? plan_for(rt, 16) : NULL;
+    if (plan) run_calls(plan, 32, 1000, 4);
+    mlt_plan_destroy(plan);
+    mlt_runtime_destroy(rt);
+    CHECK(db_query_int(user, "SELECT calls FROM recorded_calls WHERE n_heads = 16 AND batch = 32") == 11);
+    CHECK(mlt_runtime_record_calls(NULL, 1) == MLT_ERR_INVALID_ARGUMENT);
+    return check_summary("test_runtime_db (recorded calls)");
+}
+
 int main(void) {
     const char *stub = getenv("MLA_TUNE_STUB_CUDA");
     if (!stub) {
@@ -179,6 +266,13 @@ int main(void) {
     }
 
     test_validators(user, shipped);
+    fflush(stdout);
+    pid_t recorder = fork();
+    if (recorder == 0) _exit(recorded_calls_child(stub));
+    int recorded_status = 0;
+    waitpid(recorder, &recorded_status, 0);
+    CHECK_MSG(WIFEXITED(recorded_status) && WEXITSTATUS(recorded_status) == 0, "recorded calls: exit %d",
+              WEXITSTATUS(recorded_status));
 
     /* reading left nothing beside the file */
     CHECK(!exists(shipped, "-wal") && !exists(shipped, "-shm"));

@@ -56,6 +56,7 @@
 #include "commands.h"
 #include "kernels/build.h"
 #include "protocol.h"
+#include "recorded.h"
 #include "runtime/gpu/jit.h"
 
 /* --- candidates ------------------------------------------------------------------ */
@@ -540,6 +541,8 @@ static void usage(FILE *to) {
             "verifying each against a reference first, and records each result in FILE at once.\n"
             "Stopped sweeps resume where they stopped when started again.\n\n"
             "  --config PLAN.yaml     sweep plan (configs/plans/)\n"
+            "  --recorded             the keys are the calls the runtime recorded in --db (MLA_TUNE_RECORD_CALLS);\n"
+            "                         search and timing from --config (default: the quick plan's)\n"
             "  --db FILE              tuning database to write (created if missing)\n"
             "  --devices all|0,1,...  GPUs to use, one worker process each (default 0)\n"
             "  --shard I/N            take only keys k with k %% N == I (0 <= I < N)\n"
@@ -594,6 +597,24 @@ static int plan_keys(sweep *sw, int shard, int shards) {
     mt_sweep_handout_order(seconds, sw->n_keys, sw->order);
     free(seconds);
     return sw->n_keys;
+}
+
+/* --recorded: the plan's keys become the calls recorded in the DB for
+ * `arch` (tuner/recorded.h); 0 when there are some, else the exit code. */
+static int use_recorded_keys(sweep *sw, const char *arch) {
+    int n = 0;
+    if (mt_plan_from_recorded(sw->db_path, arch, &sw->plan, &n) != MT_OK) {
+        mt_cli_error("sweep --recorded: %s", mt_last_error());
+        return 1;
+    }
+    if (sw->plan.n_keys == 0) {
+        mt_cli_error("sweep --recorded: %s has no recorded calls for %s (record them with MLA_TUNE_RECORD_CALLS=1 "
+                     "or mlt_runtime_record_calls)", sw->db_path, arch);
+        return 2;
+    }
+    fprintf(stderr, "sweep --recorded: %d keys from %d recorded call shapes in %s\n", sw->plan.n_keys, n,
+            sw->db_path);
+    return 0;
 }
 
 static void free_keys(sweep *sw) {
@@ -702,7 +723,7 @@ static void print_summary(sweep *sw, mt_db *db) {
 int cmd_sweep(int argc, char **argv) {
     sweep sw = {.job_timeout_s = 300};
     const char *config = NULL, *devices = "0", *shard_text = NULL, *dry_arch = "sm_90";
-    int dry_run = 0;
+    int dry_run = 0, recorded = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
@@ -713,6 +734,9 @@ int cmd_sweep(int argc, char **argv) {
             continue;
         } else if (strcmp(a, "--dry-run") == 0) {
             dry_run = 1;
+            continue;
+        } else if (strcmp(a, "--recorded") == 0) {
+            recorded = 1;
             continue;
         }
         if (!val) {
@@ -743,6 +767,11 @@ int cmd_sweep(int argc, char **argv) {
             return 2;
         }
     }
+    if (recorded && !sw.db_path) {
+        mt_cli_error("sweep: --recorded reads the recorded calls from --db FILE: give it");
+        return 2;
+    }
+    if (recorded && !config) config = "quick";  /* its search and timing; the keys are replaced */
     if (!config || (!sw.db_path && !dry_run)) {
         mt_cli_error("sweep: --config and --db are required");
         usage(stderr);
@@ -769,6 +798,11 @@ int cmd_sweep(int argc, char **argv) {
             mt_cli_error("sweep: %s", mt_last_error());
             mt_plan_free(&sw.plan);  /* (leaked on this path: LeakSanitizer, issue 25) */
             return 1;
+        }
+        int rc = recorded ? use_recorded_keys(&sw, dry_arch) : 0;
+        if (rc != 0) {
+            mt_plan_free(&sw.plan);
+            return rc;
         }
         plan_keys(&sw, shard, shards);
         print_plan(&sw);
@@ -842,6 +876,7 @@ int cmd_sweep(int argc, char **argv) {
         early_rc = 1;
         goto early_exit;
     }
+    if (recorded && (early_rc = use_recorded_keys(&sw, sw.target.arch)) != 0) goto early_exit;
     int planned = plan_keys(&sw, shard, shards);
     if (planned < 0) {
         mt_cli_error("sweep: %s", mt_last_error());

@@ -25,6 +25,7 @@
 #include "api_internal.h"
 #include "runtime/gpu/backend.h"
 #include "dispatch.h"
+#include "recorder.h"
 #include "validators.h"
 #include "runtime/gpu/jit.h"
 
@@ -38,6 +39,8 @@ struct mlt_runtime {
     mt_choice *choices;
     mt_choice_source *sources;
     int n_choices;
+    int record_calls;        /* plans created now count their calls without an exact key */
+    char user_db[1024];      /* where recorded calls go */
 };
 
 struct mlt_plan {
@@ -49,6 +52,7 @@ struct mlt_plan {
     mt_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
     size_t workspace;
     size_t schedule;         /* bytes of the largest length-aware variant's schedule at max_batch */
+    mt_recorder *recorder;   /* NULL unless the runtime records calls */
 };
 
 /* The public code of an internal status (error.h's list says which). */
@@ -126,6 +130,9 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
         mt_target_from_device(&rt->info, &rt->target);
         char user[1024], sys[1024];
         mt_db_default_paths(user, sizeof user, sys, sizeof sys);
+        snprintf(rt->user_db, sizeof rt->user_db, "%s", o.user_db ? o.user_db : user);
+        const char *record = getenv("MLA_TUNE_RECORD_CALLS");
+        rt->record_calls = record && record[0] && strcmp(record, "0") != 0;
         int env_user = 0, env_sys = 0;  /* MLA_TUNE_DB set to a missing file is an error, not the heuristic */
         mt_db_env_required(&env_user, &env_sys);
         /* validators: what was measured for other code is dropped before
@@ -177,6 +184,12 @@ mlt_status mlt_runtime_bind_thread(mlt_runtime *rt) {
 }
 
 const char *mlt_runtime_arch(const mlt_runtime *rt) { return rt ? rt->info.arch : ""; }
+
+mlt_status mlt_runtime_record_calls(mlt_runtime *rt, int on) {
+    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_runtime_record_calls: runtime is NULL"));
+    rt->record_calls = on != 0;
+    return MLT_OK;
+}
 
 static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k) {
     memset(k, 0, sizeof *k);
@@ -248,6 +261,12 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, m
     if (st == MT_OK)
         st = mt_dispatch_build(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target,
                                rt->info.compute_units, &plan->table);
+    if (st == MT_OK && rt->record_calls && !(plan->recorder = calloc(1, sizeof *plan->recorder)))
+        st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == MT_OK && plan->table.key_compute_units > 0 && plan->table.key_compute_units != rt->info.compute_units)
+        log_at(rt, MLT_LOG_INFO, "%s N=%d Sq=%d: no keys measured on a %d-CU device; using those of the nearest "
+               "measured one (%d CUs)", rt->info.arch, problem->n_heads, problem->sq, rt->info.compute_units,
+               plan->table.key_compute_units);
     if (st == MT_OK && plan->table.heuristic)
         log_at(rt, MLT_LOG_WARN,
                "no tuning entry for %s N=%d Sq=%d D=%d/%d page %d %s/%s: using the built-in heuristic for this plan",
@@ -284,6 +303,11 @@ const mt_device_info *mt_runtime_device(const mlt_runtime *rt) { return rt ? &rt
 
 void mlt_plan_destroy(mlt_plan *plan) {
     if (!plan) return;
+    if (plan->recorder &&
+        mt_recorder_flush(plan->recorder, plan->rt->user_db, plan->rt->info.arch, plan->rt->info.compute_units,
+                          &plan->shape) != MT_OK)
+        log_at(plan->rt, MLT_LOG_WARN, "recorded calls not saved: %s", mt_last_error());
+    free(plan->recorder);
     mt_dispatch_free(&plan->table);
     free(plan);
 }
@@ -294,7 +318,8 @@ size_t mlt_plan_schedule_size(const mlt_plan *plan) { return plan ? plan->schedu
 
 /* The checks every call makes, the variant it dispatches to, and its
  * arguments for the kernels. */
-static mt_status prepare_call(const mlt_plan *plan, const mlt_decode_args *a, int *variant, mt_mla_decode_args *k) {
+static mt_status prepare_call(const mlt_plan *plan, const mlt_decode_args *a, mt_dispatch_result *r,
+                              mt_mla_decode_args *k) {
     if (!plan || !a) return mt_fail(MT_ERR_INVALID_ARGUMENT, "null plan or arguments");
     if (a->batch < 1 || a->batch > plan->max_batch)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "batch %d outside 1..%d (the plan's max_batch)", a->batch,
@@ -307,9 +332,7 @@ static mt_status prepare_call(const mlt_plan *plan, const mlt_decode_args *a, in
     if (a->max_seq_len_hint > 0 && a->seq_len_hint > a->max_seq_len_hint)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d (the mean) is above max_seq_len_hint %d (the longest)",
                        a->seq_len_hint, a->max_seq_len_hint);
-    mt_dispatch_result r;
-    mt_dispatch_lookup(&plan->table, a->batch, a->seq_len_hint, a->max_seq_len_hint, &r);
-    *variant = r.variant;
+    mt_dispatch_lookup(&plan->table, a->batch, a->seq_len_hint, a->max_seq_len_hint, r);
     *k = (mt_mla_decode_args){.batch = a->batch, .n_heads = plan->shape.n_heads, .sq = plan->shape.sq,
                               .max_blocks = a->max_blocks_per_seq, .page_size = plan->shape.s.page_size,
                               .warp_size = plan->rt->info.warp_size,
@@ -330,10 +353,15 @@ static mt_status prepare_call(const mlt_plan *plan, const mlt_decode_args *a, in
 }
 
 mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) {
-    int i;
+    mt_dispatch_result r;
     mt_mla_decode_args k;
-    mt_status st = prepare_call(plan, a, &i, &k);
+    mt_status st = prepare_call(plan, a, &r, &k);
     if (st != MT_OK) return to_public(st);
+    /* opt-in: a call no key was measured for is counted (atomics in a
+     * table made with the plan; written at mlt_plan_destroy) */
+    if (plan->recorder && !r.exact && !r.unknown_lengths)
+        mt_recorder_count(plan->recorder, a->batch, a->seq_len_hint, a->max_seq_len_hint, r.entry == NULL);
+    int i = r.variant;
     const mt_variant *v = &plan->table.variants[i];
     if (!v->family->length_aware(v)) k.schedule = 0; /* fixed splits: no schedule to read */
     return to_public(v->family->launch(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
@@ -341,10 +369,11 @@ mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) 
 }
 
 mlt_status mlt_plan_schedule(mlt_plan *plan, const mlt_decode_args *a, void *schedule, void *stream) {
-    int i;
+    mt_dispatch_result r;
     mt_mla_decode_args k;
-    mt_status st = prepare_call(plan, a, &i, &k);
+    mt_status st = prepare_call(plan, a, &r, &k);
     if (st != MT_OK) return to_public(st);
+    int i = r.variant;
     const mt_variant *v = &plan->table.variants[i];
     if (!v->family->length_aware(v) || !v->family->schedule) return MLT_OK; /* fixed splits: nothing to build */
     return to_public(v->family->schedule(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,

@@ -103,6 +103,21 @@ mlt_status mlt_runtime_bind_thread(mlt_runtime *rt);
 /* "sm_90", "gfx942", ... */
 const char *mlt_runtime_arch(const mlt_runtime *rt);
 
+/* Recorded calls (opt-in; off by default).  With recording on, each plan
+ * created afterwards counts the calls of mlt_plan_run that no measured key
+ * matched exactly (dispatched by the nearest key or the built-in heuristic;
+ * calls with MLT_LENGTHS_UNKNOWN are not counted): batch, mean and longest
+ * each rounded to the nearest power of two, and how often.  Counting is a
+ * relaxed atomic add in a table made with the plan: no lock, allocation or
+ * DB access per call.  The counts are added to the user DB (see above;
+ * created with its folder when missing) in mlt_plan_destroy, in one
+ * transaction; a process that never destroys its plans records nothing,
+ * and one that cannot write the user DB says so (log level warn).
+ * `mla-tune sweep --recorded` then tunes exactly those shapes.
+ * MLA_TUNE_RECORD_CALLS=1 turns it on at mlt_runtime_create; this call
+ * turns it on (1) or off (0) for plans created after it. */
+mlt_status mlt_runtime_record_calls(mlt_runtime *rt, int on);
+
 /* Device memory helpers, for programs that have no GPU runtime of their
  * own (engines normally pass their framework's allocations instead).  Copies
  * are synchronous. */
