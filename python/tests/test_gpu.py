@@ -567,6 +567,53 @@ class CPathTest(unittest.TestCase):
 
 
 @unittest.skipIf(SKIP, SKIP or "")
+class RememberedLayoutTest(unittest.TestCase):
+    """run()'s remembered layouts (_layouts.py) on CUDA tensors: where
+    torch has TensorGuards, they are what compares the layouts; a call of
+    the same layouts (new out and lse: new pointers) gives the checked
+    call's bits; tensors changed in place after a good call are refused or
+    run with their new storage."""
+
+    def test_same_layouts_new_pointers_and_changes_in_place(self):
+        p = Problem(16, 1, 64, torch.bfloat16, torch.bfloat16, [700, 33, 4000], seed=10)
+        plan = p.plan(runtime())
+        ws = torch.empty((max(plan.workspace_size, 16),), dtype=torch.uint8, device=p.q.device)
+        checked = []
+        remember = type(plan)._remember.__get__(plan)
+        plan._remember = lambda *args: checked.append(1) or remember(*args)
+        hints = p.hints()
+        plan.run(p.q, p.kv, p.block_table, p.seq_lens, p.out, p.lse, ws, **hints)
+        if plan._make_guard is None:  # no guards: the contiguous call is checked every call, never remembered
+            has = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "TensorGuards", None)
+            self.assertIsNone(has, f"torch {torch.__version__} has TensorGuards but run() does not use them")
+            self.skipTest(f"torch {torch.__version__} has no TensorGuards: layouts read in Python")
+        self.assertIsNotNone(plan._last.guard)
+        out2, lse2 = torch.full_like(p.out, float("nan")), torch.full_like(p.lse, float("nan"))
+        plan.run(p.q, p.kv, p.block_table, p.seq_lens, out2, lse2, ws, **hints)
+        self.assertEqual(len(checked), 1, "a call of the same layouts was checked again")
+        torch.cuda.synchronize()
+        assert_close(self, p, p.out, p.lse, "checked call")
+        self.assertTrue(same_bits(p.out, out2) and same_bits(p.lse, lse2), "the remembered call differs")
+        # `.data =` another dtype: pointer, shape, strides and _version unchanged
+        p.seq_lens.data = p.seq_lens.view(torch.float32)
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run(p.q, p.kv, p.block_table, p.seq_lens, out2, lse2, ws, **hints)
+        self.assertEqual(cm.exception.message, "seq_lens: expected dtype int32, got float32")
+        p.seq_lens.data = p.seq_lens.view(torch.int32)
+        # resize_ (leaves _version as it was)
+        p.q.resize_(p.batch, 1, 16, 512)
+        with self.assertRaises(mlatune.Error) as cm:
+            plan.run(p.q, p.kv, p.block_table, p.seq_lens, out2, lse2, ws, **hints)
+        self.assertTrue(cm.exception.message.startswith("q: expected shape"), cm.exception.message)
+        p.q.resize_(p.batch, 1, 16, 576)
+        # set_ to new storage: the call writes there
+        out2.set_(torch.full_like(p.out, float("nan")))
+        plan.run(p.q, p.kv, p.block_table, p.seq_lens, out2, lse2, ws, **hints)
+        torch.cuda.synchronize()
+        self.assertTrue(same_bits(p.out, out2), "set_ storage: the call did not write the new storage")
+
+
+@unittest.skipIf(SKIP, SKIP or "")
 class VllmExampleTest(unittest.TestCase):
     """examples/vllm_backend.py: both q forms (the pair contiguous and as
     views), bf16 and fp8 caches, the fp8 scale from layer._k_scale."""
