@@ -10,6 +10,8 @@
   FakeTorchTensor   an object shaped like a torch tensor (data_ptr(), shape,
                     dtype, stride(), ...) whose every fact can be changed in
                     place, as resize_ / set_ / `.data =` change a tensor's
+  FactsGuard        torch's TensorGuards' contract in Python (a stand-in:
+                    torch 1.x has none, and fakes are not tensors)
   stub_call_args()  a complete, valid set of fake tensors for a plan
 """
 
@@ -170,6 +172,26 @@ class FakeTorchTensor:
                 return False
             step *= s
         return True
+
+
+class FactsGuard:
+    """TensorGuards' contract in Python: made over a tuple of tensors (torch
+    tensors or FakeTorchTensors; TypeError for anything else, as
+    TensorGuards raises for a non-tensor), check(*tensors) says whether
+    each has the type, dtype, device, shape and strides it had."""
+
+    def __init__(self, tensors):
+        self.facts = [self.facts_of(t) for t in tensors]
+
+    @staticmethod
+    def facts_of(t):
+        try:
+            return type(t), t.dtype, t.get_device(), tuple(t.shape), tuple(t.stride())
+        except AttributeError:
+            raise TypeError(f"expected Tensor(), got {type(t).__name__}") from None
+
+    def check(self, *tensors):
+        return len(tensors) == len(self.facts) and all(self.facts_of(t) == f for t, f in zip(tensors, self.facts))
 
 
 TYPESTR = {"bfloat16": "<V2", "float16": "<f2", "float8_e4m3fn": "|u1", "float32": "<f4", "int32": "<i4",

@@ -9,7 +9,7 @@ objects whose facts can be changed in place, as resize_, as_strided_,
 set_ and `.data =` change a torch tensor's).  Each case runs twice: with
 the layouts read in Python (what a torch without tensor guards gets) and
 through a guard object (the path torch's TensorGuards takes), here a
-Python stand-in with the same contract.  test_torch_cpu does it on real
+Python stand-in with the same contract (support.FactsGuard).  test_torch_cpu does it on real
 torch tensors with torch's own in-place operations.
 """
 
@@ -21,24 +21,6 @@ from support import FakeTorchTensor
 import mlatune
 from mlatune import Status, _layouts
 from mlatune._checks import ZERO3
-
-
-class PythonGuards:
-    """TensorGuards' contract in Python: made over a tuple of tensors,
-    check(*tensors) says whether each has the type, dtype, device, shape
-    and strides it had; TypeError for something that is not a tensor."""
-
-    def __init__(self, tensors):
-        if not all(isinstance(t, FakeTorchTensor) for t in tensors):
-            raise TypeError("expected Tensor()")
-        self.facts = [self.facts_of(t) for t in tensors]
-
-    @staticmethod
-    def facts_of(t):
-        return type(t), t.shape, t.dtype, t.get_device(), t.stride()
-
-    def check(self, *tensors):
-        return len(tensors) == len(self.facts) and all(self.facts_of(t) == f for t, f in zip(tensors, self.facts))
 
 
 class RememberedLayoutTest(unittest.TestCase):
@@ -261,7 +243,7 @@ class RememberedLayoutTest(unittest.TestCase):
 class RememberedLayoutThroughGuardsTest(RememberedLayoutTest):
     """The same, through a guard object (torch's TensorGuards' contract)."""
 
-    make_guard = PythonGuards
+    make_guard = support.FactsGuard
 
     def test_objects_a_guard_refuses_are_read_in_python(self):
         def no_guard(tensors):

@@ -49,22 +49,6 @@ def torch_args(plan, batch=3, max_blocks=4, pages=16, token_major=False):
     }
 
 
-class TorchFactsGuard:
-    """TensorGuards' contract in Python, for torch tensors: check(*tensors)
-    says whether each has the type, dtype, device, shape and strides it
-    had when the guard was made."""
-
-    def __init__(self, tensors):
-        self.facts = [self.facts_of(t) for t in tensors]
-
-    @staticmethod
-    def facts_of(t):
-        return type(t), t.dtype, t.get_device(), tuple(t.shape), t.stride()
-
-    def check(self, *tensors):
-        return len(tensors) == len(self.facts) and all(self.facts_of(t) == f for t, f in zip(tensors, self.facts))
-
-
 class _NoStreams:
     """CPU torch has no CUDA streams: the default stream is faked as 0."""
     @staticmethod
@@ -311,7 +295,7 @@ class TorchFastPathTest(unittest.TestCase):
         commonest form."""
         scale = torch.ones((), dtype=torch.float32)
         self.changed_in_place(dict(self.args, kv_scale=scale), None)
-        self.changed_in_place(torch_args(self.plan), TorchFactsGuard)
+        self.changed_in_place(torch_args(self.plan), support.FactsGuard)
 
     def changed_in_place(self, a, make_guard):
         plan, last = self.plan, lambda: self.lib._cdll.stub_last_args().contents
