@@ -220,7 +220,14 @@ class Plan:
         last = self._last
         seen = None  # True: the last call's layouts; else what match() read of them
         if last is not None and form == last.form:
-            seen = last.match(tensors)
+            guard = last.guard
+            if guard is not None:  # last.match() inlined: a method call less per call
+                try:
+                    seen = guard.check(*tensors) or None
+                except TypeError:  # not all torch tensors
+                    pass
+            else:
+                seen = last.match(tensors)
         if seen is True:
             qp, kv, bt, sl, op, lp = (q0.data_ptr(), kv_cache.data_ptr(), block_table.data_ptr(),
                                       seq_lens.data_ptr(), out.data_ptr(), lse.data_ptr())
