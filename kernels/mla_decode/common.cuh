@@ -258,6 +258,21 @@ __device__ __forceinline__ void store_o(const mt_views &p, mt_u16 *out, float *o
     if (DEST_DIRECT(dest)) out_row(p, out, b, row)[col] = store_out(v);
     else o_part[PART_ROW(b, dest, rows, row) * DL + col] = v;
 }
+/* Eight results of a row from column `col` (a multiple of 8): one 16-byte
+ * store to out, or two to the partial slot.  For epilogues that stage their
+ * rows in shared memory and store them by a loop (wgmma paths: see
+ * T8_ROWS_STAGED in wgmma_t16.cu for why). */
+__device__ __forceinline__ void store_o8(const mt_views &p, mt_u16 *out, float *o_part, int b, int dest, int rows,
+                                         int row, int col, float4 a, float4 c) {
+    if (DEST_DIRECT(dest)) {
+        auto two = [](float x, float y) { return (mt_u32)store_out(x) | (mt_u32)store_out(y) << 16; };
+        *(uint4 *)(out_row(p, out, b, row) + col) = make_uint4(two(a.x, a.y), two(a.z, a.w), two(c.x, c.y), two(c.z, c.w));
+    } else {
+        float *d = o_part + PART_ROW(b, dest, rows, row) * DL + col;
+        *(float4 *)d = a;
+        *(float4 *)(d + 4) = c;
+    }
+}
 
 /* ---- work items ------------------------------------------------------------
  * A work-group runs a list of items, each one query-row tile of one request

@@ -61,6 +61,17 @@ __device__ __forceinline__ void rescale_rows(float *acc, float a0, float a1) {
     }
 }
 
+/* The item's results staged as rows in the idle stages, then stored by a
+ * loop in 16-byte pieces, or stored straight from the accumulators (8
+ * bytes per lane, 8 rows per warp store).  Staged where that measured
+ * faster (reports/PERFLOG.md session 16): views (every store places its
+ * row through strides: 11% faster staged, T8_ROWS_STAGED in wgmma_t16.cu
+ * says why), and fp32 partial rows when there are more than 32 of them
+ * (128 heads with splits: B=8 x 1024 52 -> 39 us); 16 heads' 16 partial
+ * rows and results going to out lost 1-6% staged. */
+#define W64_ALWAYS_STAGED (VIEWS && !SPLIT_REDUCE)
+#define W64_ROW_FLOATS (DL + 8) /* a staged row, padded: a warp's float2 stores (8 rows x 4 lanes) meet a bank at most twice */
+
 __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
@@ -249,6 +260,10 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     __syncthreads();
     const float inv0 = row_alpha[r0], inv1 = row_alpha[r1];
     const int g0 = row0 + r0, g1 = row0 + r1;
+#if !SPLIT_REDUCE
+    const bool staged = W64_ALWAYS_STAGED || (!DEST_DIRECT(split) && q_rows_here > 32);
+    float *o_rows = (float *)kv_s; /* every chunk of the item is consumed: the stages are idle */
+#endif
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         const int col = wg * 256 + j * 8 + quad * 2;
@@ -257,12 +272,26 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         if (g1 < rows)
             *(float2 *)(o_red + r1 * RED_STRIDE + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
 #else
-        if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-        if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+        if (staged) {
+            *(float2 *)(o_rows + r0 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+            *(float2 *)(o_rows + r1 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+        } else {
+            if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+            if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+        }
 #endif
     }
 #if SPLIT_REDUCE
     cluster_merge(prm, o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
+#else
+    if (staged) { /* the same for the whole work-group */
+        __syncthreads();
+        for (int k = tid; k < q_rows_here * (DL / 8); k += 256) {
+            const int r = k / (DL / 8), c = 8 * (k - r * (DL / 8));
+            const float *src = o_rows + r * W64_ROW_FLOATS + c;
+            store_o8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
+        }
+    }
 #endif
     chunk_base += n_chunks;
     } /* items */

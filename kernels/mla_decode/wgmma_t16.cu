@@ -132,20 +132,6 @@ struct t8_item {
  * back in 16-byte pieces. */
 __device__ __forceinline__ int t8_out_at(int r, int col) { return r * 512 + (col ^ (((r >> 1) & 3) << 3)); }
 
-/* Eight results of row `row` from column `col` (a multiple of 8): to out
- * as one 16-byte store, or to the item's partial slot. */
-__device__ __forceinline__ void t8_store8(const mt_views &p, mt_u16 *out, float *o_part, int b, int dest, int rows,
-                                          int row, int col, float4 a, float4 c) {
-    if (DEST_DIRECT(dest)) {
-        auto two = [](float x, float y) { return (mt_u32)store_out(x) | (mt_u32)store_out(y) << 16; };
-        *(uint4 *)(out_row(p, out, b, row) + col) = make_uint4(two(a.x, a.y), two(a.z, a.w), two(c.x, c.y), two(c.z, c.w));
-    } else {
-        float *d = o_part + PART_ROW(b, dest, rows, row) * DL + col;
-        *(float4 *)d = a;
-        *(float4 *)(d + 4) = c;
-    }
-}
-
 __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
            const int *__restrict__ seq_lens, mt_u16 *__restrict__ out, float *__restrict__ lse,
@@ -603,7 +589,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     for (int k = tid; k < q_rows_here * (DL / 8); k += 256) {
         const int r = k / (DL / 8), c = 8 * (k - r * (DL / 8));
         const float *src = o_x + t8_out_at(r, c);
-        t8_store8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
+        store_o8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
     }
 #endif
     } /* items */
