@@ -209,6 +209,15 @@ out:
     return commit(db);
 }
 
+/* The device's name and versions are free text from the file: kept for
+ * the terminal and reports only with their control bytes turned into '?'
+ * (an escape sequence must not reach a terminal through `show --stale`). */
+static void copy_shown_text(char *dst, size_t size, const char *src) {
+    snprintf(dst, size, "%s", src);
+    for (unsigned char *p = (unsigned char *)dst; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) *p = '?';
+}
+
 mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *n) {
     *out = NULL;
     *n = 0;
@@ -253,10 +262,10 @@ mt_status mt_db_load_choices(mt_db *db, const char *arch, mt_choice **out, int *
         snprintf(c->key.lengths, sizeof c->key.lengths, "%s", col_text(s, 16));
         c->key.max_len = sqlite3_column_int(s, 17);
         c->compute_units = sqlite3_column_int(s, 18);
-        snprintf(c->device_name, sizeof c->device_name, "%s", col_text(s, 19));
+        copy_shown_text(c->device_name, sizeof c->device_name, col_text(s, 19));
         snprintf(c->source_hash, sizeof c->source_hash, "%s", col_text(s, 20));
-        snprintf(c->compiler_version, sizeof c->compiler_version, "%s", col_text(s, 21));
-        snprintf(c->driver_version, sizeof c->driver_version, "%s", col_text(s, 22));
+        copy_shown_text(c->compiler_version, sizeof c->compiler_version, col_text(s, 21));
+        copy_shown_text(c->driver_version, sizeof c->driver_version, col_text(s, 22));
         snprintf(c->family, sizeof c->family, "%s", col_text(s, 11));
         snprintf(c->params, sizeof c->params, "%s", col_text(s, 12));
         c->median_ms = sqlite3_column_double(s, 13);

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "db/db.h"
 #include "json.h"
+#include "stale.h"
 
 /* Stored text for the terminal: control bytes (an escape sequence in a
  * hostile file would drive the terminal) shown as \xNN.  The arch, family
@@ -38,14 +39,17 @@ static const char *printable(const char *s, char *buf, size_t size) {
 
 int cmd_show(int argc, char **argv) {
     const char *user = NULL, *sys = NULL, *arch = NULL;
-    int json = 0;
+    int json = 0, stale = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) json = 1;
         else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json]\n\n"
-                   "Prints the chosen variant per (architecture, problem key): the user DB over the system DB.\n");
+            printf("usage: mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json] [--stale]\n\n"
+                   "Prints the chosen variant per (architecture, problem key): the user DB over the system DB.\n"
+                   "--stale lists instead the choices the runtime ignores: measured from other kernel sources\n"
+                   "or with another compiler than this build's (validators; docs/tuning.md).\n");
             return 0;
-        } else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
+        } else if (strcmp(argv[i], "--stale") == 0) stale = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--system-db") == 0) sys = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
         else {
@@ -70,6 +74,7 @@ int cmd_show(int argc, char **argv) {
     int n = 0;
     int env_user = 0, env_sys = 0;  /* a path someone set must exist */
     mt_db_env_required(&env_user, &env_sys);
+    if (stale) return mt_show_stale(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, json);
     if (mt_db_load_overlay(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, &c, &src, &n) != MT_OK) {
         mt_cli_error("show: %s", mt_last_error());
         return 1;

@@ -4,6 +4,9 @@
  * built-in heuristic).  Reads the same databases as the runtime, through the
  * same dispatcher; needs no GPU when --arch is given.
  *
+ * Like the runtime, it leaves out entries measured for other code (the
+ * validators, runtime/api/validators.h) and says how many.
+ *
  * Two things the dispatcher does silently are said here: a nearest key far
  * from the problem (distance above --max-distance: the variant was timed
  * on a very different amount of work), and, when the heuristic runs, which
@@ -17,6 +20,7 @@
 #include "commands.h"
 #include "json.h"
 #include "runtime/api/dispatch.h"
+#include "runtime/api/validators.h"
 
 /* The dispatcher's distance (dispatch.h) sums |log2| ratios of batch, mean
  * length and spread: 2 is a factor of 4 in one of them. Beyond it the
@@ -190,15 +194,25 @@ int cmd_lookup(int argc, char **argv) {
     mt_dispatch_table table;
     int env_user = 0, env_sys = 0;  /* a path someone set must exist */
     mt_db_env_required(&env_user, &env_sys);
-    if (mt_db_load_overlay(user ? user : user_default, user != NULL || env_user, sys ? sys : sys_default,
-                           sys != NULL || env_sys, t.arch,
-                           &choices, &sources, &n) != MT_OK ||
+    /* as the runtime: what was measured for other code is left out */
+    mt_validator *validator = calloc(1, sizeof *validator);
+    if (!validator) {
+        mt_cli_error("lookup: out of host memory");
+        return 1;
+    }
+    mt_validator_init(validator);
+    mt_validator_learn_compiler(validator, t.arch);
+    if (mt_db_load_overlay_kept(user ? user : user_default, user != NULL || env_user, sys ? sys : sys_default,
+                                sys != NULL || env_sys, t.arch, mt_validator_keep, validator,
+                                &choices, &sources, &n) != MT_OK ||
         mt_dispatch_build(choices, sources, n, &k, &t, cus, &table) != MT_OK) {
         mt_cli_error("lookup: %s", mt_last_error());
         free(choices);
         free(sources);
+        free(validator);
         return 1;
     }
+    int stale = validator->stale_sources + validator->stale_compiler;
     mt_dispatch_result r;
     mt_dispatch_lookup(&table, batch, len, max_len, &r);
     char name[256], why[256], lens[64], missing[400] = "";
@@ -241,7 +255,10 @@ int cmd_lookup(int argc, char **argv) {
         } else {
             printf("null");
         }
-        printf(", \"entries_read\": %d, \"compute_units\": %d}\n", n, cus);
+        printf(", \"entries_read\": %d, \"compute_units\": %d, \"key_compute_units\": ", n, cus);
+        if (table.key_compute_units > 0) printf("%d", table.key_compute_units);
+        else printf("null");
+        printf(", \"stale_ignored\": %d}\n", stale);
     } else {
         if (len < 0) snprintf(lens, sizeof lens, "lengths unknown");
         else snprintf(lens, sizeof lens, "seq_len=%d max_len=%d", len, max_len > 0 ? max_len : len);
@@ -253,6 +270,9 @@ int cmd_lookup(int argc, char **argv) {
                    missing);
         else
             printf("  why    %s, measured %.4f ms\n", why, r.entry->median_ms);
+        if (stale)
+            printf("  STALE  %d entries for %s ignored: measured for other code (kernel sources or compiler);\n"
+                   "         `mla-tune show --stale` lists them\n", stale, t.arch);
         if (far)
             printf("  FAR    the nearest measured key (batch %d, mean %d, longest %d) is at distance %.2f, beyond %.2f:\n"
                    "         its winner was timed on a very different amount of work; sweep this shape to know\n",
@@ -261,5 +281,6 @@ int cmd_lookup(int argc, char **argv) {
     mt_dispatch_free(&table);
     free(choices);
     free(sources);
+    free(validator);
     return 0;
 }

@@ -57,6 +57,7 @@
 #include "kernels/build.h"
 #include "protocol.h"
 #include "recorded.h"
+#include "runtime/api/validators.h"
 #include "runtime/gpu/jit.h"
 
 /* --- candidates ------------------------------------------------------------------ */
@@ -617,6 +618,14 @@ static int use_recorded_keys(sweep *sw, const char *arch) {
     return 0;
 }
 
+/* A fake device's workers record this host's compiler for sm_90 (worker.c,
+ * run_fake): found once here, passed down in the environment, so that each
+ * worker started does not load NVRTC to ask. */
+static void fake_compiler_env(void) {
+    char version[64];
+    if (mt_host_compiler_version("sm_90", version, sizeof version)) setenv("MLA_TUNE_FAKE_COMPILER", version, 1);
+}
+
 static void free_keys(sweep *sw) {
     for (int k = 0; k < sw->n_keys; k++) free(sw->keys[k].candidates);
     free(sw->keys);
@@ -836,6 +845,7 @@ int cmd_sweep(int argc, char **argv) {
         free(copy);
     }
     int early_rc = 0;
+    if (sw.fake) fake_compiler_env();
     device_ctx *ctx = calloc(64, sizeof *ctx);
     ctx[0].sw = &sw;
     ctx[0].device = n_devices ? device_list[0] : 0;

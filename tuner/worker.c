@@ -143,8 +143,13 @@ static int run_fake(const char *spec) {
     }
     free(copy);
     /* four identical fake GPUs, so that --devices all has several; made-up
-     * ceilings (3000 GB/s, 700 TFLOP/s) for the sweep to store */
-    printf("DEVICE\tsm_90\tfake-gpu\t132\t85899345920\t13.0\tfake-compiler\t232448\t32\t4\t3000.0\t700.0\n");
+     * ceilings (3000 GB/s, 700 TFLOP/s) for the sweep to store.  Their
+     * compiler is this host's (the coordinator names it, fake_compiler_env
+     * in sweep.c): what a fake sweep records then passes the validators of
+     * the tools and runtime on this host, as a real sweep's would */
+    const char *compiler = getenv("MLA_TUNE_FAKE_COMPILER");
+    if (!compiler || !compiler[0]) compiler = "fake-compiler";
+    printf("DEVICE\tsm_90\tfake-gpu\t132\t85899345920\t13.0\t%s\t232448\t32\t4\t3000.0\t700.0\n", compiler);
     fflush(stdout);
     char line[4096];
     while (fgets(line, sizeof line, stdin)) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/build.h"
+#include "runtime/gpu/backend.h"
 
 void mt_validator_init(mt_validator *v) { memset(v, 0, sizeof *v); }
 
@@ -21,6 +22,25 @@ void mt_validator_set_compiler(mt_validator *v, const char *arch, const char *ve
     snprintf(v->compilers[v->n_compilers].arch, sizeof v->compilers[0].arch, "%s", arch);
     snprintf(v->compilers[v->n_compilers].version, sizeof v->compilers[0].version, "%s", version);
     v->n_compilers++;
+}
+
+int mt_host_compiler_version(const char *arch, char *buf, size_t size) {
+    buf[0] = '\0';
+    mt_backend *b = NULL;
+    if (mt_backend_open_for_arch(arch, &b) != MT_OK || mt_backend_compiler_version(b, buf, size) != MT_OK)
+        buf[0] = '\0';
+    mt_backend_close(b);
+    mt_clear_error();
+    return buf[0] != '\0';
+}
+
+int mt_validator_learn_compiler(mt_validator *v, const char *arch) {
+    for (int i = 0; i < v->n_compilers; i++)
+        if (strcmp(v->compilers[i].arch, arch) == 0) return v->compilers[i].version[0] != '\0';
+    char version[64];
+    int found = mt_host_compiler_version(arch, version, sizeof version);
+    mt_validator_set_compiler(v, arch, version);
+    return found;
 }
 
 static const char *compiler_for(const mt_validator *v, const char *arch) {

@@ -49,6 +49,13 @@ void mt_validator_init(mt_validator *v);
 /* The compiler version ("nvrtc-13.0") builds for `arch` use here. */
 void mt_validator_set_compiler(mt_validator *v, const char *arch, const char *version);
 
+/* The version ("nvrtc-13.0") of the compiler this host would build `arch`
+ * with, when it has one: 1, else 0 and "" (no NVRTC / hiprtc / clang). */
+int mt_host_compiler_version(const char *arch, char *buf, size_t size);
+/* mt_validator_set_compiler with this host's compiler for `arch`, asked
+ * once per arch ("": not compared); 0 when the host has none. */
+int mt_validator_learn_compiler(mt_validator *v, const char *arch);
+
 /* How `c` stands against the code this process would run; `why` (may be
  * NULL) gets one line saying what differs. */
 mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, size_t size);

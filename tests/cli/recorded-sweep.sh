@@ -7,6 +7,9 @@
 # mix), the same shape from two devices of the arch once, another arch's
 # left out.  Swept on the fake device, the DB then measures exactly those
 # keys and lookup finds them exact; a DB without recorded calls is refused.
+# Validators on the way: show --stale lists what the runtime would ignore
+# (another compiler where NVRTC is here to compare, a key whose kernel text
+# changed) and lookup leaves it out and says so.
 set -euo pipefail
 bin=$1
 dir=$(mktemp -d /tmp/mla-tune-recorded-XXXXXX)
@@ -56,6 +59,35 @@ want="16 1 bf16 32 1024 1024 uniform
 $measured
 want:
 $want"
+# validators: the fake device records this host's compiler (worker.c), so
+# all is valid here; a choice measured with another compiler is stale where
+# this host has one to compare with (NVRTC), and show --stale says why
+"$bin" show --stale --db user.db --system-db sys.db >stale.txt 2>&1 || fail "show --stale: $(cat stale.txt)"
+grep -q '^0 stale (0: kernel sources changed, 0: another compiler), 4 valid' stale.txt || fail "show --stale: $(cat stale.txt)"
+if ! grep -q 'compiler not compared for sm_90' stale.txt; then
+  sqlite3 sys.db "UPDATE choices SET compiler_version = 'nvrtc-0.1'"
+  "$bin" show --stale --db user.db --system-db sys.db >stale.txt 2>&1 || fail "show --stale: $(cat stale.txt)"
+  grep -q '^1 stale (0: kernel sources changed, 1: another compiler), 3 valid' stale.txt &&
+    grep -q 'measured with nvrtc-0.1, this build compiles with nvrtc-' stale.txt || fail "show --stale: $(cat stale.txt)"
+  sqlite3 sys.db "UPDATE choices SET compiler_version = ''"  # (an unknown compiler is not compared)
+fi
+# one key's recorded kernel text changed since: stale, listed, not used
+sqlite3 user.db "UPDATE choices SET source_hash = '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'
+  WHERE problem_id IN (SELECT id FROM problems WHERE n_heads = 128)"
+"$bin" show --stale --db user.db --system-db sys.db >stale.txt 2>&1 || fail "show --stale: $(cat stale.txt)"
+grep -q '^1 stale (1: kernel sources changed, 0: another compiler), 3 valid' stale.txt || fail "show --stale: $(cat stale.txt)"
+grep -q '^user .* 128 .* 8 .* 4096 .*16384  mla_decode:' stale.txt || fail "show --stale row: $(cat stale.txt)"
+"$bin" show --stale --json --db user.db --system-db sys.db | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["stale_sources"] == 1 and d["valid"] == 3 and len(d["stale"]) == 1, d
+s = d["stale"][0]
+assert s["heads"] == 128 and s["db"] == "user" and s["validity"] == "stale: sources" and s["compute_units"] == 132, s
+' || fail "show --stale --json"
+"$bin" lookup --arch sm_90 --db user.db --system-db sys.db --heads 128 --sq 2 --kv-dtype fp8e4m3 --batch 8 \
+  --seq-len 4096 --max-len 16384 >stale-lookup.txt 2>&1 || fail "lookup: $(cat stale-lookup.txt)"
+grep -q 'heuristic' stale-lookup.txt && grep -q 'STALE  1 entries for sm_90 ignored' stale-lookup.txt ||
+  fail "lookup of a stale key: $(cat stale-lookup.txt)"
 # the recorded shapes now have exact keys (the fake device is a 132-SM sm_90)
 "$bin" lookup --arch sm_90 --cus 132 --db user.db --system-db sys.db --heads 16 --batch 32 --seq-len 1024 \
   >lookup.txt 2>&1 || fail "lookup: $(cat lookup.txt)"
