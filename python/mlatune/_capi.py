@@ -149,6 +149,7 @@ class ChoiceInfo(ctypes.Structure):
 # argtypes, the API version that added it)
 OPTIONAL_FUNCTIONS = {
     "mlt_api_version": (ctypes.c_int, [], (0, 2)),
+    "mlt_runtime_record_calls": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int], (0, 2)),
 }
 
 

@@ -5,7 +5,7 @@ import os
 import weakref
 
 from ._capi import DecodeProblem, DType, LogLevel, RuntimeOptions, Status
-from ._errors import Error
+from ._errors import Error, Unsupported
 from ._library import Library, load_library
 from .plan import Plan, Problem
 
@@ -114,6 +114,20 @@ class Runtime:
     def bind_thread(self):
         """Makes the runtime's device current on the calling thread."""
         st = self.library.mlt_runtime_bind_thread(self._live())
+        if st:
+            self._fail(st)
+
+    def record_calls(self, on=True):
+        """Counts the calls of plans created after this, per shape
+        (mlt_runtime_record_calls; MLA_TUNE_RECORD_CALLS=1 turns it on at
+        creation): the counts go to the user DB when a plan is closed, and
+        `mla-tune sweep --recorded` tunes those shapes.  A relaxed atomic
+        add per call; on=False stops it for later plans."""
+        fn = self.library.mlt_runtime_record_calls
+        if fn is None:
+            raise Unsupported(f"record_calls: {self.library.path} has no mlt_runtime_record_calls (an older "
+                              f"libmlatune)")
+        st = fn(self._live(), 1 if on else 0)
         if st:
             self._fail(st)
 

@@ -740,6 +740,17 @@ class RuntimeTest(StubCase):
         p = self.lib._cdll.stub_plan_problem(plan._handle).contents
         self.assertEqual((p.n_heads, p.kv_dtype, p.kv_scale, p.max_batch, p.views), (8, 2, 0.25, 2, 1))
 
+    def test_record_calls_reaches_c(self):
+        self.rt.record_calls()
+        self.assertEqual(self.lib._cdll.stub_record_calls(), 1)
+        self.rt.record_calls(False)
+        self.assertEqual(self.lib._cdll.stub_record_calls(), 0)
+        rt = mlatune.Runtime(library=support.stub_library(api_0_1=True))
+        with self.assertRaises(mlatune.Unsupported) as cm:  # a library without the function
+            rt.record_calls()
+        self.assertIn("has no mlt_runtime_record_calls", cm.exception.message)
+        rt.close()
+
     def test_dtype_names(self):
         for name, want in (("bfloat16", mlatune.DType.BF16), ("bf16", mlatune.DType.BF16),
                            ("half", mlatune.DType.FP16), ("float8_e4m3fn", mlatune.DType.FP8_E4M3), (2, mlatune.DType.FP8_E4M3),

@@ -124,12 +124,14 @@ class RealLibraryTest(unittest.TestCase):
             self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
             self.assertIn("device 3 does not exist", cm.exception.message)
             self.assertEqual(rt.arch, "sm_90")
-            # plan creation compiles (NVRTC, when present) then loads the code:
-            # the stub driver refuses, and the C message must come through
+            # the stub driver loads modules and runs launches (doing
+            # nothing): a plan is made; a call C refuses must bring back
+            # C's message (mlt_last_error), not only the status string
+            plan = rt.plan(16, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.0417, max_batch=8)
             with self.assertRaises(mlatune.Error) as cm:
-                rt.plan(16, page_size=64, q_dtype="bf16", kv_dtype="bf16", softmax_scale=0.0417, max_batch=8)
-            self.assertNotEqual(cm.exception.status, Status.OK)
-            self.assertTrue(cm.exception.message)
+                plan.run_raw(9, 256, 256, 256, 256, 256, 256, 256, plan.workspace_size)
+            self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+            self.assertIn("batch 9 outside 1..8", cm.exception.message)
             self.assertNotEqual(cm.exception.message, LIB.status_string(cm.exception.status),
                                 "only the status string came back, not mlt_last_error()")
             # a problem the runtime refuses before compiling

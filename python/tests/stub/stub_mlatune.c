@@ -88,6 +88,16 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *o, mlt_runtime **out) {
 
 void mlt_runtime_destroy(mlt_runtime *rt) { free(rt); }
 mlt_status mlt_runtime_bind_thread(mlt_runtime *rt) { return rt ? MLT_OK : MLT_ERR_INVALID_ARGUMENT; }
+
+#ifndef STUB_API_0_1  /* a 0.1 library records no calls */
+static int record_calls = -1;
+int stub_record_calls(void) { return record_calls; }
+mlt_status mlt_runtime_record_calls(mlt_runtime *rt, int on) {
+    if (!rt) return fail(MLT_ERR_INVALID_ARGUMENT, "mlt_runtime_record_calls: runtime is NULL");
+    record_calls = on;
+    return MLT_OK;
+}
+#endif
 const char *mlt_runtime_arch(const mlt_runtime *rt) { return rt ? "stub_00" : ""; }
 
 mlt_status mlt_device_alloc(mlt_runtime *rt, size_t bytes, void **ptr) {
