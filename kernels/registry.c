@@ -8,11 +8,12 @@
 
 #include "kernels/family.h"
 #include "kernels/mla_decode/mla_decode.h"
+#include "kernels/mla_prefill/mla_prefill.h"
 
 enum { MT_MAX_FAMILIES = 16 };
 
-static const mt_family *families[MT_MAX_FAMILIES] = {&mt_family_mla_decode};
-static int n_families = 1;
+static const mt_family *families[MT_MAX_FAMILIES] = {&mt_family_mla_decode, &mt_family_mla_prefill};
+static int n_families = 2;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 int mt_family_count(void) {

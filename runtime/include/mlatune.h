@@ -262,6 +262,102 @@ typedef struct mlt_choice_info {
 mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, int max_seq_len_hint,
                             mlt_choice_info *out);
 
+/* ---- MLA prefill (docs/prefill.md) ---------------------------------------
+ * Attention in the compute-friendly (MHA) form engines run for prefill:
+ * the latent cache decompressed per head, so k and v have as many heads as
+ * q; qk head dim qk_nope_dim + qk_rope_dim (DeepSeek: 128 + 64), v head dim
+ * v_dim (128); varlen over requests; out plus the natural-log LSE.
+ *
+ * Request b's new tokens are rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1]
+ * of q, out and lse; its keys rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1]
+ * of k, k_pe and v.  With causal = 1 the keys are the request's context
+ * (the first keys - new tokens of them: every new token sees all of it)
+ * followed by its new tokens (token i sees new tokens 0..i), as
+ * FlashAttention's varlen causal call aligns them; causal = 0: every token
+ * sees every key.  A new token with no visible key (causal, fewer keys than
+ * new tokens) gets out = 0 and lse = -inf.
+ *
+ * Chunked context: one call over a chunk of context (causal = 0, the chunk
+ * as keys), one over the new tokens (causal = 1, themselves as keys), then
+ * mlt_prefill_merge joins the two (out, lse) states; or one call with
+ * context + new tokens as keys (causal = 1).  Both give the same result.
+ *
+ * Dispatch: no tuning entry exists for prefill yet: every plan runs the
+ * family's built-in default (the SIMT path; the fast matrix-unit paths and
+ * the tuner's prefill sweeps are still to come, docs/prefill.md), whatever
+ * the databases hold.  dtypes: bf16 or fp16; fp8 is refused. */
+typedef struct mlt_prefill_problem {
+    int n_heads;            /* 1..128 (q, k and v alike) */
+    int qk_nope_dim;        /* q/k columns without rope (128) */
+    int qk_rope_dim;        /* q/k rope columns (64); nope + rope <= 512 */
+    int v_dim;              /* v and out columns (128), <= 512 */
+    mlt_dtype q_dtype;      /* q and out: MLT_BF16 or MLT_FP16 */
+    mlt_dtype kv_dtype;     /* k, k_pe and v: MLT_BF16 or MLT_FP16 */
+    float softmax_scale;
+} mlt_prefill_problem;
+
+/* DeepSeek's shape: 128 heads, 128 + 64 / 128, bf16, scale 1/sqrt(192). */
+void mlt_prefill_problem_default(mlt_prefill_problem *problem);
+
+typedef struct mlt_prefill_plan mlt_prefill_plan;
+
+/* Compiles (or loads) everything the plan may run: the prefill kernel and
+ * the merge. */
+mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *problem, mlt_prefill_plan **out);
+void mlt_prefill_plan_destroy(mlt_prefill_plan *plan);
+
+/* One prefill call.  All pointers are device pointers, aligned to their
+ * elements; cu_seqlens_* are int32 [batch + 1], non-decreasing from 0.
+ * Strides are in elements, per token and per head (torch's .stride() of
+ * [tokens, heads, width] tensors); {0, 0} means contiguous.  No
+ * workspace, no allocation. */
+typedef struct mlt_prefill_args {
+    int batch;                      /* requests, 1..65535 */
+    int max_seqlen_q;               /* the most new tokens of any request (>= 1): the grid covers this
+                                       many, so a request with more would be left partly unwritten */
+    int causal;                     /* 0 or 1 (above) */
+    const int32_t *cu_seqlens_q;
+    const int32_t *cu_seqlens_k;
+    const void *q;                  /* [total_q, n_heads, nope + rope] q_dtype */
+    const void *k;                  /* [total_k, n_heads, nope + rope], or [.., nope] when k_pe is given */
+    const void *k_pe;               /* NULL, or [total_k, rope]: the rope part of k, one row for all heads
+                                       (vLLM's k_pe, without expanding it to the heads) */
+    const void *v;                  /* [total_k, n_heads, v_dim] kv_dtype */
+    void *out;                      /* [total_q, n_heads, v_dim] q_dtype */
+    float *lse;                     /* [total_q, n_heads]; head-major [n_heads, total_q] is strides {1, total_q} */
+    int64_t q_strides[2], k_strides[2], v_strides[2], out_strides[2], lse_strides[2];
+    int64_t k_pe_strides[2];        /* {0, 0}: [total_k, rope] shared by the heads; a head stride of 0 shares a row */
+} mlt_prefill_args;
+
+/* stream: a CUstream / hipStream_t, or NULL for the default stream. */
+mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *args, void *stream);
+
+/* The merge of two attention states of the same tokens and heads (say a
+ * context chunk's and the new tokens'), as if their keys were one set:
+ *   out = (e^(lse_a - m) out_a + e^(lse_b - m) out_b) / (e^(lse_a - m) + e^(lse_b - m)),
+ *   lse = m + log(e^(lse_a - m) + e^(lse_b - m)),  m = max(lse_a, lse_b).
+ * An lse of -inf (or +inf, as FlashAttention 2 writes for an empty row)
+ * is an empty state: the other is taken as it is; two empty states give
+ * out = 0, lse = -inf.  out may be out_a or out_b (each element is read
+ * before it is written); lse may not be lse_a or lse_b (every column of a
+ * row reads them), and such a call fails. */
+typedef struct mlt_prefill_merge_args {
+    int tokens;                     /* rows of each head (0: nothing to do) */
+    const void *out_a;              /* [tokens, n_heads, v_dim] q_dtype */
+    const float *lse_a;             /* [tokens, n_heads] */
+    const void *out_b;
+    const float *lse_b;
+    void *out;
+    float *lse;
+    int64_t out_a_strides[2], lse_a_strides[2], out_b_strides[2], lse_b_strides[2], out_strides[2],
+        lse_strides[2];             /* per token, per head; {0, 0}: contiguous */
+} mlt_prefill_merge_args;
+
+mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_args *args, void *stream);
+
+/* Which variant the plan runs, and why (today always MLT_CHOICE_HEURISTIC). */
+mlt_status mlt_prefill_plan_explain(const mlt_prefill_plan *plan, mlt_choice_info *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,96 @@
+/*
+ * family.c - the prefill family's description: its parameters, the source
+ * files and entry points of a variant, its shared memory, and the family
+ * struct every caller goes through (constraints.c, launch.c and
+ * heuristic.c hold the rest of its hooks).
+ *
+ * Parameters (names as configs and the database will spell them):
+ *   tile_q          new tokens (of one request and one head) per work-group
+ *   kv_tile         keys staged in shared memory per step
+ *   block_threads   threads per work-group
+ *   mma             0: SIMT arithmetic, the only path built so far; the
+ *                   matrix-unit paths (mma.sync / MFMA, then wgmma on
+ *                   sm_90) will be its further values (docs/prefill.md)
+ *
+ * Constraints (constraints.c; checked before compiling): shared memory
+ * within the target's, whole warps, at most 64 output accumulators per
+ * thread, bf16 / fp16 only, no pages (k and v are rows, page size 1).
+ */
+#include "mla_prefill.h"
+
+#include <stdio.h>
+
+static const mt_param_desc mla_prefill_params[] = {
+    {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16, "new tokens (one request, one head) per work-group", 0, 0},
+    {"kv_tile", "KV_TILE", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0},
+    {"block_threads", "BLOCK_THREADS", {64, 128, 256, 512}, 4, 128, "threads per work-group", 0, 0},
+    {"mma", "MMA", {0}, 1, 0, "0: SIMT (the matrix-unit paths are not built yet)", 0, 0},
+};
+
+size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {
+    /* must match the layout at the top of simt.cu: the q tile, the k tile
+     * (rows padded by one float against bank conflicts), the v tile, the
+     * scores, then per row the max, sum, rescale factor and key limit */
+    size_t tile_q = (size_t)values[MT_PF_TILE_Q], kv = (size_t)values[MT_PF_KV_TILE];
+    return sizeof(float) * (tile_q * (size_t)s->d + kv * (size_t)(s->d + 1) + kv * (size_t)s->dl + tile_q * kv +
+                            4 * tile_q);
+}
+
+/* params.h (the host/device structs), the dtype helpers, the path, then
+ * the merge, which every variant carries so that a plan can merge the
+ * states its own calls wrote. */
+static int mla_prefill_sources(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]) {
+    (void)v, (void)warp_size;
+    names[0] = "mla_prefill/params.h";
+    names[1] = "mla_prefill/common.cuh";
+    names[2] = "mla_prefill/simt.cu";
+    names[3] = "mla_prefill/merge.cu";
+    return 4;
+}
+
+static void mla_prefill_entries(const mt_variant *v, const char *names[MT_MAX_ENTRIES]) {
+    (void)v;
+    names[MT_PREFILL_FN] = MT_MLA_PREFILL_KERNEL;
+    names[MT_PREFILL_MERGE_FN] = MT_MLA_PREFILL_MERGE_KERNEL;
+    names[2] = NULL;
+}
+
+static size_t family_shared_bytes(const mt_variant *v, const mt_problem_static *s, int warp_size) {
+    (void)warp_size;
+    return mt_mla_prefill_shared_bytes(v->values, s);
+}
+
+static size_t family_workspace_bytes(const mt_variant *v, const mt_shape *shape, int batch, int compute_units) {
+    (void)v, (void)shape, (void)batch, (void)compute_units;
+    return 0;
+}
+
+static mt_status family_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
+                               const void *args, mt_stream stream) {
+    return mt_mla_prefill_launch(b, k, v, s, args, stream);
+}
+
+/* Nothing is cut by the lengths on the host: the grid covers max_q, and
+ * each work-group reads its request's bounds from cu_seqlens on the GPU. */
+static int family_length_aware(const mt_variant *v) {
+    (void)v;
+    return 0;
+}
+
+const mt_family mt_family_mla_prefill = {
+    .name = "mla_prefill",
+    .kind = "mla_prefill",
+    .params = mla_prefill_params,
+    .n_params = (int)(sizeof mla_prefill_params / sizeof mla_prefill_params[0]),
+    .files = NULL,
+    .check = mt_mla_prefill_check,
+    .sources = mla_prefill_sources,
+    .entries = mla_prefill_entries,
+    .shared_bytes = family_shared_bytes,
+    .workspace_bytes = family_workspace_bytes,
+    .launch = family_launch,
+    .length_aware = family_length_aware,
+    .heuristic_set = mt_mla_prefill_heuristic_set,
+    .heuristic_pick = mt_mla_prefill_heuristic_pick,
+    .heuristic_explain = mt_mla_prefill_heuristic_explain,
+};

@@ -1,0 +1,153 @@
+/*
+ * launch.c - the prefill family's host side of a call: the argument
+ * checks (each failure names the argument and the rule), the kernels'
+ * argument structs (params.h) with the contiguous strides filled in, the
+ * grids, and the launches of mla_prefill and mla_prefill_merge.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "mla_prefill.h"
+#include "params.h"
+
+/* A row view's strides, or the contiguous layout's when the caller gave
+ * none (both 0). */
+static mt_prefill_rows rows_of(const mt_prefill_view *v, long long t_contig, long long h_contig) {
+    int contiguous = v->t_stride == 0 && v->h_stride == 0;
+    return (mt_prefill_rows){.ptr = v->ptr, .t_stride = contiguous ? t_contig : v->t_stride,
+                             .h_stride = contiguous ? h_contig : v->h_stride};
+}
+
+/* Non-null, aligned to its element, strides not negative; `written`
+ * tensors may not have a zero stride (rows of two heads or two tokens
+ * would be the same memory) unless both are zero (contiguous). */
+static mt_status check_view(const char *name, const mt_prefill_view *v, size_t elem, int written) {
+    if (!v->ptr) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: %s is NULL", name);
+    if (v->ptr % elem != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: %s is not aligned to its %zu-byte elements", name, elem);
+    if (v->t_stride < 0 || v->h_stride < 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: %s has a negative stride (%lld, %lld)", name,
+                       v->t_stride, v->h_stride);
+    if (written && (v->t_stride == 0) != (v->h_stride == 0))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: %s has a zero %s stride: its rows would overlap (give both strides, or neither "
+                       "for the contiguous layout)", name, v->t_stride == 0 ? "token" : "head");
+    return MT_OK;
+}
+
+static mt_status check_scale(float scale) {
+    if (!(scale > 0.0f) || !isfinite(scale))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: softmax scale %g is not a positive finite number",
+                       (double)scale);
+    return MT_OK;
+}
+
+mt_status mt_mla_prefill_check_args(const mt_problem_static *s, const mt_mla_prefill_args *a) {
+    if (!a) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: arguments are NULL");
+    mt_status st = mt_mla_prefill_check_static(s);
+    if (st != MT_OK) return st;
+    if (a->batch < 1 || a->batch > 65535)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: batch %d outside 1..65535", a->batch);
+    if (a->n_heads < 1 || a->n_heads > 128)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: head count %d outside 1..128", a->n_heads);
+    if (a->max_q < 1)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: max_q %d: the longest request's new tokens must be >= 1",
+                       a->max_q);
+    if (a->nope < 1 || a->nope > s->d)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: nope %d outside 1..%d (the qk head dim)", a->nope, s->d);
+    if (a->causal != 0 && a->causal != 1)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: causal %d is neither 0 nor 1", a->causal);
+    if ((st = check_scale(a->scale)) != MT_OK) return st;
+    if (!a->cu_q || !a->cu_k || a->cu_q % 4 || a->cu_k % 4)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: cu_seqlens_%s is NULL or not 4-byte aligned",
+                       !a->cu_q || a->cu_q % 4 ? "q" : "k");
+    size_t qe = mt_dtype_size(s->q_dtype), ke = mt_dtype_size(s->kv_dtype);
+    if ((st = check_view("q", &a->q, qe, 0)) != MT_OK || (st = check_view("k", &a->k, ke, 0)) != MT_OK ||
+        (st = check_view("v", &a->v, ke, 0)) != MT_OK || (st = check_view("out", &a->out, qe, 1)) != MT_OK ||
+        (st = check_view("lse", &a->lse, 4, 1)) != MT_OK)
+        return st;
+    if (a->nope < s->d) {
+        if (!a->k_pe.ptr)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                           "mla_prefill: nope %d < D %d: k holds the first %d columns and k_pe the other %d, but k_pe "
+                           "is NULL", a->nope, s->d, a->nope, s->d - a->nope);
+        if ((st = check_view("k_pe", &a->k_pe, ke, 0)) != MT_OK) return st;
+    } else if (a->k_pe.ptr) {
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: k_pe is given but nope = D = %d leaves it no columns",
+                       s->d);
+    }
+    return MT_OK;
+}
+
+mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
+                                const mt_mla_prefill_args *a, mt_stream stream) {
+    mt_status st = mt_mla_prefill_check_args(s, a);
+    if (st != MT_OK) return st;
+    if (!k || !k->fn[MT_PREFILL_FN])
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: the variant's kernel was not loaded");
+    const long long n = a->n_heads, d = s->d, dl = s->dl, rope = s->d - a->nope;
+    mt_prefill_params p = {.batch = a->batch, .n_heads = a->n_heads, .nope = a->nope, .causal = a->causal,
+                           .scale = a->scale, .cu_q = a->cu_q, .cu_k = a->cu_k};
+    p.q = rows_of(&a->q, n * d, d);
+    p.v = rows_of(&a->v, n * dl, dl);
+    p.out = rows_of(&a->out, n * dl, dl);
+    p.lse = rows_of(&a->lse, n, 1);
+    if (a->k_pe.ptr) {
+        /* k: [total_k, N, nope]; k_pe: [total_k, rope], one row for all heads */
+        p.k = rows_of(&a->k, n * a->nope, a->nope);
+        p.k_pe = rows_of(&a->k_pe, rope, 0);
+    } else {
+        /* one k of D columns: its rope part is k_pe, `nope` elements in */
+        p.k = rows_of(&a->k, n * d, d);
+        p.k_pe = p.k;
+        p.k_pe.ptr += (mt_devptr)a->nope * mt_dtype_size(s->kv_dtype);
+    }
+    const int tile_q = v->values[MT_PF_TILE_Q];
+    unsigned grid[3] = {(unsigned)((a->max_q + tile_q - 1) / tile_q), (unsigned)a->n_heads, (unsigned)a->batch};
+    unsigned block[3] = {(unsigned)v->values[MT_PF_BLOCK_THREADS], 1, 1};
+    void *kargs[] = {&p};
+    return mt_backend_launch(b, k->fn[MT_PREFILL_FN], grid, block, mt_mla_prefill_shared_bytes(v->values, s), stream,
+                             kargs);
+}
+
+mt_status mt_mla_prefill_check_merge_args(const mt_problem_static *s, const mt_mla_prefill_merge_args *a) {
+    if (!a) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill merge: arguments are NULL");
+    mt_status st = mt_mla_prefill_check_static(s);
+    if (st != MT_OK) return st;
+    if (a->tokens < 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill merge: tokens %d < 0", a->tokens);
+    if (a->n_heads < 1 || a->n_heads > 128)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill merge: head count %d outside 1..128", a->n_heads);
+    if ((long long)a->tokens * a->n_heads * s->dl > (long long)MT_PREFILL_MERGE_THREADS * 0x7fffffffLL)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill merge: %d tokens x %d heads is too many for one grid",
+                       a->tokens, a->n_heads);
+    size_t qe = mt_dtype_size(s->q_dtype);
+    if ((st = check_view("out_a", &a->out_a, qe, 0)) != MT_OK || (st = check_view("lse_a", &a->lse_a, 4, 0)) != MT_OK ||
+        (st = check_view("out_b", &a->out_b, qe, 0)) != MT_OK || (st = check_view("lse_b", &a->lse_b, 4, 0)) != MT_OK ||
+        (st = check_view("out", &a->out, qe, 1)) != MT_OK || (st = check_view("lse", &a->lse, 4, 1)) != MT_OK)
+        return st;
+    /* every thread of a row reads the input lse; the row's first writes
+     * the merged one: in place, the others could read the new value */
+    if (a->lse.ptr == a->lse_a.ptr || a->lse.ptr == a->lse_b.ptr)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill merge: lse is lse_%s: the merged lse needs memory of its own",
+                       a->lse.ptr == a->lse_a.ptr ? "a" : "b");
+    return MT_OK;
+}
+
+mt_status mt_mla_prefill_merge_launch(mt_backend *b, const mt_kernels *k, const mt_problem_static *s,
+                                      const mt_mla_prefill_merge_args *a, mt_stream stream) {
+    mt_status st = mt_mla_prefill_check_merge_args(s, a);
+    if (st != MT_OK) return st;
+    if (!k || !k->fn[MT_PREFILL_MERGE_FN])
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill merge: the variant's merge kernel was not loaded");
+    if (a->tokens == 0) return MT_OK; /* nothing to merge */
+    const long long n = a->n_heads, dl = s->dl;
+    mt_prefill_merge_params p = {.out_a = rows_of(&a->out_a, n * dl, dl), .lse_a = rows_of(&a->lse_a, n, 1),
+                                 .out_b = rows_of(&a->out_b, n * dl, dl), .lse_b = rows_of(&a->lse_b, n, 1),
+                                 .out = rows_of(&a->out, n * dl, dl), .lse = rows_of(&a->lse, n, 1),
+                                 .tokens = a->tokens, .n_heads = a->n_heads};
+    long long elements = (long long)a->tokens * n * dl;
+    unsigned grid[3] = {(unsigned)((elements + MT_PREFILL_MERGE_THREADS - 1) / MT_PREFILL_MERGE_THREADS), 1, 1};
+    unsigned block[3] = {MT_PREFILL_MERGE_THREADS, 1, 1};
+    void *kargs[] = {&p};
+    return mt_backend_launch(b, k->fn[MT_PREFILL_MERGE_FN], grid, block, 0, stream, kargs);
+}

@@ -1,0 +1,91 @@
+/*
+ * mla_prefill.h - the MLA prefill family ("mla_prefill", problem kind
+ * "mla_prefill"): attention in the compute-friendly (MHA) form engines run
+ * for prefill (docs/prefill.md): the latent cache decompressed per head, so
+ * q, k and v have one head each per query head; qk head dim D = nope + rope
+ * (DeepSeek: 128 + 64), v head dim DL (128); varlen over requests
+ * (cu_seqlens), causal among a request's new tokens after a non-causal
+ * context; out plus the natural-log LSE, and the merge of two such states.
+ *
+ * Callers outside this folder go through mt_family_mla_prefill
+ * (kernels/family.h); the functions below are what its hooks are made of,
+ * open to the runtime's prefill API and the tests.
+ *
+ * Files: family.c (parameters, sources, shared memory, the family),
+ * constraints.c (which points may run where), launch.c (arguments, grids),
+ * heuristic.c (the built-in rule), prefill_reference.c (the CPU
+ * reference); the device side is common.cuh, simt.cu, merge.cu, with
+ * params.h shared by both sides.
+ */
+#ifndef MT_MLA_PREFILL_H
+#define MT_MLA_PREFILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/family.h"
+
+extern const mt_family mt_family_mla_prefill;
+
+/* parameter positions in mt_variant.values for this family */
+enum { MT_PF_TILE_Q, MT_PF_KV_TILE, MT_PF_BLOCK_THREADS, MT_PF_MMA };
+
+/* Entry points, in mt_kernels order. */
+enum { MT_PREFILL_FN, MT_PREFILL_MERGE_FN };
+#define MT_MLA_PREFILL_KERNEL "mla_prefill"
+#define MT_MLA_PREFILL_MERGE_KERNEL "mla_prefill_merge"
+
+/* A tensor of rows (token, head) on the host side: its device address and
+ * strides in elements (both 0: contiguous, filled in by the launch). */
+typedef struct mt_prefill_view {
+    mt_devptr ptr;
+    long long t_stride, h_stride;
+} mt_prefill_view;
+
+/* The arguments of one prefill call.  See params.h for what the rows
+ * mean; q [total_q, N, D], k [total_k, N, D] (or [.., nope] with k_pe
+ * [total_k, D - nope] shared by the heads), v [total_k, N, DL], out
+ * [total_q, N, DL], lse [total_q, N] fp32 when contiguous. */
+typedef struct mt_mla_prefill_args {
+    int batch;               /* requests, >= 1 */
+    int n_heads;             /* 1..128 */
+    int max_q;               /* the most new tokens of any request: the grid covers this many */
+    int nope;                /* columns of k in k; 0 < nope <= D (D: k_pe unused) */
+    int causal;              /* 0 or 1 */
+    float scale;             /* softmax scale */
+    mt_devptr cu_q, cu_k;    /* [batch + 1] int32 each, non-decreasing from 0 */
+    mt_prefill_view q, k, k_pe, v, out, lse;   /* k_pe.ptr 0: k holds all D columns */
+} mt_mla_prefill_args;
+
+/* The arguments of one merge: rows of DL columns (q dtype) and their lse. */
+typedef struct mt_mla_prefill_merge_args {
+    int tokens, n_heads;
+    mt_prefill_view out_a, lse_a, out_b, lse_b, out, lse;
+} mt_mla_prefill_merge_args;
+
+/* Dynamic shared memory (LDS) one work-group of the prefill kernel needs. */
+size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s);
+
+/* The family's constraints (constraints.c): the problem's facts alone, and
+ * a point of the space on a target. */
+mt_status mt_mla_prefill_check_static(const mt_problem_static *s);
+mt_status mt_mla_prefill_check(const int *values, const mt_problem_static *s, const mt_target *t);
+
+/* Rejects bad arguments before anything is launched, naming the one at
+ * fault (launch.c). */
+mt_status mt_mla_prefill_check_args(const mt_problem_static *s, const mt_mla_prefill_args *a);
+mt_status mt_mla_prefill_check_merge_args(const mt_problem_static *s, const mt_mla_prefill_merge_args *a);
+
+/* Checks the arguments, then launches (launch.c). */
+mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
+                                const mt_mla_prefill_args *a, mt_stream stream);
+mt_status mt_mla_prefill_merge_launch(mt_backend *b, const mt_kernels *k, const mt_problem_static *s,
+                                      const mt_mla_prefill_merge_args *a, mt_stream stream);
+
+/* The built-in rule (heuristic.c). */
+mt_status mt_mla_prefill_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set);
+int mt_mla_prefill_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
+                                  int compute_units);
+void mt_mla_prefill_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size);
+
+#endif

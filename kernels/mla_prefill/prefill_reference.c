@@ -1,0 +1,90 @@
+/*
+ * prefill_reference.c - the prefill family's CPU reference (see
+ * prefill_reference.h): for each request, new token and head, every
+ * visible key's score in double, the softmax by the row's maximum, the
+ * weighted sum of v, and lse = max + log(sum).
+ */
+#include "prefill_reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/dtype.h"
+
+/* Key j of a request with n_k keys and n_q new tokens is visible to new
+ * token i when j < this (the context is the first n_k - n_q keys). */
+static long visible_keys(int causal, long n_q, long n_k, long i) {
+    long limit = causal ? n_k - n_q + i + 1 : n_k;
+    return limit < 0 ? 0 : limit > n_k ? n_k : limit;
+}
+
+static double k_at(const mt_prefill_host_problem *p, long key, int h, int c) {
+    if (p->k_pe && c >= p->nope)
+        return mt_host_load(p->s.kv_dtype, p->k_pe, (size_t)key * (size_t)(p->s.d - p->nope) + (size_t)(c - p->nope));
+    size_t width = p->k_pe ? (size_t)p->nope : (size_t)p->s.d;
+    return mt_host_load(p->s.kv_dtype, p->k, ((size_t)key * p->n_heads + h) * width + (size_t)c);
+}
+
+void mt_prefill_reference(const mt_prefill_host_problem *p, double *out, double *lse) {
+    const int d = p->s.d, dl = p->s.dl, n = p->n_heads;
+    long max_keys = 1;
+    for (int b = 0; b < p->batch; b++)
+        if (p->cu_k[b + 1] - p->cu_k[b] > max_keys) max_keys = p->cu_k[b + 1] - p->cu_k[b];
+    double *score = malloc(sizeof(double) * (size_t)max_keys), *qrow = malloc(sizeof(double) * (size_t)d);
+    for (int b = 0; b < p->batch; b++) {
+        const long q0 = p->cu_q[b], n_q = p->cu_q[b + 1] - q0, k0 = p->cu_k[b], n_k = p->cu_k[b + 1] - k0;
+        for (long i = 0; i < n_q; i++)
+            for (int h = 0; h < n; h++) {
+                const size_t row = (size_t)(q0 + i) * n + h;
+                double *o = out + row * dl;
+                for (int c = 0; c < dl; c++) o[c] = 0.0;
+                const long keys = visible_keys(p->causal, n_q, n_k, i);
+                if (keys == 0) {
+                    lse[row] = -INFINITY;
+                    continue;
+                }
+                for (int c = 0; c < d; c++) qrow[c] = mt_host_load(p->s.q_dtype, p->q, row * d + c);
+                double m = -INFINITY;
+                for (long j = 0; j < keys; j++) {
+                    double s = 0.0;
+                    for (int c = 0; c < d; c++) s += qrow[c] * k_at(p, k0 + j, h, c);
+                    score[j] = s * p->scale;
+                    if (score[j] > m) m = score[j];
+                }
+                double sum = 0.0;
+                for (long j = 0; j < keys; j++) {
+                    const double w = exp(score[j] - m);
+                    sum += w;
+                    const size_t vrow = ((size_t)(k0 + j) * n + h) * dl;
+                    for (int c = 0; c < dl; c++) o[c] += w * mt_host_load(p->s.kv_dtype, p->v, vrow + c);
+                }
+                for (int c = 0; c < dl; c++) o[c] /= sum;
+                lse[row] = m + log(sum);
+            }
+    }
+    free(score);
+    free(qrow);
+}
+
+static double state_lse(double lse) { return lse == INFINITY ? -INFINITY : lse; }
+
+void mt_prefill_merge_reference(long rows, int dl, const double *out_a, const double *lse_a, const double *out_b,
+                                const double *lse_b, double *out, double *lse) {
+    for (long r = 0; r < rows; r++) {
+        const double la = state_lse(lse_a[r]), lb = state_lse(lse_b[r]), m = la > lb ? la : lb;
+        double *o = out + r * dl;
+        if (m == -INFINITY) {
+            for (int c = 0; c < dl; c++) o[c] = 0.0;
+            lse[r] = -INFINITY;
+            continue;
+        }
+        const double wa = la == -INFINITY ? 0.0 : exp(la - m), wb = lb == -INFINITY ? 0.0 : exp(lb - m);
+        for (int c = 0; c < dl; c++) {
+            double x = 0.0;
+            if (wa > 0.0) x += wa * out_a[r * dl + c];
+            if (wb > 0.0) x += wb * out_b[r * dl + c];
+            o[c] = x / (wa + wb);
+        }
+        lse[r] = m + log(wa + wb);
+    }
+}

@@ -1,0 +1,162 @@
+/*
+ * prefill.c - the public prefill API (mlatune.h, "MLA prefill") over the
+ * prefill family (kernels/mla_prefill/), the dispatcher and the JIT.
+ *
+ *   mlt_prefill_plan_create: the problem's checks, the dispatch table (the
+ *     family's built-in rule only: no tuning entry is read for prefill
+ *     yet), every variant it may run compiled or loaded (each carries the
+ *     merge kernel too);
+ *   mlt_prefill_run / mlt_prefill_merge: argument checks, table lookup,
+ *     launch.  No allocation, no lock, no I/O.
+ */
+#define _GNU_SOURCE
+#include "runtime/include/mlatune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+#include "dispatch.h"
+#include "kernels/build.h"
+#include "kernels/mla_prefill/mla_prefill.h"
+
+struct mlt_prefill_plan {
+    mlt_runtime *rt;
+    mt_problem_key shape;
+    int nope;
+    float scale;
+    mt_dispatch_table table;
+    mt_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
+};
+
+/* The public code of an internal status (error.h's list says which). */
+static mlt_status public_status(mt_status st) {
+    switch (st) {
+#define MT_PREFILL_TO_PUBLIC(name, text, public_code) \
+    case name: return public_code;
+        MT_STATUS_LIST(MT_PREFILL_TO_PUBLIC)
+#undef MT_PREFILL_TO_PUBLIC
+    }
+    return MLT_ERR_INTERNAL;
+}
+
+void mlt_prefill_problem_default(mlt_prefill_problem *p) {
+    if (!p) return;
+    *p = (mlt_prefill_problem){.n_heads = 128, .qk_nope_dim = 128, .qk_rope_dim = 64, .v_dim = 128,
+                               .q_dtype = MLT_BF16, .kv_dtype = MLT_BF16, .softmax_scale = 1.0f / sqrtf(192.0f)};
+}
+
+static mt_status problem_to_shape(const mlt_prefill_problem *p, mt_problem_key *k) {
+    memset(k, 0, sizeof *k);
+    snprintf(k->kind, sizeof k->kind, "mla_prefill");
+    if (p->n_heads < 1 || p->n_heads > 128)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: n_heads %d outside 1..128", p->n_heads);
+    if (p->qk_nope_dim < 1 || p->qk_rope_dim < 0 || p->qk_nope_dim + p->qk_rope_dim > 512)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "prefill: qk_nope_dim %d and qk_rope_dim %d: need nope >= 1, rope >= 0, nope + rope <= 512",
+                       p->qk_nope_dim, p->qk_rope_dim);
+    if (p->v_dim < 1 || p->v_dim > 512)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: v_dim %d outside 1..512", p->v_dim);
+    if (p->q_dtype != MLT_BF16 && p->q_dtype != MLT_FP16)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: q_dtype must be MLT_BF16 or MLT_FP16 (got %d%s)",
+                       (int)p->q_dtype, p->q_dtype == MLT_FP8_E4M3 ? ": fp8 prefill is not built yet" : "");
+    if (p->kv_dtype != MLT_BF16 && p->kv_dtype != MLT_FP16)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: kv_dtype must be MLT_BF16 or MLT_FP16 (got %d%s)",
+                       (int)p->kv_dtype,
+                       p->kv_dtype == MLT_FP8_E4M3 || p->kv_dtype == MLT_FP8_E4M3_FNUZ ? ": fp8 prefill is not built yet"
+                                                                                       : "");
+    if (!(p->softmax_scale > 0.0f) || !isfinite(p->softmax_scale))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: softmax_scale %g is not a positive finite number",
+                       (double)p->softmax_scale);
+    k->s = (mt_problem_static){.d = p->qk_nope_dim + p->qk_rope_dim, .dl = p->v_dim, .page_size = 1,
+                              .q_dtype = (mt_dtype)p->q_dtype, .kv_dtype = (mt_dtype)p->kv_dtype};
+    k->n_heads = p->n_heads;
+    k->sq = 1;
+    return MT_OK;
+}
+
+void mlt_prefill_plan_destroy(mlt_prefill_plan *plan) {
+    if (!plan) return;
+    mt_dispatch_free(&plan->table);
+    free(plan);
+}
+
+mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *problem, mlt_prefill_plan **out) {
+    if (!rt || !problem || !out)
+        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_create: null argument (%s)",
+                                     !rt ? "rt" : !problem ? "problem" : "out"));
+    *out = NULL;
+    mlt_prefill_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) return public_status(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    plan->rt = rt;
+    plan->nope = problem->qk_nope_dim;
+    plan->scale = problem->softmax_scale;
+    const mt_device_info *info = mt_runtime_device(rt);
+    mt_target target;
+    mt_target_from_device(info, &target);
+    mt_status st = problem_to_shape(problem, &plan->shape);
+    /* no choices: the family's rule (prefill has no tuning entries yet) */
+    if (st == MT_OK) st = mt_dispatch_build(NULL, NULL, 0, &plan->shape, &target, info->compute_units, &plan->table);
+    for (int i = 0; st == MT_OK && i < plan->table.n_variants; i++)
+        st = mt_build_variant(mt_runtime_jit(rt), &plan->table.variants[i], &plan->shape.s, &target,
+                              &plan->kernels[i]);
+    if (st != MT_OK) {
+        mlt_prefill_plan_destroy(plan);
+        return public_status(st);
+    }
+    *out = plan;
+    return MLT_OK;
+}
+
+static mt_prefill_view view_of(const void *p, const int64_t strides[2]) {
+    return (mt_prefill_view){.ptr = (mt_devptr)(uintptr_t)p, .t_stride = strides[0], .h_stride = strides[1]};
+}
+
+mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *a, void *stream) {
+    if (!plan || !a)
+        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_run: null %s", !plan ? "plan" : "args"));
+    mt_dispatch_result r;
+    mt_dispatch_lookup(&plan->table, a->batch, a->max_seqlen_q, 0, &r);
+    const mt_variant *v = &plan->table.variants[r.variant];
+    mt_mla_prefill_args k = {.batch = a->batch, .n_heads = plan->shape.n_heads, .max_q = a->max_seqlen_q,
+                             /* without k_pe, k holds all D columns: the split is not the kernel's concern */
+                             .nope = a->k_pe ? plan->nope : plan->shape.s.d, .causal = a->causal, .scale = plan->scale,
+                             .cu_q = (mt_devptr)(uintptr_t)a->cu_seqlens_q,
+                             .cu_k = (mt_devptr)(uintptr_t)a->cu_seqlens_k,
+                             .q = view_of(a->q, a->q_strides), .k = view_of(a->k, a->k_strides),
+                             .k_pe = view_of(a->k_pe, a->k_pe_strides), .v = view_of(a->v, a->v_strides),
+                             .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides)};
+    return public_status(mt_mla_prefill_launch(mt_runtime_backend(plan->rt), &plan->kernels[r.variant], v,
+                                               &plan->shape.s, &k, (mt_stream)stream));
+}
+
+mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_args *a, void *stream) {
+    if (!plan || !a)
+        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_merge: null %s", !plan ? "plan" : "args"));
+    /* every variant carries the merge: the first one's serves */
+    mt_mla_prefill_merge_args k = {.tokens = a->tokens, .n_heads = plan->shape.n_heads,
+                                   .out_a = view_of(a->out_a, a->out_a_strides),
+                                   .lse_a = view_of(a->lse_a, a->lse_a_strides),
+                                   .out_b = view_of(a->out_b, a->out_b_strides),
+                                   .lse_b = view_of(a->lse_b, a->lse_b_strides),
+                                   .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides)};
+    return public_status(mt_mla_prefill_merge_launch(mt_runtime_backend(plan->rt), &plan->kernels[0], &plan->shape.s,
+                                                     &k, (mt_stream)stream));
+}
+
+mlt_status mlt_prefill_plan_explain(const mlt_prefill_plan *plan, mlt_choice_info *out) {
+    if (!plan || !out)
+        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_explain: null %s",
+                                     !plan ? "plan" : "out"));
+    mt_dispatch_result r;
+    mt_dispatch_lookup(&plan->table, 1, 1, 0, &r);
+    memset(out, 0, sizeof *out);
+    out->reason = MLT_CHOICE_HEURISTIC;
+    snprintf(out->family, sizeof out->family, "%s", plan->table.variants[r.variant].family->name);
+    mt_variant_format(&plan->table.variants[r.variant], out->variant, sizeof out->variant);
+    snprintf(out->source, sizeof out->source, "heuristic");
+    mt_dispatch_explain(&plan->table, &r, out->why, sizeof out->why);
+    return MLT_OK;
+}

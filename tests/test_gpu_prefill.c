@@ -1,0 +1,180 @@
+/*
+ * test_gpu_prefill.c - the prefill family on a GPU (label gpu; exit 77,
+ * skipped, without one), against the double-precision reference
+ * (prefill_cases.h: varlen batches with contexts, out relative error
+ * < 1e-2 bf16 / 5e-3 fp16, lse < 1e-3, NaN never, outputs poisoned first):
+ *   - through the public API (mlt_prefill_plan_create, mlt_prefill_run,
+ *     mlt_prefill_merge) for 1, 16 and 128 heads, bf16 and fp16 (and fp16
+ *     q over bf16 k/v), in the three forms: one causal call over context +
+ *     new tokens, the chunked form (context call, new-token call, merge),
+ *     and a non-causal call with k's rope part apart and lse head-major;
+ *   - through the family's launch, variants spread over the whole valid
+ *     space of the device (every tile_q, kv_tile and thread count it
+ *     allows), causal and chunked;
+ *   - bad arguments through the API fail naming the argument.
+ * MLA_TUNE_TEST_SEED=N changes the draw (default 29).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/build.h"
+#include "prefill_cases.h"
+#include "runtime/api/api_internal.h"
+
+static int failed_cases, passed_cases;
+
+static void record(const pf_case *c, const char *how, const pf_result *r) {
+    char what[300];
+    pf_describe(c, what, sizeof what);
+    CHECK_MSG(r->ok, "%s %s: out error %.3g, lse error %.3g%s %s", how, what, r->e_out, r->e_lse,
+              r->has_nan ? ", NaN" : "", r->error);
+    printf("%-4s %s %s: out %.2e lse %.2e, %d empty rows\n", r->ok ? "ok" : "BAD", how, what, r->e_out, r->e_lse,
+           r->empty_rows);
+    r->ok ? passed_cases++ : failed_cases++;
+}
+
+/* ---- through the public API ---- */
+
+static void through_api(mlt_runtime *rt, uint64_t seed) {
+    static const struct {
+        int n_heads, batch, max_new, max_ctx;
+        mlt_dtype q, kv;
+    } problems[] = {
+        {16, 4, 300, 700, MLT_BF16, MLT_BF16}, {128, 3, 80, 200, MLT_BF16, MLT_BF16},
+        {1, 6, 500, 900, MLT_FP16, MLT_FP16},  {16, 2, 130, 100, MLT_FP16, MLT_BF16},
+    };
+    for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++) {
+        mlt_prefill_problem pp;
+        mlt_prefill_problem_default(&pp);
+        pp.n_heads = problems[i].n_heads, pp.q_dtype = problems[i].q, pp.kv_dtype = problems[i].kv;
+        mlt_prefill_plan *plan = NULL;
+        mlt_status st = mlt_prefill_plan_create(rt, &pp, &plan);
+        CHECK_MSG(st == MLT_OK, "plan for %d heads: %s", pp.n_heads, mlt_last_error());
+        if (st != MLT_OK) continue;
+        mlt_choice_info info;
+        CHECK(mlt_prefill_plan_explain(plan, &info) == MLT_OK);
+        CHECK_MSG(info.reason == MLT_CHOICE_HEURISTIC && strcmp(info.family, "mla_prefill") == 0, "%s: %s",
+                  info.family, info.why);
+        printf("plan N=%d %s/%s runs %s (%s)\n", pp.n_heads, mt_dtype_name((mt_dtype)pp.q_dtype),
+               mt_dtype_name((mt_dtype)pp.kv_dtype), info.variant, info.why);
+        pf_launcher l = pf_api_launcher(plan);
+        for (int form = PF_WHOLE; form <= PF_NONCAUSAL; form++) {
+            pf_case c = {.s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = (mt_dtype)pp.q_dtype,
+                               .kv_dtype = (mt_dtype)pp.kv_dtype},
+                         .batch = problems[i].batch, .n_heads = pp.n_heads, .nope = 192, .scale = pp.softmax_scale,
+                         .seed = seed + 10 * i + form, .form = (pf_form)form};
+            pf_draw_lengths(&c, problems[i].max_new, problems[i].max_ctx);
+            if (form == PF_NONCAUSAL) c.nope = pp.qk_nope_dim, c.lse_head_major = 1;
+            pf_result r = pf_run_case(mt_runtime_backend(rt), &l, &c);
+            record(&c, "api", &r);
+        }
+        mlt_prefill_plan_destroy(plan);
+    }
+}
+
+static void api_refusals(mlt_runtime *rt) {
+    mlt_prefill_problem pp;
+    mlt_prefill_problem_default(&pp);
+    pp.kv_dtype = MLT_FP8_E4M3;
+    mlt_prefill_plan *plan = NULL;
+    CHECK(mlt_prefill_plan_create(rt, &pp, &plan) == MLT_ERR_INVALID_ARGUMENT && !plan);
+    CHECK_MSG(strstr(mlt_last_error(), "fp8 prefill is not built yet") != NULL, "%s", mlt_last_error());
+    mlt_prefill_problem_default(&pp);
+    pp.n_heads = 0;
+    CHECK(mlt_prefill_plan_create(rt, &pp, &plan) == MLT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mlt_last_error(), "n_heads 0") != NULL, "%s", mlt_last_error());
+    mlt_prefill_problem_default(&pp);
+    pp.n_heads = 4;
+    if (mlt_prefill_plan_create(rt, &pp, &plan) != MLT_OK) {
+        CHECK_MSG(0, "plan: %s", mlt_last_error());
+        return;
+    }
+    void *mem = NULL;
+    CHECK(mlt_device_alloc(rt, 1 << 16, &mem) == MLT_OK);
+    mlt_prefill_args a = {.batch = 1, .max_seqlen_q = 1, .causal = 1, .cu_seqlens_q = NULL, .cu_seqlens_k = mem,
+                          .q = mem, .k = mem, .v = mem, .out = mem, .lse = mem};
+    CHECK(mlt_prefill_run(plan, &a, NULL) == MLT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mlt_last_error(), "cu_seqlens_q") != NULL, "%s", mlt_last_error());
+    mlt_prefill_merge_args m = {.tokens = 1, .out_a = mem, .lse_a = mem, .out_b = mem, .lse_b = mem, .out = mem,
+                                .lse = mem};
+    CHECK(mlt_prefill_merge(plan, &m, NULL) == MLT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mlt_last_error(), "lse is lse_a") != NULL, "%s", mlt_last_error());
+    mlt_device_free(rt, mem);
+    mlt_prefill_plan_destroy(plan);
+}
+
+/* ---- through the family, over its space ---- */
+
+typedef struct family_ctx {
+    mt_backend *b;
+    mt_kernels k;
+    const mt_variant *v;
+    const mt_problem_static *s;
+} family_ctx;
+
+static mt_status family_run(void *ctx, const mt_mla_prefill_args *a) {
+    family_ctx *f = ctx;
+    return mt_mla_prefill_launch(f->b, &f->k, f->v, f->s, a, NULL);
+}
+static mt_status family_merge(void *ctx, const mt_mla_prefill_merge_args *a) {
+    family_ctx *f = ctx;
+    return mt_mla_prefill_merge_launch(f->b, &f->k, f->s, a, NULL);
+}
+
+static void over_the_space(mlt_runtime *rt, uint64_t seed) {
+    mt_target t;
+    mt_target_from_device(mt_runtime_device(rt), &t);
+    const mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    mt_space sp;
+    mt_space_full(&mt_family_mla_prefill, &sp);
+    mt_variant *points = NULL;
+    int n = 0;
+    CHECK_OK(mt_space_list(&sp, &s, &t, &points, &n, NULL));
+    const int want = 12, step = n > want ? n / want : 1;
+    printf("%d valid variants on %s; 1 in %d runs\n", n, t.arch, step);
+    for (int i = 0; i < n; i += step) {
+        family_ctx f = {.b = mt_runtime_backend(rt), .v = &points[i], .s = &s};
+        char name[160];
+        mt_variant_format(&points[i], name, sizeof name);
+        mt_status st = mt_build_variant(mt_runtime_jit(rt), &points[i], &s, &t, &f.k);
+        CHECK_MSG(st == MT_OK, "%s: %s", name, mt_last_error());
+        if (st != MT_OK) continue;
+        pf_launcher l = {.ctx = &f, .run = family_run, .merge = family_merge};
+        for (int form = PF_WHOLE; form <= PF_CHUNKED; form++) {
+            pf_case c = {.s = s, .batch = 5, .n_heads = 8, .nope = 192, .scale = 1 / sqrt(192.0),
+                         .seed = seed + 100 + 2 * i + form, .form = (pf_form)form};
+            pf_draw_lengths(&c, 150, 300);
+            pf_result r = pf_run_case(f.b, &l, &c);
+            record(&c, name, &r);
+        }
+    }
+    free(points);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a hang shows the last case that finished */
+    mlt_runtime_options o;
+    mlt_runtime_options_default(&o);
+    o.log_level = MLT_LOG_QUIET;
+    mlt_runtime *rt = NULL;
+    mlt_status st = mlt_runtime_create(&o, &rt);
+    if (st == MLT_ERR_NO_BACKEND || st == MLT_ERR_NO_DEVICE) {
+        printf("SKIP: %s\n", mlt_last_error());
+        return CHECK_SKIP_CODE;
+    }
+    CHECK_MSG(st == MLT_OK, "runtime: %s", mlt_last_error());
+    if (st != MLT_OK) return check_summary("test_gpu_prefill");
+    const char *env = getenv("MLA_TUNE_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : 29;
+    printf("%s, seed %llu\n", mlt_runtime_arch(rt), (unsigned long long)seed);
+    through_api(rt, seed);
+    api_refusals(rt);
+    over_the_space(rt, seed);
+    printf("%d prefill cases passed, %d failed\n", passed_cases, failed_cases);
+    mlt_runtime_destroy(rt);
+    return check_summary("test_gpu_prefill");
+}

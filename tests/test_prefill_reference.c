@@ -1,0 +1,306 @@
+/*
+ * test_prefill_reference.c - the prefill family's host side without a GPU
+ * (label unit, so the sanitizer stage runs it too):
+ *   - the CPU reference on cases small enough to check by hand: one token
+ *     and one key, causal masking among new tokens, a context before them,
+ *     no context, fewer keys than new tokens (rows with no key), varlen
+ *     offsets, the softmax weights themselves;
+ *   - k's rope part given apart (k_pe, one row for all heads) computes what
+ *     the concatenated k does;
+ *   - the merge: context chunk (non-causal) merged with the new tokens
+ *     (causal) equals one call over context + new tokens; empty states;
+ *   - the family's constraints and argument checks refuse bad input with a
+ *     message naming it; its built-in rule gives a valid default.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/dtype.h"
+#include "kernels/mla_prefill/mla_prefill.h"
+#include "kernels/mla_prefill/prefill_reference.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double rnd_unit(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+static void to_bf16(uint16_t *dst, const double *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = mt_host_f32_to_bf16((float)src[i]);
+}
+
+static int near(double a, double b) { return fabs(a - b) <= 1e-12 * (1.0 + fabs(b)); }
+
+/* a problem of qk dim d, v dim dl over bf16 arrays of doubles given exactly */
+typedef struct small {
+    uint16_t q[64], k[64], v[64];
+    int32_t cu_q[4], cu_k[4];
+    double out[64], lse[32];
+} small;
+
+static void run_small(small *c, int d, int dl, int batch, int causal, double scale, const double *q, int nq,
+                      const double *k, int nk, const double *v) {
+    to_bf16(c->q, q, (size_t)nq * d);
+    to_bf16(c->k, k, (size_t)nk * d);
+    to_bf16(c->v, v, (size_t)nk * dl);
+    mt_prefill_host_problem p = {.s = {.d = d, .dl = dl, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+                                 .batch = batch, .n_heads = 1, .nope = d, .causal = causal, .scale = scale,
+                                 .cu_q = c->cu_q, .cu_k = c->cu_k, .q = c->q, .k = c->k, .v = c->v};
+    mt_prefill_reference(&p, c->out, c->lse);
+}
+
+static void hand_checked(void) {
+    small c;
+    /* one token, one key: s = 0.5 * (1*2) = 1, out = v, lse = s */
+    {
+        double q[] = {1, 0}, k[] = {2, 0}, v[] = {3};
+        memcpy(c.cu_q, (int32_t[]){0, 1}, 8), memcpy(c.cu_k, (int32_t[]){0, 1}, 8);
+        run_small(&c, 2, 1, 1, 1, 0.5, q, 1, k, 1, v);
+        CHECK_MSG(near(c.out[0], 3) && near(c.lse[0], 1), "one token: out %g lse %g", c.out[0], c.lse[0]);
+    }
+    /* the softmax itself: scores 0 and 1, v 0 and 1: out = e / (1 + e), lse = log(1 + e) */
+    {
+        double q[] = {1, 0}, k[] = {0, 0, 1, 0}, v[] = {0, 1};
+        memcpy(c.cu_q, (int32_t[]){0, 1}, 8), memcpy(c.cu_k, (int32_t[]){0, 2}, 8);
+        run_small(&c, 2, 1, 1, 0, 1.0, q, 1, k, 2, v);
+        CHECK_MSG(near(c.out[0], M_E / (1 + M_E)) && near(c.lse[0], log(1 + M_E)), "weights: out %g lse %g", c.out[0],
+                  c.lse[0]);
+    }
+    /* q = 0 makes every score 0: out is the mean of the visible v, lse the
+     * log of their count, so the mask can be read off the outputs */
+    double q0[8] = {0}, k0[16] = {0};
+    {
+        /* causal, no context: token i sees keys 0..i */
+        double v[] = {1, 2, 4};
+        memcpy(c.cu_q, (int32_t[]){0, 3}, 8), memcpy(c.cu_k, (int32_t[]){0, 3}, 8);
+        run_small(&c, 2, 1, 1, 1, 1.0, q0, 3, k0, 3, v);
+        CHECK_MSG(near(c.out[0], 1) && near(c.out[1], 1.5) && near(c.out[2], 7.0 / 3), "causal: %g %g %g", c.out[0],
+                  c.out[1], c.out[2]);
+        CHECK(near(c.lse[0], 0) && near(c.lse[1], log(2)) && near(c.lse[2], log(3)));
+    }
+    {
+        /* 2 context keys + 2 new tokens: token 0 sees 3 keys, token 1 all 4 */
+        double v[] = {1, 2, 4, 8};
+        memcpy(c.cu_q, (int32_t[]){0, 2}, 8), memcpy(c.cu_k, (int32_t[]){0, 4}, 8);
+        run_small(&c, 2, 1, 1, 1, 1.0, q0, 2, k0, 4, v);
+        CHECK_MSG(near(c.out[0], 7.0 / 3) && near(c.out[1], 15.0 / 4), "context: %g %g", c.out[0], c.out[1]);
+        CHECK(near(c.lse[0], log(3)) && near(c.lse[1], log(4)));
+        /* the same, not causal: both see all 4 */
+        run_small(&c, 2, 1, 1, 0, 1.0, q0, 2, k0, 4, v);
+        CHECK_MSG(near(c.out[0], 15.0 / 4) && near(c.out[1], 15.0 / 4), "non-causal: %g %g", c.out[0], c.out[1]);
+    }
+    {
+        /* causal with fewer keys than new tokens: the first two see none */
+        double v[] = {5};
+        memcpy(c.cu_q, (int32_t[]){0, 3}, 8), memcpy(c.cu_k, (int32_t[]){0, 1}, 8);
+        run_small(&c, 2, 1, 1, 1, 1.0, q0, 3, k0, 1, v);
+        CHECK_MSG(c.out[0] == 0 && c.out[1] == 0 && near(c.out[2], 5), "short: %g %g %g", c.out[0], c.out[1], c.out[2]);
+        CHECK(c.lse[0] == -INFINITY && c.lse[1] == -INFINITY && near(c.lse[2], 0));
+    }
+    {
+        /* varlen: request 0 (1 new token, no context) and request 1 (2 new
+         * tokens after 1 context key) in one call keep to their own rows */
+        double v[] = {3, 1, 2, 4}; /* request 0's key, then request 1's three */
+        memcpy(c.cu_q, (int32_t[]){0, 1, 3}, 12), memcpy(c.cu_k, (int32_t[]){0, 1, 4}, 12);
+        run_small(&c, 2, 1, 2, 1, 1.0, q0, 3, k0, 4, v);
+        CHECK_MSG(near(c.out[0], 3) && near(c.out[1], 1.5) && near(c.out[2], 7.0 / 3), "varlen: %g %g %g", c.out[0],
+                  c.out[1], c.out[2]);
+        CHECK(near(c.lse[0], 0) && near(c.lse[1], log(2)) && near(c.lse[2], log(3)));
+    }
+}
+
+enum { N = 3, D = 6, NOPE = 4, DL = 5 };
+
+/* two requests with contexts, random data, 3 heads */
+typedef struct random_batch {
+    int32_t cu_q[3], cu_k[3], cu_ctx[3], cu_new[3];
+    uint16_t q[7 * N * D], k[13 * N * D], v[13 * N * DL];
+    uint16_t k_ctx[13 * N * D], v_ctx[13 * N * DL], k_new[13 * N * D], v_new[13 * N * DL];
+} random_batch;
+
+static mt_prefill_host_problem problem_of(const random_batch *r, int causal, const int32_t *cu_k, const void *k,
+                                          const void *v) {
+    return (mt_prefill_host_problem){.s = {.d = D, .dl = DL, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+                                     .batch = 2, .n_heads = N, .nope = D, .causal = causal, .scale = 0.7,
+                                     .cu_q = r->cu_q, .cu_k = cu_k, .q = r->q, .k = k, .v = v};
+}
+
+static void fill(uint16_t *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = mt_host_f32_to_bf16((float)(2 * rnd_unit()));
+}
+
+/* request 0: 3 new tokens after 4 context keys; request 1: 4 after 2 */
+static void make_batch(random_batch *r) {
+    memcpy(r->cu_q, (int32_t[]){0, 3, 7}, sizeof r->cu_q);
+    memcpy(r->cu_k, (int32_t[]){0, 7, 13}, sizeof r->cu_k);
+    memcpy(r->cu_ctx, (int32_t[]){0, 4, 6}, sizeof r->cu_ctx);
+    memcpy(r->cu_new, (int32_t[]){0, 3, 7}, sizeof r->cu_new);
+    fill(r->q, sizeof r->q / 2), fill(r->k, sizeof r->k / 2), fill(r->v, sizeof r->v / 2);
+    /* the same keys split into the context chunk and the new tokens' keys */
+    int ctx[2] = {4, 2}, nctx = 0, nnew = 0;
+    for (int b = 0; b < 2; b++)
+        for (int j = r->cu_k[b]; j < r->cu_k[b + 1]; j++) {
+            int is_ctx = j - r->cu_k[b] < ctx[b], dst = is_ctx ? nctx++ : nnew++;
+            memcpy((is_ctx ? r->k_ctx : r->k_new) + (size_t)dst * N * D, r->k + (size_t)j * N * D, 2 * N * D);
+            memcpy((is_ctx ? r->v_ctx : r->v_new) + (size_t)dst * N * DL, r->v + (size_t)j * N * DL, 2 * N * DL);
+        }
+}
+
+static void merge_equals_whole(void) {
+    random_batch r;
+    make_batch(&r);
+    enum { ROWS = 7 * N };
+    double whole[ROWS * DL], whole_lse[ROWS], a[ROWS * DL], a_lse[ROWS], b[ROWS * DL], b_lse[ROWS];
+    double merged[ROWS * DL], merged_lse[ROWS];
+    mt_prefill_host_problem p = problem_of(&r, 1, r.cu_k, r.k, r.v);
+    mt_prefill_reference(&p, whole, whole_lse);
+    p = problem_of(&r, 0, r.cu_ctx, r.k_ctx, r.v_ctx);
+    mt_prefill_reference(&p, a, a_lse);
+    p = problem_of(&r, 1, r.cu_new, r.k_new, r.v_new);
+    mt_prefill_reference(&p, b, b_lse);
+    mt_prefill_merge_reference(ROWS, DL, a, a_lse, b, b_lse, merged, merged_lse);
+    int bad = 0;
+    for (int i = 0; i < ROWS * DL; i++) bad += !near(merged[i], whole[i]);
+    for (int i = 0; i < ROWS; i++) bad += !near(merged_lse[i], whole_lse[i]);
+    CHECK_MSG(bad == 0, "context merged with new tokens differs from the whole in %d values", bad);
+    /* and the halves are not the whole by themselves (the test can fail) */
+    CHECK(!near(a[0], whole[0]) && !near(b_lse[0], whole_lse[0]));
+
+    /* empty states: -inf (ours) and +inf (FlashAttention 2's) weigh 0 */
+    double x[2] = {1.5, -2}, lx = 0.25, nan_out[2] = {NAN, NAN}, e_inf = -INFINITY, p_inf = INFINITY, o[2], lo;
+    mt_prefill_merge_reference(1, 2, x, &lx, nan_out, &e_inf, o, &lo);
+    CHECK_MSG(o[0] == 1.5 && o[1] == -2 && lo == 0.25, "merge with an empty state: %g %g %g", o[0], o[1], lo);
+    mt_prefill_merge_reference(1, 2, nan_out, &p_inf, x, &lx, o, &lo);
+    CHECK_MSG(o[0] == 1.5 && o[1] == -2 && lo == 0.25, "merge with a +inf state: %g %g %g", o[0], o[1], lo);
+    mt_prefill_merge_reference(1, 2, nan_out, &p_inf, nan_out, &e_inf, o, &lo);
+    CHECK_MSG(o[0] == 0 && o[1] == 0 && lo == -INFINITY, "two empty states: %g %g %g", o[0], o[1], lo);
+    /* equal lse: the mean, lse + log 2 */
+    double y[2] = {0.5, 4};
+    mt_prefill_merge_reference(1, 2, x, &lx, y, &lx, o, &lo);
+    CHECK(near(o[0], 1.0) && near(o[1], 1.0) && near(lo, 0.25 + log(2)));
+}
+
+/* k's rope columns apart (k_pe, one row per key for all heads) equal a k
+ * whose every head carries those columns */
+static void split_rope(void) {
+    random_batch r;
+    make_batch(&r);
+    uint16_t k_nope[13 * N * NOPE], k_pe[13 * (D - NOPE)];
+    fill(k_pe, sizeof k_pe / 2);
+    for (int j = 0; j < 13; j++)
+        for (int h = 0; h < N; h++) {
+            memcpy(k_nope + ((size_t)j * N + h) * NOPE, r.k + ((size_t)j * N + h) * D, 2 * NOPE);
+            memcpy(r.k + ((size_t)j * N + h) * D + NOPE, k_pe + (size_t)j * (D - NOPE), 2 * (D - NOPE));
+        }
+    enum { ROWS = 7 * N };
+    double joined[ROWS * DL], joined_lse[ROWS], apart[ROWS * DL], apart_lse[ROWS];
+    mt_prefill_host_problem p = problem_of(&r, 1, r.cu_k, r.k, r.v);
+    mt_prefill_reference(&p, joined, joined_lse);
+    p.k = k_nope, p.k_pe = k_pe, p.nope = NOPE;
+    mt_prefill_reference(&p, apart, apart_lse);
+    CHECK(memcmp(joined, apart, sizeof joined) == 0 && memcmp(joined_lse, apart_lse, sizeof joined_lse) == 0);
+}
+
+static void refused(mt_status st, const char *needle) {
+    CHECK_MSG(st == MT_ERR_INVALID_ARGUMENT && strstr(mt_last_error(), needle),
+              "expected a refusal naming '%s', got %s: %s", needle, mt_status_name(st), mt_last_error());
+}
+
+static void constraints_and_rule(void) {
+    mt_target sm90, gfx942;
+    CHECK_OK(mt_target_for_arch("sm_90", &sm90));
+    CHECK_OK(mt_target_for_arch("gfx942", &gfx942));
+    mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    CHECK(mt_family_find("mla_prefill") == &mt_family_mla_prefill);
+    CHECK(mt_family_for_kind("mla_prefill") == &mt_family_mla_prefill);
+    mt_variant v;
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=16,kv_tile=32,block_threads=128,mma=0", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &sm90));
+    CHECK_OK(mt_variant_validate(&v, &s, &gfx942));
+    /* 64 queries x 64 keys of 192 + 128 columns: ~200 KB, over gfx942's 64 KiB */
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=256,mma=0", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &sm90));
+    refused(mt_variant_validate(&v, &s, &gfx942), "bytes of shared memory");
+    /* 64 x 128 outputs over 64 threads: 128 accumulators per thread */
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=16,block_threads=64,mma=0", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "128 output accumulators per thread");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=1,kv_tile=16,block_threads=64,mma=0", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &gfx942)); /* one wave of 64 */
+    mt_problem_static fp8 = s, paged = s, wide = s;
+    fp8.kv_dtype = MT_FP8_E4M3, paged.page_size = 64, wide.d = 576;
+    refused(mt_variant_validate(&v, &fp8, &sm90), "fp8 prefill is not built yet");
+    refused(mt_variant_validate(&v, &paged, &sm90), "page size must be 1");
+    refused(mt_variant_validate(&v, &wide, &sm90), "qk head dim");
+    /* the matrix-unit paths are not values of mma yet */
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=16,kv_tile=32,block_threads=128,mma=1", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "mma=1 is not an allowed value");
+
+    /* the rule: the declared default where it fits */
+    mt_shape shape = {.s = s, .n_heads = 16, .sq = 1};
+    mt_heuristic_set set;
+    CHECK_OK(mt_mla_prefill_heuristic_set(&shape, &gfx942, &set));
+    CHECK(set.n == 1 && set.aware == -1 && mt_variant_validate(&set.variants[0], &s, &gfx942) == MT_OK);
+    char why[200];
+    mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
+    CHECK_MSG(strstr(why, "tile_q=16,kv_tile=32,block_threads=128,mma=0") && strstr(why, "not tuned"), "%s", why);
+}
+
+static void argument_checks(void) {
+    mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_FP16};
+    const mt_devptr p = 0x10000;
+    const mt_mla_prefill_args good = {.batch = 2, .n_heads = 16, .max_q = 5, .nope = 192, .causal = 1,
+                                      .scale = 0.07f, .cu_q = p, .cu_k = p + 64, .q = {.ptr = p}, .k = {.ptr = p},
+                                      .v = {.ptr = p}, .out = {.ptr = p}, .lse = {.ptr = p}};
+    CHECK_OK(mt_mla_prefill_check_args(&s, &good));
+    mt_mla_prefill_args a = good;
+    a.cu_q = 0;
+    refused(mt_mla_prefill_check_args(&s, &a), "cu_seqlens_q");
+    a = good, a.nope = 128;
+    refused(mt_mla_prefill_check_args(&s, &a), "k_pe is NULL");
+    a.k_pe.ptr = p;
+    CHECK_OK(mt_mla_prefill_check_args(&s, &a));
+    a = good, a.k_pe.ptr = p;
+    refused(mt_mla_prefill_check_args(&s, &a), "leaves it no columns");
+    a = good, a.nope = 193;
+    refused(mt_mla_prefill_check_args(&s, &a), "nope 193");
+    a = good, a.causal = 2;
+    refused(mt_mla_prefill_check_args(&s, &a), "causal 2");
+    a = good, a.max_q = 0;
+    refused(mt_mla_prefill_check_args(&s, &a), "max_q 0");
+    a = good, a.n_heads = 129;
+    refused(mt_mla_prefill_check_args(&s, &a), "head count 129");
+    a = good, a.scale = NAN;
+    refused(mt_mla_prefill_check_args(&s, &a), "softmax scale");
+    a = good, a.v.ptr = p + 1;
+    refused(mt_mla_prefill_check_args(&s, &a), "v is not aligned");
+    a = good, a.out.t_stride = 128;
+    refused(mt_mla_prefill_check_args(&s, &a), "out has a zero head stride");
+    a = good, a.lse.t_stride = 1, a.lse.h_stride = 1000;
+    CHECK_OK(mt_mla_prefill_check_args(&s, &a)); /* head-major lse */
+    a = good, a.q.h_stride = -1;
+    refused(mt_mla_prefill_check_args(&s, &a), "q has a negative stride");
+
+    const mt_mla_prefill_merge_args mgood = {.tokens = 9, .n_heads = 16, .out_a = {.ptr = p}, .lse_a = {.ptr = p + 4},
+                                             .out_b = {.ptr = p}, .lse_b = {.ptr = p + 8}, .out = {.ptr = p},
+                                             .lse = {.ptr = p + 12}};
+    CHECK_OK(mt_mla_prefill_check_merge_args(&s, &mgood));
+    mt_mla_prefill_merge_args m = mgood;
+    m.lse.ptr = m.lse_b.ptr;
+    refused(mt_mla_prefill_check_merge_args(&s, &m), "lse is lse_b");
+    m = mgood, m.out_b.ptr = 0;
+    refused(mt_mla_prefill_check_merge_args(&s, &m), "out_b is NULL");
+    m = mgood, m.tokens = -1;
+    refused(mt_mla_prefill_check_merge_args(&s, &m), "tokens -1");
+}
+
+int main(void) {
+    hand_checked();
+    merge_equals_whole();
+    split_rope();
+    constraints_and_rule();
+    argument_checks();
+    return check_summary("test_prefill_reference");
+}
