@@ -12,6 +12,7 @@
  * behind.  -o has the long form --output everywhere.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "commands.h"
 #include "db/db.h"
+#include "heuristic_gain.h"
 #include "json.h"
 #include "stale.h"
 
@@ -37,6 +39,47 @@ static const char *printable(const char *s, char *buf, size_t size) {
     return buf;
 }
 
+/* The files `show` read, opened again (once, when first needed) for the
+ * measurements behind each choice's gain over the built-in heuristic
+ * (heuristic_gain.h): the gain is derived, not stored. */
+typedef struct gain_source {
+    const char *path;
+    mt_db *db;
+    int tried;
+} gain_source;
+
+static void choice_gain(gain_source *from, const mt_choice *c, mt_gain *g) {
+    if (!from->tried) {
+        from->tried = 1;
+        if (mt_db_open(from->path, MT_DB_READ, &from->db) != MT_OK) from->db = NULL;
+    }
+    if (!from->db || mt_gain_over_heuristic(from->db, c, g) != MT_OK) {
+        *g = (mt_gain){.gain = NAN, .gain_low = NAN, .gain_high = NAN, .heuristic_ms = NAN,
+                       .heuristic_spread_ms = NAN, .winner_spread_ms = NAN,
+                       .missing = "its measurements could not be read"};
+        mt_clear_error();
+    }
+}
+
+/* The gain fields of one element of `show --json`: null where not known,
+ * with the reason. */
+static void json_gain(const mt_gain *g) {
+    printf(", \"heuristic\": ");
+    if (g->heuristic[0] && isfinite(g->gain)) mt_json_params(stdout, g->heuristic);
+    else printf("null");
+    const double figures[] = {g->heuristic_ms, g->heuristic_spread_ms, g->winner_spread_ms, g->gain, g->gain_low,
+                              g->gain_high};
+    static const char *const names[] = {"heuristic_ms", "heuristic_spread_ms", "spread_ms", "gain_over_heuristic",
+                                        "gain_low", "gain_high"};
+    for (int i = 0; i < 6; i++) {
+        printf(", \"%s\": ", names[i]);
+        mt_json_number(stdout, figures[i]);
+    }
+    printf(", \"gain_missing\": ");
+    if (g->missing[0]) mt_json_string(stdout, g->missing);
+    else printf("null");
+}
+
 int cmd_show(int argc, char **argv) {
     const char *user = NULL, *sys = NULL, *arch = NULL;
     int json = 0, stale = 0;
@@ -44,7 +87,9 @@ int cmd_show(int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0) json = 1;
         else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json] [--stale]\n\n"
-                   "Prints the chosen variant per (architecture, problem key): the user DB over the system DB.\n"
+                   "Prints the chosen variant per (architecture, problem key): the user DB over the system DB,\n"
+                   "with its gain over the built-in heuristic (what the runtime runs untuned, measured in\n"
+                   "the same sweep) and the range its measured spreads allow.\n"
                    "--stale lists instead the choices the runtime ignores: measured from other kernel sources\n"
                    "or with another compiler than this build's (validators; docs/tuning.md).\n");
             return 0;
@@ -79,6 +124,7 @@ int cmd_show(int argc, char **argv) {
         mt_cli_error("show: %s", mt_last_error());
         return 1;
     }
+    gain_source from[2] = {{.path = s}, {.path = u}}; /* by mt_choice_source */
     if (json) {
         printf("[");
         for (int i = 0; i < n; i++) {
@@ -101,27 +147,41 @@ int cmd_show(int argc, char **argv) {
             printf(", \"default_ms\": ");
             if (ci->default_ms > 0) mt_json_number(stdout, ci->default_ms);
             else printf("null");
+            mt_gain g;
+            choice_gain(&from[src[i]], ci, &g);
+            json_gain(&g);
             printf(", \"reason\": ");
             mt_json_string(stdout, ci->reason);
             printf(", \"source\": \"%s\"}", src[i] == MT_FROM_USER_DB ? "user" : "system");
         }
         printf("%s]\n", n ? "\n" : "");
     } else {
-        printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-7s %-13s %10s %7s  %s\n", "source", "arch", "heads", "Sq", "page",
-               "batch", "len", "max", "q/kv", "ms", "gain", "variant (reason) [lengths]");
+        printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-7s %-13s %10s %-19s  %s\n", "source", "arch", "heads", "Sq",
+               "page", "batch", "len", "max", "q/kv", "ms", "vs heuristic", "variant (reason) [lengths]");
+        mt_gain_notes notes = {0};
         for (int i = 0; i < n; i++) {
-            char dt[32], gain[16] = "-", reason[300];
+            char dt[32], gain[48], reason[300];
             snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype));
-            if (c[i].default_ms > 0) snprintf(gain, sizeof gain, "%.2fx", c[i].default_ms / c[i].median_ms);
+            mt_gain g;
+            choice_gain(&from[src[i]], &c[i], &g);
+            mt_gain_format(&g, gain, sizeof gain);
+            mt_gain_note(&notes, &g);
             char lengths[64] = "";
             if (strcmp(c[i].key.lengths, "uniform") != 0) snprintf(lengths, sizeof lengths, " [%s]", c[i].key.lengths);
-            printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-7d %-13s %10.4f %7s  %s:%s (%s)%s\n",
+            printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-7d %-13s %10.4f %-19s  %s:%s (%s)%s\n",
                    src[i] == MT_FROM_USER_DB ? "user" : "system", c[i].arch, c[i].key.n_heads, c[i].key.sq,
                    c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len, c[i].key.max_len, dt, c[i].median_ms, gain,
                    c[i].family, c[i].params, printable(c[i].reason, reason, sizeof reason), lengths);
         }
+        printf("vs heuristic: the built-in heuristic's median (what the runtime runs untuned) over the winner's, "
+               "both measured in the sweep; in brackets, with each median moved by half its p90-p10 spread\n");
+        char why[700];
+        mt_gain_notes_text(&notes, why, sizeof why);
+        if (notes.unknown) printf("'-' for %d choice(s): %s\n", notes.unknown, why);
         printf("%d choices (user DB %s, system DB %s)\n", n, u, s);
     }
+    mt_db_close(from[0].db);
+    mt_db_close(from[1].db);
     free(c);
     free(src);
     return 0;

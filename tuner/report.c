@@ -40,6 +40,7 @@
 
 #include "commands.h"
 #include "db/db.h"
+#include "heuristic_gain.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/dispatch.h"
 #include "svg.h"
@@ -99,36 +100,6 @@ static int param_of(const mt_choice *c, const char *name) {
     if (!f || mt_variant_parse(f, c->params, &v) != MT_OK) return -1;
     int i = mt_family_param_index(f, name);
     return i >= 0 ? v.values[i] : -1;
-}
-
-/* The run-to-run spread (p90 - p10, ms) of the winner's latest ok
- * measurement on its key; NAN when the database has none. */
-static double winner_spread(sqlite3 *h, const mt_choice *c) {
-    sqlite3_stmt *s = NULL;
-    double spread = NAN;
-    if (sqlite3_prepare_v2(h,
-                           "SELECT m.spread_ms FROM measurements m JOIN variants v ON v.id = m.variant_id "
-                           "JOIN problems p ON p.id = m.problem_id JOIN devices d ON d.id = m.device_id "
-                           "WHERE d.arch = ?1 AND p.n_heads = ?2 AND p.sq = ?3 AND p.page_size = ?4 AND p.q_dtype = ?5 "
-                           "AND p.kv_dtype = ?6 AND p.batch = ?7 AND p.seq_len = ?8 AND p.d = ?9 AND p.lengths = ?10 "
-                           "AND v.family = ?11 AND v.params = ?12 AND m.status = 'ok' ORDER BY m.id DESC LIMIT 1",
-                           -1, &s, NULL) != SQLITE_OK)
-        return NAN;
-    sqlite3_bind_text(s, 1, c->arch, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, c->key.n_heads);
-    sqlite3_bind_int(s, 3, c->key.sq);
-    sqlite3_bind_int(s, 4, c->key.s.page_size);
-    sqlite3_bind_text(s, 5, mt_dtype_name(c->key.s.q_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 6, mt_dtype_name(c->key.s.kv_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 7, c->key.batch);
-    sqlite3_bind_int(s, 8, c->key.seq_len);
-    sqlite3_bind_int(s, 9, c->key.s.d);
-    sqlite3_bind_text(s, 10, c->key.lengths, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 11, c->family, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 12, c->params, -1, SQLITE_STATIC);
-    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) spread = sqlite3_column_double(s, 0);
-    sqlite3_finalize(s);
-    return spread;
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -456,12 +427,18 @@ int cmd_report(int argc, char **argv) {
     mt_text_printf(&md, "\n## Winner per problem key\n\nGB/s: bytes a decode must move over the winner's median; "
                         "TFLOPS: N x Sq x (2D + 2Dl) flops per key token. Ceilings: copy %s, matrix %s.\n\n",
                    copy_text, matrix_text);
+    mt_text_printf(&md, "Spread: the winner's run-to-run p90 - p10. Gain: the median of the built-in heuristic's "
+                        "variant (what the runtime runs untuned, measured in the same sweep) over the winner's, and in "
+                        "brackets with each median moved by half its spread. Family default: the family's reference "
+                        "variant, which the choice rule keeps on a tie (\"tie: default kept\").\n\n");
     mt_text_printf(&md, "| # | arch | heads | Sq | page | q/kv | batch | keys | winner ms | GB/s | %% copy | TFLOPS | "
-                        "%% matrix | default ms | gain | spread ms | winner | reason |\n"
-                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                        "%% matrix | spread ms | heuristic ms | gain over heuristic | family default ms | winner | "
+                        "reason |\n"
+                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int heaviest = 0;
-    double *spreads = calloc((size_t)n, sizeof *spreads);
-    if (!spreads) {
+    mt_gain_notes notes = {0};
+    mt_gain *gains = calloc((size_t)n, sizeof *gains);
+    if (!gains) {
         mt_cli_error("report: out of memory");
         return 1;
     }
@@ -469,28 +446,38 @@ int cmd_report(int argc, char **argv) {
         const mt_choice *c = &choices[i];
         double gbs = key_bytes(&c->key) / (c->median_ms * 1e-3) / 1e9;
         double tf = key_flops(&c->key) / (c->median_ms * 1e-3) / 1e12;
-        char pct_copy[16] = "-", pct_mat[16] = "-", dflt[24] = "-", gain[16] = "-", spread_text[24] = "-";
-        spreads[i] = winner_spread(h, c);
-        if (!isnan(spreads[i])) snprintf(spread_text, sizeof spread_text, "%.4f", spreads[i]);
+        char pct_copy[16] = "-", pct_mat[16] = "-", dflt[24] = "-", gain[48], heuristic[24] = "-", spread_text[24] = "-";
+        if (mt_gain_over_heuristic(db, c, &gains[i]) != MT_OK) {
+            mt_cli_error("report: %s", mt_last_error());
+            free(gains);
+            return 1;
+        }
+        if (!isnan(gains[i].winner_spread_ms)) snprintf(spread_text, sizeof spread_text, "%.4f", gains[i].winner_spread_ms);
+        mt_gain_format(&gains[i], gain, sizeof gain);
+        if (isfinite(gains[i].gain)) snprintf(heuristic, sizeof heuristic, "%.4f", gains[i].heuristic_ms);
+        mt_gain_note(&notes, &gains[i]);
         if (copy > 0) snprintf(pct_copy, sizeof pct_copy, "%.1f%%", 100 * gbs / copy);
         if (matrix_tflops > 0) snprintf(pct_mat, sizeof pct_mat, "%.1f%%", 100 * tf / matrix_tflops);
-        if (c->default_ms > 0) {
-            snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
-            snprintf(gain, sizeof gain, "%.2fx", c->default_ms / c->median_ms);
-        }
-        mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | %s | `%s` | %s |\n",
+        if (c->default_ms > 0) snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
+        mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | %s | %s "
+                            "| `%s` | %s |\n",
                        i, c->arch, c->key.n_heads, c->key.sq, c->key.s.page_size, mt_dtype_name(c->key.s.q_dtype),
                        mt_dtype_name(c->key.s.kv_dtype), c->key.batch, c->key.seq_len, c->median_ms, gbs, pct_copy, tf,
-                       pct_mat, dflt, gain, spread_text, c->params, md_cell(c->reason));
+                       pct_mat, spread_text, heuristic, gain, dflt, c->params, md_cell(c->reason));
         if (key_bytes(&c->key) > key_bytes(&choices[heaviest].key)) heaviest = i;
+    }
+    if (notes.unknown) {
+        char why[700];
+        mt_gain_notes_text(&notes, why, sizeof why);
+        mt_text_printf(&md, "\nGain \"-\" for %d of %d keys: %s.\n", notes.unknown, n, md_cell(why));
     }
     if (key_index < 0) key_index = heaviest;
 
-    /* heat maps per group: best split count, speedup over default */
+    /* heat maps per group: best split count, gain over the heuristic */
     int n_plots = 0;
     int done[4096] = {0};
     mt_text_printf(&md, "\n## Heat maps\n\nPer group (architecture, heads, Sq, page, dtypes), over batch x keys per "
-                        "request: the winner's split count, and its speedup over the default variant.\n");
+                        "request: the winner's split count, and its gain over the built-in heuristic (blank where that was not measured).\n");
     for (int i = 0; i < n && i < 4096; i++) {
         if (done[i]) continue;
         int batches[256], lens[256], nb = 0, nl = 0;
@@ -519,8 +506,8 @@ int cmd_report(int argc, char **argv) {
             splits[q] = param_of(&choices[j], "num_splits");
             snprintf(split_text[q], 16, "%.0f", splits[q]);
             split_labels[q] = split_text[q];
-            if (choices[j].default_ms > 0) {
-                speed[q] = choices[j].default_ms / choices[j].median_ms;
+            if (isfinite(gains[j].gain)) {
+                speed[q] = gains[j].gain;
                 snprintf(speed_text[q], 16, "%.2fx", speed[q]);
                 speed_labels[q] = speed_text[q];
             }
@@ -528,13 +515,13 @@ int cmd_report(int argc, char **argv) {
         const mt_choice *g = &choices[i];
         char title[200], name[128];
         for (int which = 0; which < 2; which++) {
-            snprintf(title, sizeof title, "%s: %s, %d heads, Sq %d, page %d, %s/%s", which ? "speedup over default" : "best split count",
+            snprintf(title, sizeof title, "%s: %s, %d heads, Sq %d, page %d, %s/%s", which ? "gain over the heuristic" : "best split count",
                      g->arch, g->key.n_heads, g->key.sq, g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype),
                      mt_dtype_name(g->key.s.kv_dtype));
             mt_text one = {0};
             mt_svg_heatmap(&one, title, "batch", rows, nb, "keys per request", cols, nl, which ? speed : splits,
                            which ? speed_labels : split_labels);
-            snprintf(name, sizeof name, "heat-%s-%s-h%d-sq%d-p%d-%s-%s.svg", which ? "speedup" : "splits", g->arch,
+            snprintf(name, sizeof name, "heat-%s-%s-h%d-sq%d-p%d-%s-%s.svg", which ? "gain" : "splits", g->arch,
                      g->key.n_heads, g->key.sq, g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype),
                      mt_dtype_name(g->key.s.kv_dtype));
             write_file(out_dir, name, one.buf, one.len);
@@ -562,7 +549,7 @@ int cmd_report(int argc, char **argv) {
             double bytes = key_bytes(&c->key);
             gbs[i] = bytes / (c->median_ms * 1e-3) / 1e9;
             /* the spread in time, as bandwidth: slower end low, faster end high */
-            double half = isnan(spreads[i]) ? NAN : spreads[i] / 2;
+            double half = isnan(gains[i].winner_spread_ms) ? NAN : gains[i].winner_spread_ms / 2;
             lo[i] = isnan(half) ? NAN : bytes / ((c->median_ms + half) * 1e-3) / 1e9;
             hi[i] = isnan(half) || c->median_ms - half <= 0 ? NAN : bytes / ((c->median_ms - half) * 1e-3) / 1e9;
         }
@@ -581,7 +568,7 @@ int cmd_report(int argc, char **argv) {
     }
     parameter_plots(h, &choices[key_index], &plots, &md, out_dir, &n_plots);
     lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots);
-    free(spreads);
+    free(gains);
 
     /* the page: rendered Markdown with the image references replaced by the inline SVGs */
     mt_text html = {0};

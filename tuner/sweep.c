@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "heuristic_gain.h"
 #include "kernels/build.h"
 #include "protocol.h"
 #include "recorded.h"
@@ -67,36 +68,59 @@ static uint64_t mix(uint64_t x) {
     return x;
 }
 
+/* Adds v to the list unless it is there; 0 when memory ran out. */
+static int add_if_missing(mt_variant **items, int *n, const mt_variant *v) {
+    for (int i = 0; i < *n; i++)
+        if (memcmp((*items)[i].values, v->values, sizeof v->values) == 0) return 1;
+    mt_variant *grown = realloc(*items, sizeof *grown * (size_t)(*n + 1));
+    if (!grown) return 0;
+    *items = grown;
+    grown[(*n)++] = *v;
+    return 1;
+}
+
+/* Moves the entry equal to v (if any) to position `to`. */
+static void move_to(mt_variant *items, int n, const mt_variant *v, int to) {
+    for (int i = 0; i < n; i++)
+        if (memcmp(items[i].values, v->values, sizeof v->values) == 0) {
+            mt_variant tmp = items[to];
+            items[to] = items[i], items[i] = tmp;
+            return;
+        }
+}
+
 int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
-                        int key_index, mt_variant **out) {
+                        int compute_units, int key_index, mt_variant **out, int *heuristic) {
     struct { mt_variant *items; int n; } all = {NULL, 0};
     if (mt_space_list(space, &key->s, t, &all.items, &all.n, NULL) != MT_OK) mt_clear_error();
-    mt_variant dflt;
+    /* measured whether or not the space holds them: the default (the
+     * choice rule keeps it on a tie) and the built-in rule's variant (what
+     * the runtime runs untuned: the gain is over it, heuristic_gain.h) */
+    mt_variant dflt, rule;
     int default_valid = mt_variant_default_for(space->family, &key->s, t, &dflt) == MT_OK;
     mt_clear_error();
-    int has_default = 0;
-    for (int i = 0; i < all.n; i++) has_default |= memcmp(all.items[i].values, dflt.values, sizeof dflt.values) == 0;
-    if (default_valid && !has_default) { /* the default outside the space: measured all the same */
-        mt_variant *grown = realloc(all.items, sizeof *grown * (size_t)(all.n + 1));
-        if (grown) all.items = grown, all.items[all.n++] = dflt;
-    }
+    int rule_valid = mt_untuned_variant(space->family, key, t, compute_units, &rule) == MT_OK;
+    mt_clear_error();
+    if (default_valid && !add_if_missing(&all.items, &all.n, &dflt)) default_valid = 0;
+    if (rule_valid && !add_if_missing(&all.items, &all.n, &rule)) rule_valid = 0;
+    int front = 0; /* kept in front of the sample: the default, then the rule's variant */
+    if (default_valid) move_to(all.items, all.n, &dflt, front++);
+    if (rule_valid && !(default_valid && memcmp(rule.values, dflt.values, sizeof rule.values) == 0))
+        move_to(all.items, all.n, &rule, front++);
     if (plan->strategy != MT_SEARCH_EXHAUSTIVE && plan->budget < all.n) {
-        /* seeded Fisher-Yates over the points, default kept in front */
+        /* seeded Fisher-Yates over the points behind the front ones */
         uint64_t state = mix(plan->seed * 0x9e3779b97f4a7c15ull + (uint64_t)key_index + 1);
-        for (int i = 0; i < all.n; i++)
-            if (default_valid && memcmp(all.items[i].values, dflt.values, sizeof dflt.values) == 0) {
-                mt_variant tmp = all.items[0];
-                all.items[0] = all.items[i], all.items[i] = tmp;
-            }
-        int start = default_valid ? 1 : 0;
-        for (int i = all.n - 1; i > start; i--) {
+        for (int i = all.n - 1; i > front; i--) {
             state = mix(state + (uint64_t)i);
-            int j = start + (int)(state % (uint64_t)(i - start + 1));
+            int j = front + (int)(state % (uint64_t)(i - front + 1));
             mt_variant tmp = all.items[i];
             all.items[i] = all.items[j], all.items[j] = tmp;
         }
-        all.n = plan->budget;
+        all.n = plan->budget > front ? plan->budget : front;
     }
+    *heuristic = -1;
+    for (int i = 0; rule_valid && i < all.n && *heuristic < 0; i++)
+        if (memcmp(all.items[i].values, rule.values, sizeof rule.values) == 0) *heuristic = i;
     *out = all.items;
     return all.n;
 }
@@ -138,6 +162,7 @@ typedef struct sweep_key {
     const mt_space *space;
     mt_variant *candidates;
     int n_candidates;
+    int heuristic;  /* index of the built-in rule's variant in candidates, -1: none */
     int jobs;
 } sweep_key;
 
@@ -149,6 +174,7 @@ typedef struct sweep {
     int force, job_timeout_s, tty;
     mt_space_config spaces;
     mt_target target;
+    int compute_units;  /* of the first device: what the built-in rule's split count depends on */
     sweep_key *keys;
     int n_keys;
     int *order;        /* the hand-out order: indices into keys, costliest first (mt_sweep_handout_order) */
@@ -463,6 +489,17 @@ static mt_status sweep_one_key(device_ctx *d, int key_index) {
         }
         qsort(rank, (size_t)alive, sizeof *rank, by_median);
     }
+    if (st == MT_OK && sk->heuristic >= 0 && sw->plan.strategy == MT_SEARCH_HALVING) {
+        /* the gain over the untuned runtime compares the winner with the
+         * rule's variant timed as well: with the last round's runs */
+        int in_last_round = 0;
+        for (int i = 0; i < alive; i++) in_last_round |= rank[i].index == sk->heuristic;
+        mt_job_result r;
+        if (!in_last_round) st = measure(d, sk, &sk->candidates[sk->heuristic], problem_id, reps[rounds - 1], &r);
+        pthread_mutex_lock(&sw->lock);
+        if (in_last_round) sw->jobs_total--; /* counted in sk->jobs in case it was needed */
+        pthread_mutex_unlock(&sw->lock);
+    }
     if (st == MT_OK) {
         char name[256] = "none";
         if (isfinite(rank[0].median)) mt_variant_format(&sk->candidates[rank[0].index], name, sizeof name);
@@ -581,8 +618,12 @@ static int plan_keys(sweep *sw, int shard, int shards) {
         sweep_key *sk = &sw->keys[sw->n_keys++];
         sk->key = sw->plan.keys[k];
         sk->space = &sw->spaces.spaces[0];  /* one family per kind today */
-        sk->n_candidates = mt_sweep_candidates(&sw->plan, sk->space, &sk->key, &sw->target, k, &sk->candidates);
-        sk->jobs = mt_sweep_job_count(&sw->plan, sk->n_candidates);
+        sk->n_candidates = mt_sweep_candidates(&sw->plan, sk->space, &sk->key, &sw->target, sw->compute_units, k,
+                                               &sk->candidates, &sk->heuristic);
+        /* halving may drop the rule's variant early: it is then timed once
+         * more with the plan's runs (sweep_one_key) */
+        sk->jobs = mt_sweep_job_count(&sw->plan, sk->n_candidates) +
+                   (sw->plan.strategy == MT_SEARCH_HALVING && sk->heuristic >= 0);
         sw->jobs_total += sk->jobs;
     }
     /* the hand-out order; without memory for it the sweep cannot start */
@@ -703,8 +744,9 @@ static void print_summary(sweep *sw, mt_db *db) {
         mt_cli_error("%s", mt_last_error());
         return;
     }
-    printf("%-5s %-3s %-6s %-6s %-9s %10s %8s %10s %7s  %s\n", "heads", "Sq", "batch", "len", "q/kv", "winner ms",
-           "GB/s", "default ms", "gain", "winner (reason)");
+    printf("%-5s %-3s %-6s %-6s %-9s %10s %8s %10s %-19s  %s\n", "heads", "Sq", "batch", "len", "q/kv", "winner ms",
+           "GB/s", "heur. ms", "gain (range)", "winner (reason)");
+    mt_gain_notes notes = {0};
     for (int k = 0; k < sw->n_keys; k++) {
         const mt_problem_key *key = &sw->keys[k].key;
         for (int i = 0; i < n; i++) {
@@ -714,18 +756,29 @@ static void print_summary(sweep *sw, mt_db *db) {
                 c->key.s.page_size != key->s.page_size ||
                 c->key.s.q_dtype != key->s.q_dtype || c->key.s.kv_dtype != key->s.kv_dtype || c->key.s.d != key->s.d)
                 continue;
-            char dt[24], gain[16] = "-", dflt[16] = "-";
+            char dt[24], gain_text[48] = "-", heuristic_text[16] = "-";
             snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(key->s.q_dtype), mt_dtype_name(key->s.kv_dtype));
-            if (c->default_ms > 0) {
-                snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
-                snprintf(gain, sizeof gain, "%.2fx", c->default_ms / c->median_ms);
+            mt_gain gain;
+            if (mt_gain_over_heuristic(db, c, &gain) != MT_OK) {
+                mt_cli_error("%s", mt_last_error());
+                gain.gain = NAN;
+                snprintf(gain.missing, sizeof gain.missing, "the database could not be read");
             }
-            printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %7s  %s (%s)%s%s\n", key->n_heads, key->sq, key->batch,
-                   key->seq_len, dt, c->median_ms, key_bytes(key) / (c->median_ms * 1e-3) / 1e9, dflt, gain, c->params,
+            mt_gain_format(&gain, gain_text, sizeof gain_text);
+            if (isfinite(gain.gain)) snprintf(heuristic_text, sizeof heuristic_text, "%.4f", gain.heuristic_ms);
+            mt_gain_note(&notes, &gain);
+            printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %-19s  %s (%s)%s%s\n", key->n_heads, key->sq,
+                   key->batch, key->seq_len, dt, c->median_ms, key_bytes(key) / (c->median_ms * 1e-3) / 1e9,
+                   heuristic_text, gain_text, c->params,
                    c->reason, strcmp(key->lengths, "uniform") != 0 ? " lengths " : "",
                    strcmp(key->lengths, "uniform") != 0 ? key->lengths : "");
         }
     }
+    printf("gain: the built-in heuristic's median (what the runtime runs untuned, measured in the sweep) over the "
+           "winner's; range: each median moved by half its p90-p10 spread\n");
+    char why[700];
+    mt_gain_notes_text(&notes, why, sizeof why);
+    if (notes.unknown) printf("gain '-' for %d key(s): %s\n", notes.unknown, why);
     free(choices);
 }
 
@@ -803,6 +856,7 @@ int cmd_sweep(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     if (dry_run) {
+        sw.compute_units = 132; /* no device to ask: an H100's, for the built-in rule's variant */
         if (mt_target_for_arch(dry_arch, &sw.target) != MT_OK || load_key_spaces(&sw, dry_arch) != MT_OK) {
             mt_cli_error("sweep: %s", mt_last_error());
             mt_plan_free(&sw.plan);  /* (leaked on this path: LeakSanitizer, issue 25) */
@@ -866,6 +920,7 @@ int cmd_sweep(int argc, char **argv) {
         goto early_exit;
     }
     snprintf(sw.target.arch, sizeof sw.target.arch, "%s", f[1]);
+    sw.compute_units = atoi(f[3]);
     sw.target.shared_max = (size_t)strtoull(f[7], NULL, 10);
     sw.target.warp_size = atoi(f[8]);
     int count = atoi(f[9]);

@@ -8,11 +8,14 @@
 #include "config.h"
 
 /* The variants to try first for a key (all of them for exhaustive search, a
- * seeded sample for random and halving), default variant included when it
- * is valid.  Deterministic: the same plan and key give the same list, which
+ * seeded sample for random and halving), with the default variant and the
+ * built-in rule's variant for a device of `compute_units` (what the runtime
+ * runs untuned: the gain is over it) in front whenever they are valid, in
+ * the space or not.  *heuristic: the rule's variant's index, -1 when it
+ * has none.  Deterministic: the same plan and key give the same list, which
  * is what makes resume and compile-ahead agree.  *out is malloc'd. */
 int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
-                        int key_index, mt_variant **out);
+                        int compute_units, int key_index, mt_variant **out, int *heuristic);
 
 /* Jobs a key will take: n for exhaustive and random; for halving the sum of
  * its rounds. */

@@ -28,7 +28,8 @@ YAML
 "$bin" sweep --config plan.yaml --db fixture.db --fake-device 'wrong:num_splits=2' >/dev/null 2>&1 ||
   fail "fixture sweep"
 
-# show: parses; one element per choice; params an object matching the text
+# show: parses; one element per choice; params an object matching the text;
+# the gain over the heuristic as the text shows it, or null and why
 "$bin" show --json | parses "show --json"
 n_text=$("$bin" show | tail -1 | sed -E 's/^([0-9]+) choices.*/\1/')
 "$bin" show --json > show.json
@@ -43,6 +44,18 @@ for r in rows:
     flat = ",".join(f"{k}={v}" for k, v in r["params"].items())
     assert f'{r["family"]}:{flat} ' in text, flat
     assert all(isinstance(v, int) for v in r["params"].values())
+    # the gain over the built-in heuristic: known (with its range, the
+    # heuristic's variant as an object) or null with the reason, as the
+    # text form's column says
+    g = r["gain_over_heuristic"]
+    if g is None:
+        assert r["heuristic_ms"] is None and r["gain_low"] is None and r["gain_missing"], r
+        assert f"'-' for " in text and r["gain_missing"] in text, r["gain_missing"]
+    else:
+        assert isinstance(r["heuristic"], dict) and r["gain_missing"] is None, r
+        assert abs(r["heuristic_ms"] / r["median_ms"] - g) < 1e-3 * g and r["gain_low"] <= g <= r["gain_high"], r
+        assert f'{g:.2f}x ({r["gain_low"]:.2f}-{r["gain_high"]:.2f})' in text, r
+assert any(r["gain_over_heuristic"] is not None for r in rows), "no gain known in a fresh sweep"
 PY
 
 # lookup: parses, exact and far; agrees with the text form
