@@ -377,6 +377,9 @@ class Plan:
         """Keeps the layouts of a call that passed the checks (_layouts.py;
         seen: what match() read of them, if anything); torch's tensor guards
         are looked for on the first torch call."""
+        if not hasattr(tensors[0], "get_device"):  # __cuda_array_interface__ objects, DeviceArrays: no layouts
+            self._last = None
+            return
         make_guard = self._make_guard
         if make_guard is _UNSET:
             if type(tensors[0]) not in _TORCH_TYPES:
