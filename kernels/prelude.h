@@ -15,7 +15,10 @@
  *   mt_exp2f, mt_log2f      fast base-2 exponent and logarithm
  *   mt_bf16_to_f32 ...      storage <-> float conversions, bit-exact and
  *   mt_f16_to_f32 ...       identical on both vendors (no vendor headers)
- *   mt_fp8e4m3_to_f32
+ *   mt_fp8e4m3_to_f32       fp8 e4m3 in both encodings: OCP "fn" and
+ *   mt_fp8e4m3fnuz_to_f32   "fnuz" (kernels/dtype.h has the definitions)
+ *   mt_cvt_e4m3x2_f16x2 ... two fp8 -> f16x2, exact (hardware where it reads
+ *                           the encoding: sm_89+ and gfx950 OCP, gfx942 fnuz)
  *   MT_NEG_INF, MT_NAN
  *   mt_grid_dependency_wait   programmatic dependent launch (sm_90+; a
  *   mt_grid_launch_dependents no-op elsewhere)
@@ -161,6 +164,19 @@ __device__ __forceinline__ float mt_fp8e4m3_to_f32(mt_u8 b) {
         return sign ? -v : v;
     }
     return __int_as_float((int)(sign | ((exp + 120u) << 23) | (mant << 20)));
+}
+
+/* fp8 e4m3 "fnuz" (gfx942's): bias 8, no infinities, no negative zero,
+ * 0x80 (fn's -0) is the only NaN; so 0x7f / 0xff are +-240, not NaN. */
+__device__ __forceinline__ float mt_fp8e4m3fnuz_to_f32(mt_u8 b) {
+    if (b == 0x80u) return MT_NAN;
+    mt_u32 sign = (mt_u32)(b & 0x80u) << 24;
+    mt_u32 exp = (b >> 3) & 0xfu, mant = b & 0x7u;
+    if (exp == 0) {  /* subnormal: mant * 2^-10 */
+        float v = (float)mant * 0.0009765625f;
+        return sign ? -v : v;
+    }
+    return __int_as_float((int)(sign | ((exp + 119u) << 23) | (mant << 20)));
 }
 
 /* Programmatic dependent launch (runtime/gpu/backend.h, launch_dependent): a
@@ -330,6 +346,13 @@ __device__ __forceinline__ mt_u32 mt_cvt_e4m3x2_f16x2(mt_u16 two) {
     return (mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two & 0xff))) |
            ((mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two >> 8))) << 16);
 #endif
+}
+
+/* The same for fnuz, which NVIDIA has no instruction for: each byte to
+ * float in software, then the pair to f16x2 in one instruction (exact:
+ * every fnuz value, subnormals down to 2^-10 included, is an fp16 value). */
+__device__ __forceinline__ mt_u32 mt_cvt_e4m3fnuzx2_f16x2(mt_u16 two) {
+    return mt_pack_f16x2(mt_fp8e4m3fnuz_to_f32((mt_u8)(two & 0xff)), mt_fp8e4m3fnuz_to_f32((mt_u8)(two >> 8)));
 }
 
 /* 16 bytes global -> shared without registers; src_bytes = 0 writes zeros. */
@@ -623,11 +646,41 @@ __device__ __forceinline__ mt_u32 mt_pack_f16x2(float lo, float hi) {
     return (mt_u32)mt_f32_to_f16(lo) | ((mt_u32)mt_f32_to_f16(hi) << 16);
 }
 
-/* Two fp8 e4m3 (low byte first) -> f16x2, exact.  (gfx942's own fp8
- * conversions read the "fnuz" encoding, not OCP e4m3, so this is done in
- * software.) */
+/* Two floats that are fp16 values (fp8 decoded) -> f16x2: the plain
+ * conversion (v_cvt_f16_f32) is exact for them whatever its rounding. */
+__device__ __forceinline__ mt_u32 mt_exact_f16x2(float lo, float hi) {
+    return (mt_u32)__builtin_bit_cast(mt_u16, (_Float16)lo) | ((mt_u32)__builtin_bit_cast(mt_u16, (_Float16)hi) << 16);
+}
+
+/* Two fp8 (low byte first) -> f16x2, exact, in each encoding.  The CDNA3
+ * and CDNA4 conversion v_cvt_pk_f32_fp8 (clang's
+ * __builtin_amdgcn_cvt_pk_f32_fp8(src, word_sel): word_sel false reads
+ * bytes 0 and 1, AMDGPUBuiltins.rst) reads fnuz on gfx940-942 ("AMD
+ * Instinct MI300 ISA", FP8 conversions) and OCP e4m3 on gfx950 ("AMD
+ * Instinct MI355X ISA"); each decoded value is a float exactly, so it is
+ * used where it reads the encoding asked for and software elsewhere
+ * (gfx90a has no fp8 instructions). */
+#if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+#define MT_HW_FP8_FNUZ 1
+#elif defined(__gfx950__)
+#define MT_HW_FP8_OCP 1
+#endif
 __device__ __forceinline__ mt_u32 mt_cvt_e4m3x2_f16x2(mt_u16 two) {
-    return (mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two & 0xff))) |
-           ((mt_u32)mt_f32_to_f16(mt_fp8e4m3_to_f32((mt_u8)(two >> 8))) << 16);
+#if defined(MT_HW_FP8_OCP)
+    typedef float mt_f32x2 __attribute__((ext_vector_type(2)));
+    const mt_f32x2 f = __builtin_amdgcn_cvt_pk_f32_fp8((int)two, false);
+    return mt_exact_f16x2(f[0], f[1]);
+#else
+    return mt_exact_f16x2(mt_fp8e4m3_to_f32((mt_u8)(two & 0xff)), mt_fp8e4m3_to_f32((mt_u8)(two >> 8)));
+#endif
+}
+__device__ __forceinline__ mt_u32 mt_cvt_e4m3fnuzx2_f16x2(mt_u16 two) {
+#if defined(MT_HW_FP8_FNUZ)
+    typedef float mt_f32x2 __attribute__((ext_vector_type(2)));
+    const mt_f32x2 f = __builtin_amdgcn_cvt_pk_f32_fp8((int)two, false);
+    return mt_exact_f16x2(f[0], f[1]);
+#else
+    return mt_exact_f16x2(mt_fp8e4m3fnuz_to_f32((mt_u8)(two & 0xff)), mt_fp8e4m3fnuz_to_f32((mt_u8)(two >> 8)));
+#endif
 }
 #endif

@@ -16,15 +16,26 @@
  * matrix-core (mma=1) paths, variants drawn from each target's full valid
  * space (so every split count, reduce form, tile and thread count the
  * family allows there, and whatever new variants it gains), every q/KV
- * dtype pair, pages 1/16/64, Sq 1..8, heads 1..16, ragged lengths with 0
- * and fewer keys than Sq.  A variant ("unit") is compiled once and run on
- * CASES_PER_UNIT shapes.  Pass: as test_gpu_mla (out relative error < 1e-2
- * bf16 / 5e-3 fp16, lse < 1e-3, NaN never).
+ * dtype pair (KV fp8 in both encodings, OCP e4m3 and fnuz: each target
+ * reads one of them with its own instruction and the other in software),
+ * pages 1/16/64, Sq 1..8, heads 1..16, ragged lengths with 0 and fewer keys
+ * than Sq; on gfx950 the matrix-core units alternate 16- and 32-key chunks
+ * (32 keys: P V through 16x16x32).  A variant ("unit") is compiled once and
+ * run on CASES_PER_UNIT shapes.  Pass: as test_gpu_mla (out relative error
+ * < 1e-2 bf16 / 5e-3 fp16, lse < 1e-3, NaN never).  Before them, the
+ * prelude's fp8 conversions (both encodings, scalar and pairs) on all 256
+ * codes against a decoding written here from the formats' definitions.
  *
- * The negative controls: a matrix-core variant per target compiled with the
- * MFMA model's A-operand lane mapping permuted (MT_EMU_WRONG_MFMA_LANES) must
- * FAIL the same comparison; if it passed, the comparison could not see a wrong
- * layout and the test fails.
+ * The negative controls (each must come out as stated, else the test fails):
+ *   - lanes: a matrix-core variant per target compiled with the MFMA model's
+ *     A-operand lane mapping permuted (MT_EMU_WRONG_MFMA_LANES) must FAIL the
+ *     comparison (else it could not see a wrong layout);
+ *   - k32 pairing: one per target with the 16x16x32 model's A read as two
+ *     16x16x16 halves (MT_EMU_WRONG_MFMA_K32_PAIRING) must FAIL on gfx950,
+ *     whose scores and 32-key P V use that instruction, and PASS on gfx942,
+ *     which never issues it;
+ *   - encoding: fnuz KV data run by a variant compiled for OCP e4m3 (the
+ *     data decoded as the wrong encoding) must FAIL.
  *
  * MLA_TUNE_TEST_SEED (default 24), MLA_TUNE_EMU_UNITS (variants per target
  * and path, default 12).
@@ -53,11 +64,14 @@ static uint64_t rnd(void) {
 static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
 static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
 
+typedef enum control_kind { NOT_A_CONTROL, CONTROL_LANES, CONTROL_K32, CONTROL_ENCODING } control_kind;
+
 typedef struct unit {
     int arch;                /* index into the targets */
-    mt_problem_static s;
+    mt_problem_static s;     /* what the variant is compiled for */
+    mt_dtype data_kv;        /* the KV dtype of the data and the reference (s.kv_dtype but in CONTROL_ENCODING) */
     mt_variant v;
-    int wrong_lanes;         /* the negative control */
+    control_kind control;
     const mt_code_object *obj;
     mt_status status;
     char error[600];
@@ -106,9 +120,11 @@ static void *compile_worker(void *arg) {
     (void)arg;
     for (int i; (i = take_job(n_units)) >= 0;) {
         unit *u = &units[i];
-        const char *wrong[] = {"-DMT_EMU_WRONG_MFMA_LANES"};
-        u->status = mt_build_compile_with(targets[u->arch].jit, &u->v, &u->s, &targets[u->arch].target, wrong,
-                                          u->wrong_lanes ? 1 : 0, &u->obj, NULL);
+        const char *wrong[] = {u->control == CONTROL_LANES ? "-DMT_EMU_WRONG_MFMA_LANES"
+                                                           : "-DMT_EMU_WRONG_MFMA_K32_PAIRING"};
+        const int n_wrong = u->control == CONTROL_LANES || u->control == CONTROL_K32;
+        u->status = mt_build_compile_with(targets[u->arch].jit, &u->v, &u->s, &targets[u->arch].target, wrong, n_wrong,
+                                          &u->obj, NULL);
         if (u->status != MT_OK) snprintf(u->error, sizeof u->error, "%.599s", mt_last_error());
     }
     return NULL;
@@ -117,18 +133,9 @@ static void *compile_worker(void *arg) {
 static void fill_storage(uint64_t *state, void *dst, mt_dtype t, size_t n, double kv_scale) {
     uint64_t saved = rng_state;
     rng_state = *state;
-    for (size_t i = 0; i < n; i++) {
-        float x = (float)rnd_unit();
-        if (t == MT_BF16) ((uint16_t *)dst)[i] = mt_host_f32_to_bf16(x);
-        else if (t == MT_FP16) ((uint16_t *)dst)[i] = mt_host_f32_to_f16(x);
-        else ((uint8_t *)dst)[i] = mt_host_f32_to_fp8e4m3((float)(x / kv_scale));
-    }
+    for (size_t i = 0; i < n; i++) mt_host_store(t, dst, i, (float)(rnd_unit() / kv_scale));
     *state = rng_state;
     rng_state = saved;
-}
-
-static double to_double(const void *src, mt_dtype t, size_t i) {
-    return t == MT_BF16 ? mt_host_bf16_to_f32(((const uint16_t *)src)[i]) : mt_host_f16_to_f32(((const uint16_t *)src)[i]);
 }
 
 /* Runs one case; fills its results.  Thread-safe: its own buffers, its
@@ -170,7 +177,7 @@ static void run_case(test_case *tc) {
     size_t kv_bytes = kv_elems * mt_dtype_size(s->kv_dtype);
     void *q = malloc(q_elems * 2), *kv = malloc(kv_bytes);
     fill_storage(&state, q, s->q_dtype, q_elems, 1.0);
-    fill_storage(&state, kv, s->kv_dtype, kv_elems, tc->kv_scale);
+    fill_storage(&state, kv, u->data_kv, kv_elems, tc->kv_scale);
     mt_devptr dq, dkv, dtable, dlens, dout, dlse, dws = 0;
     size_t ws = mt_mla_decode_workspace_bytes(&u->v, s, tc->batch, tc->n_heads, tc->sq, t->info.compute_units);
     mt_backend_mem_alloc(b, q_elems * 2, &dq);
@@ -203,7 +210,7 @@ static void run_case(test_case *tc) {
         mt_backend_copy_to_host(b, lse32, dlse, lse_elems * 4, NULL);
         double *got = malloc(sizeof(double) * out_elems), *ref = malloc(sizeof(double) * out_elems);
         double *got_lse = malloc(sizeof(double) * lse_elems), *ref_lse = malloc(sizeof(double) * lse_elems);
-        for (size_t k = 0; k < out_elems; k++) tc->has_nan |= isnan(got[k] = to_double(out16, s->q_dtype, k));
+        for (size_t k = 0; k < out_elems; k++) tc->has_nan |= isnan(got[k] = mt_host_load(s->q_dtype, out16, k));
         for (size_t k = 0; k < lse_elems; k++) tc->has_nan |= isnan(got_lse[k] = lse32[k]);
         mt_mla_host_problem hp = {.s = *s, .batch = tc->batch, .n_heads = tc->n_heads, .sq = tc->sq,
                                   .max_blocks = max_blocks, .scale = (float)tc->scale, .kv_scale = (float)tc->kv_scale,
@@ -218,6 +225,7 @@ static void run_case(test_case *tc) {
             hp.q = q_rounded;
             hp.s.q_dtype = MT_BF16;
         }
+        hp.s.kv_dtype = u->data_kv; /* the data's own encoding, also for CONTROL_ENCODING */
         mt_mla_reference(&hp, ref, ref_lse, 1);
         free(q_rounded);
         tc->e_out = mt_relative_error(got, ref, (long)out_elems);
@@ -306,6 +314,86 @@ static void self_check(target_ctx *t) {
     mt_backend_mem_free(t->b, d);
 }
 
+/* An e4m3 code's value from the format's definition (1 sign, 4 exponent,
+ * 3 mantissa bits; OCP "fn": bias 7, S.1111.111 NaN; "fnuz": bias 8, 0x80
+ * the only NaN), in double, independent of the code under test. */
+static double e4m3_by_definition(unsigned b, int fnuz) {
+    const int bias = fnuz ? 8 : 7, e = (b >> 3) & 15, m = b & 7;
+    if (fnuz ? b == 0x80 : (b & 0x7f) == 0x7f) return NAN;
+    const double v = e == 0 ? m / 8.0 * ldexp(1.0, 1 - bias) : (1 + m / 8.0) * ldexp(1.0, e - bias);
+    return b & 0x80 ? -v : v;
+}
+
+static int same_value(double want, float got) {
+    return isnan(want) ? isnan(got) : (double)got == want && !signbit(want) == !signbit(got);
+}
+
+/* The prelude's fp8 conversions as the kernels use them on this target (on
+ * gfx942 the pair form of fnuz, on gfx950 that of OCP, go through the
+ * modelled hardware instruction; the rest is software), on every code. */
+static const char *const fp8_check_kernel =
+    "extern \"C\" __global__ void fp8_codes(float *scalar, unsigned *pairs) {\n"
+    "    const int b = threadIdx.x;\n"
+    "    scalar[b] = mt_fp8e4m3_to_f32((mt_u8)b);\n"
+    "    scalar[256 + b] = mt_fp8e4m3fnuz_to_f32((mt_u8)b);\n"
+    "    const mt_u16 two = (mt_u16)(b | ((255 - b) << 8));\n" /* every code low and high */
+    "    pairs[b] = mt_cvt_e4m3x2_f16x2(two);\n"
+    "    pairs[256 + b] = mt_cvt_e4m3fnuzx2_f16x2(two);\n"
+    "}\n";
+
+static void fp8_conversion_check(target_ctx *t) {
+    /* the library's prelude, then the kernel above */
+    const mt_source_file table[] = {{.name = "fp8_codes.cu", .text = fp8_check_kernel,
+                                     .size = strlen(fp8_check_kernel)},
+                                    {.name = NULL}};
+    char *source = NULL;
+    CHECK_OK(mt_kernel_source(table, "fp8_codes.cu", &source));
+    if (!source) return;
+    mt_jit_request req = {.source = source, .source_name = "fp8_codes.cu", .arch = t->arch};
+    const mt_code_object *obj = NULL;
+    mt_function fn = NULL;
+    CHECK_OK(mt_jit_compile(t->jit, &req, &obj, NULL));
+    free(source);
+    if (!obj) return;
+    CHECK_OK(mt_jit_function(t->jit, obj, "fp8_codes", &fn));
+    mt_devptr d_scalar = 0, d_pairs = 0;
+    CHECK_OK(mt_backend_mem_alloc(t->b, 512 * sizeof(float), &d_scalar));
+    CHECK_OK(mt_backend_mem_alloc(t->b, 512 * sizeof(unsigned), &d_pairs));
+    void *args[] = {&d_scalar, &d_pairs};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {256, 1, 1};
+    CHECK_OK(mt_backend_launch(t->b, fn, grid, block, 0, NULL, args));
+    float scalar[512];
+    unsigned pairs[512];
+    CHECK_OK(mt_backend_copy_to_host(t->b, scalar, d_scalar, sizeof scalar, NULL));
+    CHECK_OK(mt_backend_copy_to_host(t->b, pairs, d_pairs, sizeof pairs, NULL));
+    int bad[2] = {0, 0};
+    for (int fnuz = 0; fnuz < 2; fnuz++)
+        for (unsigned b = 0; b < 256; b++) {
+            const unsigned pair = pairs[256 * fnuz + b];
+            const int ok = same_value(e4m3_by_definition(b, fnuz), scalar[256 * fnuz + b]) &&
+                           same_value(e4m3_by_definition(b, fnuz), mt_host_f16_to_f32((uint16_t)(pair & 0xffff))) &&
+                           same_value(e4m3_by_definition(255 - b, fnuz), mt_host_f16_to_f32((uint16_t)(pair >> 16)));
+            if (!ok && bad[fnuz]++ < 4)
+                printf("%s %s code 0x%02x: want %g, scalar %g, pair %g / %g\n", t->arch,
+                       fnuz ? "fp8e4m3fnuz" : "fp8e4m3", b, e4m3_by_definition(b, fnuz), scalar[256 * fnuz + b],
+                       mt_host_f16_to_f32((uint16_t)(pair & 0xffff)), mt_host_f16_to_f32((uint16_t)(pair >> 16)));
+        }
+    CHECK_MSG(bad[0] == 0 && bad[1] == 0, "%s: fp8 conversions wrong for %d OCP and %d fnuz codes", t->arch, bad[0],
+              bad[1]);
+    if (bad[0] == 0 && bad[1] == 0)
+        printf("harness self-check on %s: the prelude's fp8 conversions (scalar, and pairs with the %s ones through "
+               "the modelled v_cvt_pk_f32_fp8) exact for all 256 codes of fp8e4m3 and fp8e4m3fnuz\n",
+               t->arch, strcmp(t->arch, "gfx950") == 0 ? "OCP" : "fnuz");
+    mt_backend_mem_free(t->b, d_scalar);
+    mt_backend_mem_free(t->b, d_pairs);
+}
+
+static const char *vname_of(const unit *u) {
+    static char name[256];
+    mt_variant_format(&u->v, name, sizeof name);
+    return name;
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -348,45 +436,60 @@ int main(void) {
            targets[0].info.name, targets[1].info.name, version);
 
     /* units: per target and path, per_path variants drawn from the full
-     * valid space of a (page, dtypes) key that cycles over all of them */
+     * valid space of a (page, dtypes) key that cycles over all of them; the
+     * gfx950 matrix-core units alternate 16- and 32-key chunks */
     static const int pages[] = {1, 16, 64}, heads[] = {1, 3, 8, 16};
-    static const mt_dtype q_types[] = {MT_BF16, MT_FP16}, kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
+    static const mt_dtype q_types[] = {MT_BF16, MT_FP16},
+                          kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3, MT_FP8_E4M3_FNUZ};
+    enum { N_KV = sizeof kv_types / sizeof kv_types[0], N_DT = 2 * N_KV };
     for (int ti = 0; ti < 2; ti++)
         for (int path = 0; path < 2; path++)
             for (int k = 0; k < per_path; k++) {
-                int dt = (k + k / 6) % 6;
+                int dt = (k + k / N_DT) % N_DT;
                 mt_problem_static s = {.d = 576, .dl = 512, .page_size = pages[(k + path) % 3],
-                                      .q_dtype = q_types[dt / 3], .kv_dtype = kv_types[dt % 3]};
+                                      .q_dtype = q_types[dt / N_KV], .kv_dtype = kv_types[dt % N_KV]};
+                const int want_chunk = ti == 1 && path == 1 ? (k % 2 ? 32 : 16) : 0;
                 variant_list vl = {0};
                 mt_space sp;
                 mt_space_full(&mt_family_mla_decode, &sp);
                 CHECK_OK(mt_space_list(&sp, &s, &targets[ti].target, &vl.items, &vl.n, NULL));
                 int n_path = 0;
-                for (int i = 0; i < vl.n; i++) n_path += vl.items[i].values[MT_P_MMA] == path;
-                CHECK_MSG(n_path > 0, "%s has no mma=%d variant for page %d", targets[ti].arch, path, s.page_size);
+                for (int i = 0; i < vl.n; i++)
+                    n_path += vl.items[i].values[MT_P_MMA] == path &&
+                              (!want_chunk || vl.items[i].values[MT_P_KV_CHUNK] == want_chunk);
+                CHECK_MSG(n_path > 0, "%s has no mma=%d variant for page %d (kv chunk %d)", targets[ti].arch, path,
+                          s.page_size, want_chunk);
                 if (n_path > 0) {
                     int pick = (int)(rnd() % (uint64_t)n_path);
                     unit *u = &units[n_units++];
                     for (int i = 0; i < vl.n; i++)
-                        if (vl.items[i].values[MT_P_MMA] == path && pick-- == 0) u->v = vl.items[i];
-                    u->arch = ti, u->s = s;
+                        if (vl.items[i].values[MT_P_MMA] == path &&
+                            (!want_chunk || vl.items[i].values[MT_P_KV_CHUNK] == want_chunk) && pick-- == 0)
+                            u->v = vl.items[i];
+                    u->arch = ti, u->s = s, u->data_kv = s.kv_dtype;
                 }
                 free(vl.items);
             }
-    /* the negative controls: the last matrix-core unit of each target again
-     * (gfx942: 16x16x16 only; gfx950: its scores through 16x16x32), with
-     * the wrong lanes */
-    for (int ti = 0; ti < 2; ti++) {
-        int control = -1;
-        for (int i = 0; i < n_units; i++)
-            if (units[i].arch == ti && units[i].v.values[MT_P_MMA] == 1 && !units[i].wrong_lanes) control = i;
-        CHECK(control >= 0);
-        if (control < 0) continue;
-        units[n_units] = units[control];
-        units[n_units++].wrong_lanes = 1;
-    }
+    /* the negative controls (file comment), each a copy of the last
+     * matrix-core unit of its target that fits it */
+    const int n_plain = n_units;
+    for (int ti = 0; ti < 2; ti++)
+        for (control_kind kind = CONTROL_LANES; kind <= CONTROL_ENCODING; kind++) {
+            int control = -1;
+            for (int i = 0; i < n_plain; i++)
+                if (units[i].arch == ti && units[i].v.values[MT_P_MMA] == 1 &&
+                    (kind != CONTROL_K32 || ti == 0 || units[i].v.values[MT_P_KV_CHUNK] == 32) &&
+                    (kind != CONTROL_ENCODING || units[i].s.kv_dtype == MT_FP8_E4M3_FNUZ))
+                    control = i;
+            CHECK_MSG(control >= 0, "%s: no matrix-core unit for negative control %d", targets[ti].arch, (int)kind);
+            if (control < 0) continue;
+            unit *u = &units[n_units++];
+            *u = units[control];
+            u->control = kind;
+            if (kind == CONTROL_ENCODING) u->s.kv_dtype = MT_FP8_E4M3; /* fnuz data, compiled to read OCP */
+        }
     for (int i = 0; i < n_units; i++)
-        for (int c = 0; c < (units[i].wrong_lanes ? 1 : CASES_PER_UNIT); c++) {
+        for (int c = 0; c < (units[i].control ? 1 : CASES_PER_UNIT); c++) {
             test_case *tc = &cases[n_cases++];
             tc->unit = i;
             tc->n_heads = heads[(i + c) % 4];
@@ -398,13 +501,14 @@ int main(void) {
                 int kind = rnd_int(0, 7);
                 tc->lens[r] = kind == 0 ? 0 : kind == 1 && tc->sq > 1 ? rnd_int(1, tc->sq - 1) : rnd_int(1, lmax);
             }
-            if (units[i].wrong_lanes) tc->lens[0] = 200, tc->n_heads = 16;
+            if (units[i].control) tc->lens[0] = 200, tc->n_heads = 16;
             tc->scale = (rnd() & 1 ? 3.0 : 1.0) / sqrt(576.0);
-            tc->kv_scale = units[i].s.kv_dtype == MT_FP8_E4M3 ? 1.0 / 224.0 : 1.0;
+            tc->kv_scale = mt_host_unit_kv_scale(units[i].data_kv);
             tc->seed = rnd() | 1;
         }
 
     for (int ti = 0; ti < 2; ti++) self_check(&targets[ti]);
+    for (int ti = 0; ti < 2; ti++) fp8_conversion_check(&targets[ti]);
 
     double t0 = now();
     run_parallel(compile_worker);
@@ -415,7 +519,8 @@ int main(void) {
     run_parallel(run_worker);
     double t2 = now();
 
-    int passed = 0, counted = 0, by[2][2] = {{0}}, by_splits = 0, by_pages[3] = {0}, by_kv[3] = {0}, by_sq[9] = {0};
+    int passed = 0, counted = 0, by[2][2] = {{0}}, by_splits = 0, by_pages[3] = {0}, by_kv[N_KV] = {0}, by_sq[9] = {0};
+    int by_kv_target_path[2][2][2] = {{{0}}}, pv_k32 = 0;
     double worst_out = 0, worst_lse = 0;
     for (int i = 0; i < n_cases; i++) {
         test_case *tc = &cases[i];
@@ -426,11 +531,11 @@ int main(void) {
         snprintf(lens_text, sizeof lens_text, "%d", tc->lens[0]);
         for (int r = 1; r < tc->batch; r++)
             snprintf(lens_text + strlen(lens_text), sizeof lens_text - strlen(lens_text), ",%d", tc->lens[r]);
-        printf("case %3d %s %s N=%2d Sq=%d page=%2d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e %.2fs%s%s%s\n", i,
-               u->wrong_lanes ? "CONTROL" : tc->ok ? "ok  " : "FAIL", targets[u->arch].arch, tc->n_heads, tc->sq,
-               u->s.page_size, lens_text, mt_dtype_name(u->s.q_dtype), mt_dtype_name(u->s.kv_dtype), vname, tc->e_out,
+        printf("case %3d %s %s N=%2d Sq=%d page=%2d L=%-12s q=%s kv=%-11s %s  err %.2e lse %.2e %.2fs%s%s%s\n", i,
+               u->control ? "CONTROL" : tc->ok ? "ok  " : "FAIL", targets[u->arch].arch, tc->n_heads, tc->sq,
+               u->s.page_size, lens_text, mt_dtype_name(u->s.q_dtype), mt_dtype_name(u->data_kv), vname, tc->e_out,
                tc->e_lse, tc->seconds, tc->has_nan ? " NaN" : "", tc->error[0] ? " " : "", tc->error);
-        if (u->wrong_lanes) continue;
+        if (u->control) continue;
         counted++;
         CHECK_MSG(tc->ok, "case %d failed (seed %llu)", i, (unsigned long long)seed);
         if (!tc->ok) continue;
@@ -439,24 +544,47 @@ int main(void) {
         by_splits += u->v.values[MT_P_NUM_SPLITS] > 1;
         by_pages[u->s.page_size == 1 ? 0 : u->s.page_size == 16 ? 1 : 2]++;
         by_kv[u->s.kv_dtype]++;
+        if (mt_dtype_is_fp8(u->s.kv_dtype))
+            by_kv_target_path[u->s.kv_dtype == MT_FP8_E4M3_FNUZ][u->arch][u->v.values[MT_P_MMA]]++;
+        pv_k32 += u->arch == 1 && u->v.values[MT_P_MMA] == 1 && u->v.values[MT_P_KV_CHUNK] >= 32;
         by_sq[tc->sq]++;
         if (tc->e_out > worst_out) worst_out = tc->e_out;
         if (tc->e_lse > worst_lse) worst_lse = tc->e_lse;
     }
-    printf("\n%d/%d emulated AMD cases passed in %.1f s (gfx942: %d SIMT, %d MFMA; gfx950: %d SIMT, %d MFMA; %d with "
-           "splits and the reduce; pages 1/16/64: %d/%d/%d; KV bf16/fp16/fp8: %d/%d/%d; Sq 1..8: %d %d %d %d %d %d %d "
-           "%d); worst error out %.2e, lse %.2e\n",
-           passed, counted, t2 - t1, by[0][0], by[0][1], by[1][0], by[1][1], by_splits, by_pages[0], by_pages[1],
-           by_pages[2], by_kv[0], by_kv[1], by_kv[2], by_sq[1], by_sq[2], by_sq[3], by_sq[4], by_sq[5], by_sq[6],
-           by_sq[7], by_sq[8], worst_out, worst_lse);
-    for (int i = 0; i < n_cases; i++)
-        if (units[cases[i].unit].wrong_lanes) {
-            const test_case *tc = &cases[i];
-            printf("negative control on %s (MFMA A-operand lanes permuted in the model): out error %.2e, lse error "
-                   "%.2e -> %s\n", targets[units[tc->unit].arch].arch, tc->e_out, tc->e_lse,
-                   tc->ok ? "PASSED: the comparison cannot see a wrong layout" : "fails, as it must");
-            CHECK_MSG(tc->ran && !tc->ok && !tc->error[0], "the negative control must run and fail the comparison");
-        }
+    printf("\n%d/%d emulated AMD cases passed in %.1f s (gfx942: %d SIMT, %d MFMA; gfx950: %d SIMT, %d MFMA, %d of "
+           "them with 32-key chunks (P V on 16x16x32); %d with splits and the reduce; pages 1/16/64: %d/%d/%d; KV "
+           "bf16/fp16/fp8e4m3/fp8e4m3fnuz: %d/%d/%d/%d; Sq 1..8: %d %d %d %d %d %d %d %d); worst error out %.2e, lse "
+           "%.2e\n",
+           passed, counted, t2 - t1, by[0][0], by[0][1], by[1][0], by[1][1], pv_k32, by_splits, by_pages[0],
+           by_pages[1], by_pages[2], by_kv[0], by_kv[1], by_kv[2], by_kv[3], by_sq[1], by_sq[2], by_sq[3], by_sq[4],
+           by_sq[5], by_sq[6], by_sq[7], by_sq[8], worst_out, worst_lse);
+    printf("fp8 KV cases passed (SIMT/MFMA): fp8e4m3 gfx942 %d/%d, gfx950 %d/%d; fp8e4m3fnuz gfx942 %d/%d, gfx950 "
+           "%d/%d\n", by_kv_target_path[0][0][0], by_kv_target_path[0][0][1], by_kv_target_path[0][1][0],
+           by_kv_target_path[0][1][1], by_kv_target_path[1][0][0], by_kv_target_path[1][0][1],
+           by_kv_target_path[1][1][0], by_kv_target_path[1][1][1]);
+    for (int e = 0; e < 2; e++)
+        for (int ti = 0; ti < 2; ti++)
+            for (int path = 0; path < 2; path++)
+                CHECK_MSG(by_kv_target_path[e][ti][path] > 0, "no passed %s case on %s mma=%d",
+                          e ? "fp8e4m3fnuz" : "fp8e4m3", targets[ti].arch, path);
+    CHECK_MSG(pv_k32 > 0, "no gfx950 case ran P V on 16x16x32 (32-key chunks)");
+    for (int i = 0; i < n_cases; i++) {
+        const test_case *tc = &cases[i];
+        const unit *u = &units[tc->unit];
+        if (!u->control) continue;
+        /* the k32 control passes on gfx942, which never issues 16x16x32 */
+        const int must_fail = !(u->control == CONTROL_K32 && u->arch == 0);
+        static const char *const what[] = {
+            "", "MFMA A-operand lanes permuted in the model", "16x16x32 A read as two 16x16x16 halves in the model",
+            "fp8e4m3fnuz data read by a variant compiled for fp8e4m3"};
+        const char *verdict = tc->ok == !must_fail ? (must_fail ? "fails, as it must" : "passes, as it must (no 16x16x32 on gfx942)")
+                              : must_fail ? "PASSED: the comparison cannot see it"
+                                          : "FAILED: the wrong 16x16x32 model changed a gfx942 result";
+        printf("negative control on %s (%s; %s): out error %.2e, lse error %.2e -> %s\n", targets[u->arch].arch,
+               what[u->control], vname_of(u), tc->e_out, tc->e_lse, verdict);
+        CHECK_MSG(tc->ran && tc->ok == !must_fail && !tc->error[0], "negative control %d on %s: %s %s",
+                  (int)u->control, targets[u->arch].arch, verdict, tc->error);
+    }
     for (int ti = 0; ti < 2; ti++) {
         mt_jit_destroy(targets[ti].jit);
         mt_backend_close(targets[ti].b);

@@ -5,7 +5,8 @@
  * Coverage, drawn per case: heads 1, 3, 8, 16, 64, 128; Sq 1..8 (causal);
  * page size 1, 16, 64 through a shuffled block table; ragged lengths up to
  * 20000 including 0 and fewer keys than Sq; every q/kv dtype pair (bf16,
- * fp16 q; bf16, fp16, fp8 e4m3 KV with a per-tensor scale); a random valid
+ * fp16 q; bf16, fp16, fp8 e4m3 KV in both encodings, OCP and fnuz, with a
+ * per-tensor scale; fnuz through every path, mma=2 included); a random valid
  * variant of the full space for this GPU (so many tile_q, kv_granularity,
  * num_splits, block_threads, kv_chunk values).  Fresh random data per case;
  * out, lse and the workspace are poisoned with NaN before every launch.
@@ -84,16 +85,7 @@ typedef struct variant_list {
 } variant_list;
 
 static void fill_storage(void *dst, mt_dtype t, size_t n, double kv_scale) {
-    for (size_t i = 0; i < n; i++) {
-        float x = (float)rnd_unit();
-        if (t == MT_BF16) ((uint16_t *)dst)[i] = mt_host_f32_to_bf16(x);
-        else if (t == MT_FP16) ((uint16_t *)dst)[i] = mt_host_f32_to_f16(x);
-        else ((uint8_t *)dst)[i] = mt_host_f32_to_fp8e4m3((float)(x / kv_scale));
-    }
-}
-
-static double to_double(const void *src, mt_dtype t, size_t i) {
-    return t == MT_BF16 ? mt_host_bf16_to_f32(((const uint16_t *)src)[i]) : mt_host_f16_to_f32(((const uint16_t *)src)[i]);
+    for (size_t i = 0; i < n; i++) mt_host_store(t, dst, i, (float)(rnd_unit() / kv_scale));
 }
 
 /* Issue 27: the same call through views, on the variant built for views
@@ -278,24 +270,26 @@ int main(void) {
     printf("seed %llu, %d cases on %s (%s)\n", (unsigned long long)seed, n_cases, info.name, info.arch);
 
     static const int heads[] = {1, 3, 8, 16, 64, 128}, pages[] = {1, 16, 64}, lmax_class[] = {16, 300, 3000, 20000};
-    static const mt_dtype q_types[] = {MT_BF16, MT_FP16}, kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
+    static const mt_dtype q_types[] = {MT_BF16, MT_FP16},
+                          kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3, MT_FP8_E4M3_FNUZ};
+    enum { N_KV = sizeof kv_types / sizeof kv_types[0], N_DT = 2 * N_KV };
     test_case *cases = calloc((size_t)n_cases, sizeof *cases);
     /* one case in 8 takes another Dl than DeepSeek's 512 (only the SIMT
      * family takes those): 500, a multiple of 4 but not of 128, and 511,
      * odd, so the kernels' and the reduce's column guards and their
      * element-wise forms run too (Sq 5 and 2, heads and pages varying) */
     static const int dls[] = {512, 500, 511};
-    variant_list spaces[3][3][2][3] = {{{{{0}}}}}; /* by Dl, page, q, kv: built lazily */
+    variant_list spaces[3][3][2][N_KV] = {{{{{0}}}}}; /* by Dl, page, q, kv: built lazily */
     const double budget = 3e9;                 /* reference multiply-adds per case */
     for (int i = 0; i < n_cases; i++) {
         test_case *tc = &cases[i];
-        int pi = i % 3, dt = (i + i / 6) % 6;
+        int pi = i % 3, dt = (i + i / N_DT) % N_DT;
         tc->n_heads = heads[i % 6];
         tc->sq = 1 + (i % 8);
         int di = i % 16 == 4 ? 1 : i % 16 == 9 ? 2 : 0, dl = dls[di];
-        tc->s = (mt_problem_static){.d = 576, .dl = dl, .page_size = pages[pi], .q_dtype = q_types[dt / 3],
-                                   .kv_dtype = kv_types[dt % 3]};
-        variant_list *vl = &spaces[di][pi][dt / 3][dt % 3];
+        tc->s = (mt_problem_static){.d = 576, .dl = dl, .page_size = pages[pi], .q_dtype = q_types[dt / N_KV],
+                                   .kv_dtype = kv_types[dt % N_KV]};
+        variant_list *vl = &spaces[di][pi][dt / N_KV][dt % N_KV];
         if (!vl->n) {
             mt_space sp;
             mt_space_full(&mt_family_mla_decode, &sp);
@@ -341,7 +335,7 @@ int main(void) {
             else tc->lens[r] = rnd_int(1, lmax);
         }
         tc->scale = (rnd() & 1 ? 3.0 : 1.0) / sqrt(576.0);
-        tc->kv_scale = tc->s.kv_dtype == MT_FP8_E4M3 ? 1.0 / 224.0 : 1.0;
+        tc->kv_scale = mt_host_unit_kv_scale(tc->s.kv_dtype);
     }
 
     /* compile every case's variant on all cores first */
@@ -363,6 +357,7 @@ int main(void) {
     CHECK_OK(mt_backend_stream_create(b, &stream));
     double worst_out[2] = {0, 0}, worst_lse = 0;
     int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, aware_cases = 0, graph_cases = 0;
+    int fnuz_cases[3] = {0, 0, 0}; /* fp8e4m3fnuz KV, passed, by path (mma) */
     int view_cases = 0;
     int ran = 0;
     long total_keys = 0;
@@ -436,7 +431,7 @@ int main(void) {
         double *got = malloc(sizeof(double) * out_elems), *ref = malloc(sizeof(double) * out_elems);
         double *got_lse = malloc(sizeof(double) * lse_elems), *ref_lse = malloc(sizeof(double) * lse_elems);
         int has_nan = 0;
-        for (size_t k = 0; k < out_elems; k++) has_nan |= isnan(got[k] = to_double(out16, tc->s.q_dtype, k));
+        for (size_t k = 0; k < out_elems; k++) has_nan |= isnan(got[k] = mt_host_load(tc->s.q_dtype, out16, k));
         for (size_t k = 0; k < lse_elems; k++) {
             has_nan |= isnan(got_lse[k] = lse32[k]);
         }
@@ -472,6 +467,7 @@ int main(void) {
         nan_cases += has_nan;
         passed += ok;
         mma_cases += tc->v.values[MT_P_MMA] == 1;
+        if (ok && tc->s.kv_dtype == MT_FP8_E4M3_FNUZ) fnuz_cases[tc->v.values[MT_P_MMA]]++;
         wgmma_cases += tc->v.values[MT_P_MMA] == 2;
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
@@ -499,8 +495,10 @@ int main(void) {
            "all\n",
            passed, ran, mma_cases, wgmma_cases, aware_cases, graph_cases, view_cases, worst_out[0], worst_out[1],
            worst_lse, nan_cases, keyless_rows, total_keys);
+    printf("fp8e4m3fnuz KV cases passed: %d SIMT, %d mma=1, %d mma=2\n", fnuz_cases[0], fnuz_cases[1], fnuz_cases[2]);
     if (only < 0) CHECK(keyless_rows > 0); /* the draw must cover requests shorter than Sq */
     if (only < 0 && n_cases >= 16) CHECK(aware_cases > 0 && graph_cases > 0 && view_cases > 0);
+    if (only < 0 && n_cases >= 64) CHECK(fnuz_cases[0] > 0 && fnuz_cases[1] > 0 && fnuz_cases[2] > 0);
     mt_jit_destroy(jit);
     mt_backend_stream_destroy(b, stream);
     mt_backend_close(b);

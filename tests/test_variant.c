@@ -155,6 +155,21 @@ int main(void) {
     w.values[MT_P_TILE_Q] = 16;
     CHECK_STATUS(mt_variant_validate(&w, &wide, &gfx942), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "multiples of 32") != NULL, "%s", mt_last_error());
+    {
+        /* 32-key chunks (gfx950's P V on 16x16x32): two buffers of 32 x 584
+         * x 2 bytes are past gfx942's 64 KiB of LDS, within gfx950's 160 */
+        mt_target gfx950;
+        CHECK_OK(mt_target_for_arch("gfx950", &gfx950));
+        w.values[MT_P_KV_CHUNK] = 32;
+        CHECK(mt_mla_decode_shared_bytes(w.values, &s, 64) == 4 * 2 * 16 * 40 + 2 * 2 * 32 * 584 + 2 * 16 * 40 + 8 * 16 + 4);
+        CHECK_STATUS(mt_variant_validate(&w, &s, &gfx942), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "LDS") && strstr(mt_last_error(), "gfx942"), "%s", mt_last_error());
+        CHECK_OK(mt_variant_validate(&w, &s, &gfx950));
+        w.values[MT_P_KV_CHUNK] = 64;
+        CHECK_STATUS(mt_variant_validate(&w, &s, &gfx950), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "kv_chunk 16/32") != NULL, "%s", mt_last_error());
+        w.values[MT_P_KV_CHUNK] = 16;
+    }
 
     /* mma=2 (wgmma): Hopper only, one shape, q and KV of one 16-bit type */
     mt_target sm80, sm90a;
@@ -197,6 +212,11 @@ int main(void) {
         /* 1024 alignment, Q^T 16 x 576 x 2, four stages of 64 x 576 bytes, P^T 2 x 16 x 64 x 2, the exchange
          * (256 floats), limits (16), q maxima (8), four mbarriers */
         CHECK(mt_mla_decode_shared_bytes(t8.values, &mixed, 32) == 1024 + 18432 + 147456 + 4096 + 1024 + 64 + 32 + 32);
+        /* fnuz KV too (its bytes through the prelude's software conversion), in the same bytes */
+        mt_problem_static fnuz = mixed;
+        fnuz.kv_dtype = MT_FP8_E4M3_FNUZ;
+        CHECK_OK(mt_variant_validate(&t8, &fnuz, &sm90));
+        CHECK(mt_mla_decode_shared_bytes(t8.values, &fnuz, 32) == mt_mla_decode_shared_bytes(t8.values, &mixed, 32));
         mt_problem_static fp16_q = mixed;
         fp16_q.q_dtype = MT_FP16; /* q of either 16-bit type goes to fp16 */
         CHECK_OK(mt_variant_validate(&t8, &fp16_q, &sm90));

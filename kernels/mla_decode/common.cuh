@@ -42,7 +42,8 @@
  * Compile-time parameters (the variant; see family.c for ranges):
  *   TILE_Q, KV_GRANULARITY, NUM_SPLITS, BLOCK_THREADS, KV_CHUNK, MMA, KV_STAGES
  * and the problem's static facts: D, DL, PAGE_SIZE, Q_DTYPE, KV_DTYPE
- * (0 = bf16, 1 = fp16, 2 = fp8 e4m3).
+ * (0 = bf16, 1 = fp16, 2 = fp8 e4m3 OCP "fn", 3 = fp8 e4m3 "fnuz"; the
+ * values of mt_dtype, kernels/variant.h).
  */
 #ifndef D
 #define D 576
@@ -98,7 +99,7 @@
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 
-#if KV_DTYPE == 2
+#if KV_DTYPE == 2 || KV_DTYPE == 3
 typedef mt_u8 kv_t;
 #else
 typedef mt_u16 kv_t;
@@ -117,8 +118,10 @@ __device__ __forceinline__ float load_kv(const kv_t *p) {
     return mt_bf16_to_f32(*p);
 #elif KV_DTYPE == 1
     return mt_f16_to_f32(*p);
-#else
+#elif KV_DTYPE == 2
     return mt_fp8e4m3_to_f32(*p);
+#else
+    return mt_fp8e4m3fnuz_to_f32(*p);
 #endif
 }
 

@@ -21,17 +21,19 @@ mt_status mt_mla_decode_check_static(const mt_problem_static *s) {
     return MT_OK;
 }
 
-/* mma=1 on 64-wide wavefronts: the AMD matrix-core path (MFMA 16x16x16).
- * Its shape is narrower than NVIDIA's: 2 or 4 waves, tile_q 16 or 32,
- * 16-key chunks in two LDS buffers loaded through registers (kv_stages 2),
- * all within 64 KiB of LDS. */
+/* mma=1 on 64-wide wavefronts: the AMD matrix-core path (MFMA 16x16x16;
+ * gfx950 16x16x32).  Its shape is narrower than NVIDIA's: 2 or 4 waves,
+ * tile_q 16 or 32, 16- or 32-key chunks in two LDS buffers loaded through
+ * registers (kv_stages 2), within the LDS (64 KiB on gfx942 holds only
+ * 16-key chunks; gfx950's 160 KiB both, and 32 keys let its P V step use
+ * 16x16x32). */
 static mt_status check_mfma(const int *values, const mt_problem_static *s, const mt_target *t) {
     int threads = values[MT_P_BLOCK_THREADS], tile_q = values[MT_P_TILE_Q], chunk = values[MT_P_KV_CHUNK];
     int waves = threads / 64;
-    if ((threads != 128 && threads != 256) || (tile_q != 16 && tile_q != 32) || chunk != 16 ||
+    if ((threads != 128 && threads != 256) || (tile_q != 16 && tile_q != 32) || (chunk != 16 && chunk != 32) ||
         values[MT_P_KV_STAGES] != 2)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: mma=1 on %s (MFMA) takes block_threads 128/256, tile_q 16/32, kv_chunk 16, "
+                       "mla_decode: mma=1 on %s (MFMA) takes block_threads 128/256, tile_q 16/32, kv_chunk 16/32, "
                        "kv_stages 2 (got %d, %d, %d, %d)", t->arch, threads, tile_q, chunk, values[MT_P_KV_STAGES]);
     if (s->d % (16 * waves) != 0 || s->dl % (16 * waves) != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=1 on %s needs D and Dl multiples of %d (D=%d, Dl=%d)",
@@ -66,11 +68,6 @@ static mt_status check_wgmma(const int *values, const mt_problem_static *s, cons
     if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
                        t->arch);
-    /* its fp8 bytes go through cvt.rn.f16x2.e4m3x2, which reads OCP e4m3
-     * only; fnuz KV takes the mma=1 path (a software conversion) */
-    if (s->kv_dtype == MT_FP8_E4M3_FNUZ)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 reads fp8e4m3 (OCP) KV only, not fp8e4m3fnuz "
-                       "(use mma=1 or 0)");
     /* the shapes: the 64-row tile (16-bit KV) and the transposed 16-row
      * tile (both KV widths; its own path, wgmma_t16.cu) */
     int fp8 = mt_dtype_is_fp8(s->kv_dtype), tile_q = values[MT_P_TILE_Q], stages = fp8 ? 4 : 2;

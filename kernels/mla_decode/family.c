@@ -13,7 +13,8 @@
  *   mma             0: SIMT arithmetic; 1: matrix units: mma.sync on NVIDIA
  *                   sm_80+ (tile_q 16/32/64, 128/256 threads, 32/64-key
  *                   chunks), MFMA on AMD CDNA (tile_q 16/32, 128/256
- *                   threads, 16-key chunks; compiled, not yet run);
+ *                   threads, 16-key chunks, 32 where the LDS allows:
+ *                   gfx950; compiled and CPU-emulated, not yet run);
  *                   2: warpgroup matrix instructions (wgmma) on Hopper
  *                   (sm_90a): 256 threads, 64-key chunks; tile_q 64 with 2
  *                   stages for 16-bit KV; tile_q 16 (transposed products)

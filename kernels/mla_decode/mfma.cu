@@ -1,6 +1,7 @@
 /*
  * mfma.cu - the matrix-core path on AMD CDNA (mma = 1, wavefronts of 64:
- * gfx942, gfx950): MFMA 16x16x16 (and 16x16x32 on gfx950).
+ * gfx942, gfx950): MFMA 16x16x16 (and 16x16x32 on gfx950: the score step,
+ * and P V with 32-key chunks).
  */
 #if MMA != 1
 #error "the AMD matrix-core path is mma=1 (mma=2 is NVIDIA Hopper's wgmma)"
@@ -10,10 +11,12 @@
  * Compiled for gfx942 and gfx950 in CI and run there in the HIP CPU
  * emulation (test_amd_emu); no AMD GPU has run it yet (see README).
  * The same computation as the NVIDIA path, shaped for 64-wide wavefronts,
- * 16x16x16 MFMA (the score step on gfx950: 16x16x32) and 64 KiB of LDS,
+ * 16x16x16 MFMA (on gfx950 16x16x32: the score step always, P V two
+ * 16-key tiles at a time) and 64 KiB of LDS (160 KiB on gfx950),
  * without asynchronous copies:
  *
- * NWV = BLOCK_THREADS / 64 waves (2 or 4); KV chunks of 16 keys.
+ * NWV = BLOCK_THREADS / 64 waves (2 or 4); KV chunks of 16 keys, or 32
+ * where the LDS holds two buffers of them (gfx950).
  * Scores: wave w takes the d-slice w (D / NWV dims) and all keys of the
  * chunk; its slice of Q is in registers for the whole work-group, loaded
  * straight from global memory as MFMA A fragments (no LDS copy).  The NWV
@@ -21,7 +24,7 @@
  * Softmax: wave w owns rows w*RPW ..; LPR lanes per row, KPL keys per lane;
  * max and sum by shuffles within the row's lanes.
  * O += P V: wave w owns output columns w*CPW ..; the V operand (4 keys of
- * one column per lane) is gathered with four 16-bit LDS reads.
+ * one column per lane, 8 in a 16x16x32) is gathered with 16-bit LDS reads.
  * KV: two LDS buffers of one chunk each, in the mma type; chunk i+1 is read
  * from global memory into registers while chunk i is computed, then
  * converted and stored into the other buffer (fp8: converted exactly to
@@ -152,8 +155,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             mt_u32 h[8];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                h[2 * e] = mt_cvt_e4m3x2_f16x2((mt_u16)(pre[j][e] & 0xffffu));
-                h[2 * e + 1] = mt_cvt_e4m3x2_f16x2((mt_u16)(pre[j][e] >> 16));
+                h[2 * e] = kv_fp8x2_to_f16x2((mt_u16)(pre[j][e] & 0xffffu));
+                h[2 * e + 1] = kv_fp8x2_to_f16x2((mt_u16)(pre[j][e] >> 16));
             }
             *(mt_u32x4 *)(dst + c * KS_STRIDE + u * 16) = (mt_u32x4){h[0], h[1], h[2], h[3]};
             *(mt_u32x4 *)(dst + c * KS_STRIDE + u * 16 + 8) = (mt_u32x4){h[4], h[5], h[6], h[7]};
@@ -274,8 +277,35 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[m][t][e] *= a[e];
         }
+#if defined(MT_HAVE_MFMA_K32)
+        /* gfx950: 32 keys per instruction, in the CDNA4 16x16x32 operand
+         * layout (AMD Instinct MI355X ISA, matrix operand layout;
+         * composable_kernel's xdlops tables; the prelude's mt_mfma_16x16x32):
+         * lane l holds A = P[l % 16][8 * (l / 16) + i], its row's eight
+         * consecutive keys (one 16-byte LDS read), and B = V[8 * (l / 16) +
+         * i][l % 16], i = 0..7.  A lone last 16-key tile takes 16x16x16. */
+        constexpr int PV_PAIRED = SNA / 2 * 2;
 #pragma unroll
-        for (int ks = 0; ks < SNA; ks++) {
+        for (int ks = 0; ks < PV_PAIRED; ks += 2) {
+            mt_u32x4 pa[MT_TILES];
+#pragma unroll
+            for (int m = 0; m < MT_TILES; m++) pa[m] = *(const mt_u32x4 *)(p_s + (m * 16 + l16) * P_STRIDE + ks * 16 + l4 * 8);
+            const mt_u16 *v_rows = kc + (ks * 16 + l4 * 8) * KS_STRIDE + wave * CPW + l16;
+#pragma unroll
+            for (int t = 0; t < ON; t++) {
+                const mt_u16 *v = v_rows + t * 16;
+                mt_u32x4 bv;
+#pragma unroll
+                for (int e = 0; e < 4; e++) bv[e] = (mt_u32)v[2 * e * KS_STRIDE] | ((mt_u32)v[(2 * e + 1) * KS_STRIDE] << 16);
+#pragma unroll
+                for (int m = 0; m < MT_TILES; m++) acc[m][t] = mt_mfma_16x16x32(acc[m][t], pa[m], bv, MMA_FP16);
+            }
+        }
+#else
+        constexpr int PV_PAIRED = 0;
+#endif
+#pragma unroll
+        for (int ks = PV_PAIRED; ks < SNA; ks++) {
             mt_u32x2 pa[MT_TILES];
 #pragma unroll
             for (int m = 0; m < MT_TILES; m++) pa[m] = *(const mt_u32x2 *)(p_s + (m * 16 + l16) * P_STRIDE + ks * 16 + l4 * 4);

@@ -6,8 +6,17 @@
  * fp16 when KV is fp16 or fp8; q is converted to it when its own dtype
  * differs. */
 #define MMA_FP16 (KV_DTYPE != 0)
-#define KV_FP8 (KV_DTYPE == 2)
+#define KV_FP8 (KV_DTYPE == 2 || KV_DTYPE == 3) /* either encoding */
 #define Q_CONVERT ((Q_DTYPE == 0 && MMA_FP16) || (Q_DTYPE == 1 && !MMA_FP16))
+
+/* Two fp8 KV bytes (low first) -> f16x2, exactly, in the KV's encoding. */
+__device__ __forceinline__ mt_u32 kv_fp8x2_to_f16x2(mt_u16 two) {
+#if KV_DTYPE == 3
+    return mt_cvt_e4m3fnuzx2_f16x2(two);
+#else
+    return mt_cvt_e4m3x2_f16x2(two);
+#endif
+}
 
 __device__ __forceinline__ mt_u32 pack_mma(float lo, float hi) {
 #if MMA_FP16

@@ -241,8 +241,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             for (int i = tid; i < KV_CHUNK * (D / 8); i += BLOCK_THREADS) {
                 int c = i / (D / 8), u = i - c * (D / 8);
                 uint2 v = *(const uint2 *)(raw + c * D + u * 8);
-                uint4 o = make_uint4(mt_cvt_e4m3x2_f16x2((mt_u16)(v.x & 0xffffu)), mt_cvt_e4m3x2_f16x2((mt_u16)(v.x >> 16)),
-                                     mt_cvt_e4m3x2_f16x2((mt_u16)(v.y & 0xffffu)), mt_cvt_e4m3x2_f16x2((mt_u16)(v.y >> 16)));
+                uint4 o = make_uint4(kv_fp8x2_to_f16x2((mt_u16)(v.x & 0xffffu)), kv_fp8x2_to_f16x2((mt_u16)(v.x >> 16)),
+                                     kv_fp8x2_to_f16x2((mt_u16)(v.y & 0xffffu)), kv_fp8x2_to_f16x2((mt_u16)(v.y >> 16)));
                 *(uint4 *)(kv16 + c * KS_STRIDE + u * 8) = o;
             }
         }

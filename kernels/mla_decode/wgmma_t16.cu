@@ -84,16 +84,25 @@ __device__ __forceinline__ int t8_dim(int ks, int p) {
 }
 
 /* f16x2 of the two fp8 e4m3 bytes in the low / high half of w (the halves
- * split by a mov, so no shift is needed for the high one) */
+ * split by a mov, so no shift is needed for the high one); fnuz KV, which
+ * has no instruction, through the prelude's exact software form */
 __device__ __forceinline__ mt_u32 t8_cvt_lo(mt_u32 w) {
+#if KV_DTYPE == 3
+    return kv_fp8x2_to_f16x2((mt_u16)(w & 0xffffu));
+#else
     mt_u32 r;
     asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}" : "=r"(r) : "r"(w));
     return r;
+#endif
 }
 __device__ __forceinline__ mt_u32 t8_cvt_hi(mt_u32 w) {
+#if KV_DTYPE == 3
+    return kv_fp8x2_to_f16x2((mt_u16)(w >> 16));
+#else
     mt_u32 r;
     asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}" : "=r"(r) : "r"(w));
     return r;
+#endif
 }
 
 /* ---- work items on this path ------------------------------------------------

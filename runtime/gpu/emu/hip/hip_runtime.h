@@ -378,9 +378,13 @@ static inline int __all(int pred) {
  *       C/D as above.
  * Products of bf16/fp16 values are exact in fp32; they are summed in fp32
  * in k order onto C (the hardware's internal order may differ in the last
- * bit).  MT_EMU_WRONG_MFMA_LANES (the negative control) swaps the roles of
+ * bit).  Two negative controls: MT_EMU_WRONG_MFMA_LANES swaps the roles of
  * i and k/4 in the A layout, a plausible transcription error; results must
- * then be wrong. */
+ * then be wrong.  MT_EMU_WRONG_MFMA_K32_PAIRING reads the 16x16x32 A operand
+ * as two 16x16x16 operands side by side (A[i][k] in lane 16 * ((k % 16) / 4)
+ * + i, element 4 * (k / 16) + k % 4) while B keeps the documented layout:
+ * the mistake of pairing the two k halves differently in A and B.  Only the
+ * gfx950 forms change, so only gfx950 results may go wrong. */
 namespace mt_emu {
 static inline float bf16_bits_to_f32(unsigned short h) { return __builtin_bit_cast(float, (unsigned)h << 16); }
 static inline float f16_bits_to_f32(unsigned short h) {
@@ -412,7 +416,11 @@ template <int K, int FP16> static void op_mfma_16x16(wave *w) {
     for (int i = 0; i < 16; i++)
         for (int k = 0; k < K; k++) {
             int la = ab_lane<K>(i, k) % WAVE, e = k % per;
+#if defined(MT_EMU_WRONG_MFMA_K32_PAIRING)
+            if (K == 32) la = 16 * ((k % 16) / 4) + i, e = 4 * (k / 16) + k % 4;
+#endif
             a[i][k] = FP16 ? f16_bits_to_f32(in[la].a[e]) : bf16_bits_to_f32(in[la].a[e]);
+            e = k % per;
             int lb = 16 * (k / per) + i; /* B[k][j = i] */
             b[k][i] = FP16 ? f16_bits_to_f32(in[lb].b[e]) : bf16_bits_to_f32(in[lb].b[e]);
         }
@@ -444,6 +452,34 @@ typedef short mt_emu_s16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 mt_emu_h16x4 __attribute__((ext_vector_type(4)));
 typedef __bf16 mt_emu_bf16x8 __attribute__((ext_vector_type(8)));
 typedef _Float16 mt_emu_h16x8 __attribute__((ext_vector_type(8)));
+/* fp8 -> f32 conversions: v_cvt_pk_f32_fp8 (clang's
+ * __builtin_amdgcn_cvt_pk_f32_fp8(src, word_sel): two bytes of src, bytes
+ * 0-1 when word_sel is false, 2-3 when true, byte 2*word_sel in .x; clang's
+ * AMDGPUBuiltins.rst).  Its encoding is the target's: e4m3 "fnuz" on
+ * gfx940-942 (bias 8, 0x80 the only NaN; "AMD Instinct MI300 ISA"), OCP
+ * e4m3 on gfx950 (bias 7, S.1111.111 NaN; "AMD Instinct MI355X ISA").
+ * Decoded here from those definitions. */
+#if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__)
+namespace mt_emu {
+static inline float fp8_e4m3_value(unsigned b) {
+#if defined(__gfx950__)
+    const int bias = 7, nan = (b & 0x7f) == 0x7f;
+#else
+    const int bias = 8, nan = b == 0x80;
+#endif
+    if (nan) return NAN;
+    const int e = (b >> 3) & 15, m = b & 7;
+    const float v = e == 0 ? ldexpf((float)m, 1 - bias - 3) : ldexpf((float)(8 + m), e - bias - 3);
+    return b & 0x80 ? -v : v;
+}
+} // namespace mt_emu
+typedef float mt_emu_f32x2 __attribute__((ext_vector_type(2)));
+static inline mt_emu_f32x2 __builtin_amdgcn_cvt_pk_f32_fp8(int src, bool word_sel) {
+    const unsigned u = (unsigned)src >> (word_sel ? 16 : 0);
+    return mt_emu_f32x2{mt_emu::fp8_e4m3_value(u & 0xff), mt_emu::fp8_e4m3_value((u >> 8) & 0xff)};
+}
+#endif
+
 #define MT_EMU_NO_MODIFIERS(cbsz, abid, blgp) \
     if ((cbsz) || (abid) || (blgp)) mt_emu::fail("MFMA operand modifiers (cbsz/abid/blgp) are not modelled")
 static inline mt_emu_f32x4 __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(mt_emu_s16x4 a, mt_emu_s16x4 b, mt_emu_f32x4 c,
