@@ -145,11 +145,75 @@ class ChoiceInfo(ctypes.Structure):
     ]
 
 
+class PrefillProblem(ctypes.Structure):
+    """mlt_prefill_problem (mirrored and bound; the package has no prefill
+    call of its own yet: Library.mlt_prefill_* take these)."""
+    _fields_ = [
+        ("n_heads", ctypes.c_int),
+        ("qk_nope_dim", ctypes.c_int),
+        ("qk_rope_dim", ctypes.c_int),
+        ("v_dim", ctypes.c_int),
+        ("q_dtype", _c_enum),
+        ("kv_dtype", _c_enum),
+        ("softmax_scale", ctypes.c_float),
+    ]
+
+
+class PrefillArgs(ctypes.Structure):
+    """mlt_prefill_args.  Strides in elements per (token, head)."""
+    _fields_ = [
+        ("batch", ctypes.c_int),
+        ("max_seqlen_q", ctypes.c_int),
+        ("causal", ctypes.c_int),
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("k_pe", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("q_strides", ctypes.c_int64 * 2),
+        ("k_strides", ctypes.c_int64 * 2),
+        ("v_strides", ctypes.c_int64 * 2),
+        ("out_strides", ctypes.c_int64 * 2),
+        ("lse_strides", ctypes.c_int64 * 2),
+        ("k_pe_strides", ctypes.c_int64 * 2),
+    ]
+
+
+class PrefillMergeArgs(ctypes.Structure):
+    """mlt_prefill_merge_args."""
+    _fields_ = [
+        ("tokens", ctypes.c_int),
+        ("out_a", ctypes.c_void_p),
+        ("lse_a", ctypes.c_void_p),
+        ("out_b", ctypes.c_void_p),
+        ("lse_b", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("out_a_strides", ctypes.c_int64 * 2),
+        ("lse_a_strides", ctypes.c_int64 * 2),
+        ("out_b_strides", ctypes.c_int64 * 2),
+        ("lse_b_strides", ctypes.c_int64 * 2),
+        ("out_strides", ctypes.c_int64 * 2),
+        ("lse_strides", ctypes.c_int64 * 2),
+    ]
+
+
 # the library's functions that are not always there: name -> (restype,
-# argtypes, the API version that added it)
+# argtypes, the API version that added it).  Library binds each when the
+# library has it, else None.
+_vp = ctypes.c_void_p
 OPTIONAL_FUNCTIONS = {
     "mlt_api_version": (ctypes.c_int, [], (0, 2)),
-    "mlt_runtime_record_calls": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int], (0, 2)),
+    "mlt_runtime_record_calls": (ctypes.c_int, [_vp, ctypes.c_int], (0, 2)),
+    "mlt_prefill_problem_default": (None, [ctypes.POINTER(PrefillProblem)], (0, 2)),
+    "mlt_prefill_plan_create": (ctypes.c_int, [_vp, ctypes.POINTER(PrefillProblem), ctypes.POINTER(_vp)], (0, 2)),
+    "mlt_prefill_plan_destroy": (None, [_vp], (0, 2)),
+    "mlt_prefill_run": (ctypes.c_int, [_vp, ctypes.POINTER(PrefillArgs), _vp], (0, 2)),
+    "mlt_prefill_merge": (ctypes.c_int, [_vp, ctypes.POINTER(PrefillMergeArgs), _vp], (0, 2)),
+    "mlt_prefill_plan_explain": (ctypes.c_int, [_vp, ctypes.POINTER(ChoiceInfo)], (0, 2)),
 }
 
 
@@ -164,6 +228,9 @@ STRUCTS = {
     "mlt_decode_problem": DecodeProblem,
     "mlt_decode_args": DecodeArgs,
     "mlt_choice_info": ChoiceInfo,
+    "mlt_prefill_problem": PrefillProblem,
+    "mlt_prefill_args": PrefillArgs,
+    "mlt_prefill_merge_args": PrefillMergeArgs,
 }
 
 # C enum name -> (mirror, prefix of the C enumerators)
