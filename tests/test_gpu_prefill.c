@@ -8,9 +8,9 @@
  *     q over bf16 k/v), in the three forms: one causal call over context +
  *     new tokens, the chunked form (context call, new-token call, merge),
  *     and a non-causal call with k's rope part apart and lse head-major;
- *   - through the family's launch, variants spread over the whole valid
- *     space of the device (every tile_q, kv_tile and thread count it
- *     allows), causal and chunked;
+ *   - through the family's launch, every mma.sync variant (mma=1, the
+ *     path no CPU emulation covers) and SIMT variants spread over the
+ *     whole valid space of the device, causal and chunked;
  *   - bad arguments through the API fail naming the argument.
  * MLA_TUNE_TEST_SEED=N changes the draw (default 29).
  */
@@ -135,8 +135,9 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
     int n = 0;
     CHECK_OK(mt_space_list(&sp, &s, &t, &points, &n, NULL));
     const int want = 12, step = n > want ? n / want : 1;
-    printf("%d valid variants on %s; 1 in %d runs\n", n, t.arch, step);
-    for (int i = 0; i < n; i += step) {
+    printf("%d valid variants on %s; every matrix-unit one and 1 SIMT in %d run\n", n, t.arch, step);
+    for (int i = 0; i < n; i++) {
+        if (points[i].values[MT_PF_MMA] == 0 && i % step != 0) continue;
         family_ctx f = {.b = mt_runtime_backend(rt), .v = &points[i], .s = &s};
         char name[160];
         mt_variant_format(&points[i], name, sizeof name);

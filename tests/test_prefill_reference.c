@@ -234,9 +234,17 @@ static void constraints_and_rule(void) {
     refused(mt_variant_validate(&v, &fp8, &sm90), "fp8 prefill is not built yet");
     refused(mt_variant_validate(&v, &paged, &sm90), "page size must be 1");
     refused(mt_variant_validate(&v, &wide, &sm90), "qk head dim");
-    /* the matrix-unit paths are not values of mma yet */
-    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=16,kv_tile=32,block_threads=128,mma=1", &v));
-    refused(mt_variant_validate(&v, &s, &sm90), "mma=1 is not an allowed value");
+    /* mma=1 (mma.sync): 16 rows per warp, NVIDIA only, one 16-bit type */
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=128,mma=1", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &sm90));
+    refused(mt_variant_validate(&v, &s, &gfx942), "MFMA path is not built");
+    mt_problem_static mixed = s;
+    mixed.q_dtype = MT_FP16;
+    refused(mt_variant_validate(&v, &mixed, &sm90), "one type");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=32,kv_tile=64,block_threads=128,mma=1", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "tile_q must be 16 x 4 warps");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=32,kv_tile=64,block_threads=64,mma=2", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "mma=2 is not an allowed value");
 
     /* the rule: the declared default where it fits */
     mt_shape shape = {.s = s, .n_heads = 16, .sq = 1};

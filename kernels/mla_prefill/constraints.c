@@ -3,6 +3,9 @@
  * problem on a target (the check the sweep and `mla-tune compile` prune
  * with, and every variant a plan builds is validated by).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "mla_prefill.h"
 
 mt_status mt_mla_prefill_check_static(const mt_problem_static *s) {
@@ -21,20 +24,45 @@ mt_status mt_mla_prefill_check_static(const mt_problem_static *s) {
     return MT_OK;
 }
 
+/* mma=1: mma.sync m16n8k16 (NVIDIA sm_80+), one 16-bit type for q and
+ * k/v (the instruction takes one), 16 rows per warp, whole k16 steps of D
+ * and pairs of n8 tiles of Dl; the fragments live in registers. */
+static mt_status check_mma_sync(const int *values, const mt_problem_static *s, const mt_target *t) {
+    int threads = values[MT_PF_BLOCK_THREADS], tile_q = values[MT_PF_TILE_Q], kv = values[MT_PF_KV_TILE];
+    if (t->warp_size != 32 || strncmp(t->arch, "sm_", 3) != 0 || atoi(t->arch + 3) < 80)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: mma=1 is mma.sync, NVIDIA sm_80 or newer (not %s: the MFMA path is not built)",
+                       t->arch);
+    if (s->q_dtype != s->kv_dtype)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=1 needs q and k/v of one type (q %s, k/v %s)",
+                       mt_dtype_name(s->q_dtype), mt_dtype_name(s->kv_dtype));
+    if (tile_q != 16 * (threads / 32))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: mma=1 gives each warp 16 rows: tile_q must be 16 x %d warps (got tile_q=%d)",
+                       threads / 32, tile_q);
+    if (s->d % 16 != 0 || s->dl % 16 != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=1 needs D and Dl multiples of 16 (D=%d, Dl=%d)",
+                       s->d, s->dl);
+    int regs = s->d / 16 * 4 + kv / 8 * 4 + s->dl / 8 * 4;
+    if (regs > 200)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: mma=1 with D=%d, kv_tile=%d, Dl=%d keeps %d fragment registers per thread "
+                       "(> 200, would spill)", s->d, kv, s->dl, regs);
+    return MT_OK;
+}
+
 mt_status mt_mla_prefill_check(const int *values, const mt_problem_static *s, const mt_target *t) {
     mt_status st = mt_mla_prefill_check_static(s);
     if (st != MT_OK) return st;
     int threads = values[MT_PF_BLOCK_THREADS], tile_q = values[MT_PF_TILE_Q];
-    if (values[MT_PF_MMA] != 0)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=%d: only the SIMT path (mma=0) is built",
-                       values[MT_PF_MMA]);
     if (t->warp_size > 0 && threads % t->warp_size != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
-    /* the output tile lives in registers, spread over the threads: past 64
-     * floats per thread it spills */
+    if (values[MT_PF_MMA] == 1 && (st = check_mma_sync(values, s, t)) != MT_OK) return st;
+    /* SIMT: the output tile lives in registers, spread over the threads:
+     * past 64 floats per thread it spills */
     int per_thread = (tile_q * s->dl + threads - 1) / threads;
-    if (per_thread > 64)
+    if (values[MT_PF_MMA] == 0 && per_thread > 64)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: tile_q=%d x Dl=%d over %d threads keeps %d output accumulators per thread "
                        "(> 64, would spill)", tile_q, s->dl, threads, per_thread);
