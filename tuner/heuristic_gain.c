@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "key_rows.h"
+
 mt_status mt_untuned_variant(const mt_family *f, const mt_problem_key *key, const mt_target *t, int compute_units,
                              mt_variant *out) {
     mt_shape shape = {.s = key->s, .n_heads = key->n_heads, .sq = key->sq};
@@ -29,19 +31,6 @@ static int same_values(const mt_variant *a, const mt_variant *b) {
     return a->family == b->family && memcmp(a->values, b->values, sizeof a->values) == 0;
 }
 
-/* Every measurement of the key on the choice's device (its architecture
- * and compute units: choices are per device; 0 CUs, a choice that does not
- * know its device, takes every device of the architecture), oldest first
- * (the last one of a variant is its latest, as the choice rule counts),
- * with the measuring device's compute units. */
-static const char key_rows_sql[] =
-    "SELECT v.family, v.params, m.status, m.median_ms, m.spread_ms, d.compute_units FROM measurements m "
-    "JOIN variants v ON v.id = m.variant_id JOIN problems p ON p.id = m.problem_id "
-    "JOIN devices d ON d.id = m.device_id "
-    "WHERE d.arch = ?1 AND p.kind = ?2 AND p.n_heads = ?3 AND p.sq = ?4 AND p.page_size = ?5 AND p.q_dtype = ?6 "
-    "AND p.kv_dtype = ?7 AND p.batch = ?8 AND p.seq_len = ?9 AND p.d = ?10 AND p.dl = ?11 AND p.lengths = ?12 "
-    "AND (?13 = 0 OR d.compute_units = ?13) ORDER BY m.measured_at, m.id";
-
 static double column_or_nan(sqlite3_stmt *s, int col) {
     return sqlite3_column_type(s, col) == SQLITE_NULL ? NAN : sqlite3_column_double(s, col);
 }
@@ -58,31 +47,18 @@ mt_status mt_gain_over_heuristic(mt_db *db, const mt_choice *c, mt_gain *out) {
                  "to this build");
         return MT_OK;
     }
-    sqlite3 *h = mt_db_handle(db);
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(h, key_rows_sql, -1, &s, NULL) != SQLITE_OK)
-        return mt_fail(MT_ERR_DATABASE, "%s: reading the measurements of a key: %s", mt_db_path(db), sqlite3_errmsg(h));
-    sqlite3_bind_text(s, 1, c->arch, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, c->key.kind, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 3, c->key.n_heads);
-    sqlite3_bind_int(s, 4, c->key.sq);
-    sqlite3_bind_int(s, 5, c->key.s.page_size);
-    sqlite3_bind_text(s, 6, mt_dtype_name(c->key.s.q_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 7, mt_dtype_name(c->key.s.kv_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 8, c->key.batch);
-    sqlite3_bind_int(s, 9, c->key.seq_len);
-    sqlite3_bind_int(s, 10, c->key.s.d);
-    sqlite3_bind_int(s, 11, c->key.s.dl);
-    sqlite3_bind_text(s, 12, c->key.lengths, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 13, c->compute_units > 0 ? c->compute_units : 0);
+    mt_status st = mt_key_rows(db, c, &s);
+    if (st != MT_OK) return st;
     /* the rule's variant depends on the device's compute units (its split
      * count): worked out again when a row's device differs */
     int rule_cus = -1, rule_ok = 0, rows = 0, rc;
     char rule_status[32] = ""; /* of the rule's variant's latest row; "" none */
     mt_variant rule;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *family = (const char *)sqlite3_column_text(s, 0), *params = (const char *)sqlite3_column_text(s, 1);
-        const char *status = (const char *)sqlite3_column_text(s, 2);
+        const char *family = (const char *)sqlite3_column_text(s, MT_ROW_FAMILY);
+        const char *params = (const char *)sqlite3_column_text(s, MT_ROW_PARAMS);
+        const char *status = (const char *)sqlite3_column_text(s, MT_ROW_STATUS);
         const mt_family *rf = family ? mt_family_find(family) : NULL;
         mt_variant v;
         if (rf != f || !params || !status || mt_variant_parse(f, params, &v) != MT_OK) {
@@ -90,23 +66,27 @@ mt_status mt_gain_over_heuristic(mt_db *db, const mt_choice *c, mt_gain *out) {
             continue;
         }
         rows++;
-        int cus = sqlite3_column_int(s, 5), ok = strcmp(status, "ok") == 0;
+        int cus = sqlite3_column_int(s, MT_ROW_COMPUTE_UNITS), ok = strcmp(status, "ok") == 0;
         if (cus != rule_cus) {
             rule_cus = cus;
             rule_ok = mt_untuned_variant(f, &c->key, &t, cus > 0 ? cus : 1, &rule) == MT_OK;
             if (!rule_ok) mt_clear_error();
             else mt_variant_format(&rule, out->heuristic, sizeof out->heuristic);
         }
-        if (ok && same_values(&v, &winner)) out->winner_spread_ms = column_or_nan(s, 4);
+        if (ok && same_values(&v, &winner)) out->winner_spread_ms = column_or_nan(s, MT_ROW_SPREAD_MS);
         if (rule_ok && same_values(&v, &rule)) {
             snprintf(rule_status, sizeof rule_status, "%s", status);
-            out->heuristic_ms = ok ? sqlite3_column_double(s, 3) : NAN;
-            out->heuristic_spread_ms = ok ? column_or_nan(s, 4) : NAN;
+            out->heuristic_ms = ok ? sqlite3_column_double(s, MT_ROW_MEDIAN_MS) : NAN;
+            out->heuristic_spread_ms = ok ? column_or_nan(s, MT_ROW_SPREAD_MS) : NAN;
         }
     }
+    if (rc != SQLITE_DONE) {
+        st = mt_fail(MT_ERR_DATABASE, "%s: reading the measurements of a key: %s", mt_db_path(db),
+                     sqlite3_errmsg(mt_db_handle(db)));
+        sqlite3_finalize(s);
+        return st;
+    }
     sqlite3_finalize(s);
-    if (rc != SQLITE_DONE)
-        return mt_fail(MT_ERR_DATABASE, "%s: reading the measurements of a key: %s", mt_db_path(db), sqlite3_errmsg(h));
     if (!(out->heuristic_ms > 0) || !isfinite(out->heuristic_ms) || !(c->median_ms > 0)) {
         out->heuristic_ms = out->heuristic_spread_ms = NAN;
         if (rows == 0)

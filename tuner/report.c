@@ -41,6 +41,7 @@
 #include "commands.h"
 #include "db/db.h"
 #include "heuristic_gain.h"
+#include "key_rows.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/dispatch.h"
 #include "svg.h"
@@ -137,38 +138,24 @@ static char *markdown_to_html(const char *md) {
 
 /* Per parameter of the chosen key: the best median among ok measurements
  * (latest per variant) whose variant has each value. */
-static void parameter_plots(sqlite3 *h, const mt_choice *c, plot_list *plots, mt_text *md, const char *dir,
+static void parameter_plots(mt_db *db, const mt_choice *c, plot_list *plots, mt_text *md, const char *dir,
                             int *n_plots) {
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(h,
-                           "SELECT v.params, m.median_ms, m.spread_ms FROM measurements m "
-                           "JOIN variants v ON v.id = m.variant_id "
-                           "JOIN problems p ON p.id = m.problem_id JOIN devices d ON d.id = m.device_id "
-                           "WHERE d.arch = ?1 AND p.n_heads = ?2 AND p.sq = ?3 AND p.page_size = ?4 AND p.q_dtype = ?5 "
-                           "AND p.kv_dtype = ?6 AND p.batch = ?7 AND p.seq_len = ?8 AND p.d = ?9 AND p.lengths = ?10 "
-                           "AND m.status = 'ok'",
-                           -1, &s, NULL) != SQLITE_OK)
+    if (mt_key_rows(db, c, &s) != MT_OK) {
+        mt_clear_error();
         return;
-    sqlite3_bind_text(s, 1, c->arch, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, c->key.n_heads);
-    sqlite3_bind_int(s, 3, c->key.sq);
-    sqlite3_bind_int(s, 4, c->key.s.page_size);
-    sqlite3_bind_text(s, 5, mt_dtype_name(c->key.s.q_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 6, mt_dtype_name(c->key.s.kv_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 7, c->key.batch);
-    sqlite3_bind_int(s, 8, c->key.seq_len);
-    sqlite3_bind_int(s, 9, c->key.s.d);
-    sqlite3_bind_text(s, 10, c->key.lengths, -1, SQLITE_STATIC);
+    }
     const mt_family *f = mt_family_find(c->family);
     double best[MT_MAX_PARAMS][MT_MAX_VALUES], spread[MT_MAX_PARAMS][MT_MAX_VALUES];
     for (int p = 0; p < MT_MAX_PARAMS; p++)
         for (int v = 0; v < MT_MAX_VALUES; v++) best[p][v] = spread[p][v] = NAN;
     while (sqlite3_step(s) == SQLITE_ROW) {
         mt_variant v;
-        const unsigned char *params = sqlite3_column_text(s, 0);
+        const unsigned char *params = sqlite3_column_text(s, MT_ROW_PARAMS), *status = sqlite3_column_text(s, MT_ROW_STATUS);
+        if (!status || strcmp((const char *)status, "ok") != 0) continue;
         if (!f || !params || mt_variant_parse(f, (const char *)params, &v) != MT_OK) continue;
-        double ms = sqlite3_column_double(s, 1);
-        double sp = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+        double ms = sqlite3_column_double(s, MT_ROW_MEDIAN_MS);
+        double sp = sqlite3_column_type(s, MT_ROW_SPREAD_MS) == SQLITE_NULL ? NAN : sqlite3_column_double(s, MT_ROW_SPREAD_MS);
         for (int p = 0; p < f->n_params; p++)
             for (int k = 0; k < f->params[p].n_values; k++)
                 if (f->params[p].values[k] == v.values[p] && (isnan(best[p][k]) || ms < best[p][k]))
@@ -566,7 +553,7 @@ int cmd_report(int argc, char **argv) {
         free(labels), free(buf), free(gbs), free(lo), free(hi);
         n_plots++;
     }
-    parameter_plots(h, &choices[key_index], &plots, &md, out_dir, &n_plots);
+    parameter_plots(db, &choices[key_index], &plots, &md, out_dir, &n_plots);
     lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots);
     free(gains);
 
