@@ -63,6 +63,15 @@ static void put(mt_db *db, int cus, const char *compiler, mt_problem_key k, mt_v
     CHECK_OK(mt_db_record(db, &m));
 }
 
+/* A new database `name` in the test's folder, open for writing; its path
+ * in path. */
+static mt_db *fresh_db(const char *name, char *path, size_t size) {
+    path_of(path, size, name);
+    mt_db *db = NULL;
+    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    return db;
+}
+
 static void test_migration_from_v4(void) {
     char path[512];
     path_of(path, sizeof path, "v4.db");
@@ -223,9 +232,7 @@ static void test_validators(void) {
 
 static void test_per_device(void) {
     char path[512];
-    path_of(path, sizeof path, "devices.db");
-    mt_db *db = NULL;
-    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    mt_db *db = fresh_db("devices.db", path, sizeof path);
     mt_variant two = variant_with(2), eight = variant_with(8);
     /* the 132-SM device prefers 2 splits, the 78-SM one 8 */
     put(db, 132, "nvrtc-13.0", key_of(8, 1024), two, 0.1, NULL);
@@ -284,9 +291,7 @@ static void test_per_device(void) {
 
 static void test_recorded(void) {
     char path[512];
-    path_of(path, sizeof path, "recorded.db");
-    mt_db *db = NULL;
-    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    mt_db *db = fresh_db("recorded.db", path, sizeof path);
     mt_recorded_call calls[2] = {{.arch = "sm_90", .compute_units = 114, .key = key_of(16, 2048), .how = "nearest",
                                   .calls = 40},
                                  {.arch = "sm_90", .compute_units = 114, .key = key_of(4, 512), .how = "heuristic",

@@ -78,14 +78,13 @@ static void print_json(const stale_scan *s, int counts[4]) {
         mt_json_string(stdout, c->family);
         printf(", \"params\": ");
         mt_json_params(stdout, c->params);
-        printf(", \"validity\": \"%s\", \"why\": ", mt_validity_name(j->validity));
-        mt_json_string(stdout, j->why);
-        printf(", \"source_hash\": ");
-        mt_json_string(stdout, c->source_hash);
-        printf(", \"compiler_version\": ");
-        mt_json_string(stdout, c->compiler_version);
-        printf(", \"driver_version\": ");
-        mt_json_string(stdout, c->driver_version);
+        printf(", \"validity\": \"%s\"", mt_validity_name(j->validity));
+        const char *names[] = {"why", "source_hash", "compiler_version", "driver_version"};
+        const char *values[] = {j->why, c->source_hash, c->compiler_version, c->driver_version};
+        for (int k = 0; k < 4; k++) {
+            printf(", \"%s\": ", names[k]);
+            mt_json_string(stdout, values[k]);
+        }
         printf("}");
     }
     printf("], \"valid\": %d, \"unknown\": %d, \"stale_sources\": %d, \"stale_compiler\": %d, "

@@ -191,6 +191,7 @@ typedef struct device_ctx {
     worker_proc worker;
     mt_db *db;
     int64_t device_id;
+    mt_validator *hashes;    /* this thread's memo of source hashes (the validator each measurement records) */
     char device_line[1100];
     mt_status status;
     char error[512];
@@ -420,7 +421,9 @@ static mt_status measure(device_ctx *d, const sweep_key *sk, const mt_variant *v
     int64_t variant_id;
     char source_hash[65];
     mt_status st = mt_db_put_variant(d->db, v, &variant_id);
-    if (st == MT_OK) st = mt_build_source_hash(v, &sw->target, source_hash);
+    if (st == MT_OK && !d->hashes && !(d->hashes = calloc(1, sizeof *d->hashes)))
+        st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == MT_OK) st = mt_validator_source_hash(d->hashes, v, &sw->target, source_hash);
     if (st != MT_OK) return st;
     if (!sw->force) {
         mt_measurement m;
@@ -1049,6 +1052,7 @@ int cmd_sweep(int argc, char **argv) {
     for (int i = 0; i < n_devices; i++) {
         worker_stop(&ctx[i].worker, 1, NULL);
         mt_db_close(ctx[i].db);
+        free(ctx[i].hashes);
     }
     if (ca.jit) mt_jit_destroy(ca.jit);
     mt_backend_close(compiler);

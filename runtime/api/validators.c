@@ -49,8 +49,7 @@ static const char *compiler_for(const mt_validator *v, const char *arch) {
     return "";
 }
 
-/* The source hash of variant `var` on `t`, through the memo. */
-static mt_status source_hash(mt_validator *v, const mt_variant *var, const mt_target *t, char hex[65]) {
+mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const mt_target *t, char hex[65]) {
     const char *names[MT_MAX_SOURCES];
     int n = var->family->sources(var, t->warp_size, names);
     char key[400];
@@ -90,7 +89,7 @@ mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, s
     mt_target t;
     char now[65];
     if (!f || mt_target_for_arch(c->arch, &t) != MT_OK || mt_variant_parse(f, c->params, &var) != MT_OK ||
-        source_hash(v, &var, &t, now) != MT_OK) {
+        mt_validator_source_hash(v, &var, &t, now) != MT_OK) {
         snprintf(why, size, "its kernel sources cannot be composed here: %s", mt_last_error());
         mt_clear_error();
         return MT_STALE_SOURCES;

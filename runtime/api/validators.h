@@ -60,6 +60,12 @@ int mt_validator_learn_compiler(mt_validator *v, const char *arch);
  * NULL) gets one line saying what differs. */
 mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, size_t size);
 
+/* mt_build_source_hash through the validator's memo: one composition and
+ * hash per (arch, family, file list), whatever the parameter values (the
+ * sweep records one per measurement).  Not thread-safe: one validator per
+ * thread, or a lock around it. */
+mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const mt_target *t, char hex[65]);
+
 /* An mt_choice_keep_fn (db.h): keeps valid and unknown choices, drops the
  * stale ones, and counts each kind in the validator (ctx). */
 int mt_validator_keep(const mt_choice *c, mt_choice_source from, void *validator);
