@@ -661,26 +661,24 @@ __device__ __forceinline__ mt_u32 mt_exact_f16x2(float lo, float hi) {
  * used where it reads the encoding asked for and software elsewhere
  * (gfx90a has no fp8 instructions). */
 #if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+#define MT_HW_FP8 1 /* reads fnuz */
 #define MT_HW_FP8_FNUZ 1
 #elif defined(__gfx950__)
-#define MT_HW_FP8_OCP 1
+#define MT_HW_FP8 1 /* reads OCP e4m3 */
+#define MT_HW_FP8_FNUZ 0
 #endif
-__device__ __forceinline__ mt_u32 mt_cvt_e4m3x2_f16x2(mt_u16 two) {
-#if defined(MT_HW_FP8_OCP)
-    typedef float mt_f32x2 __attribute__((ext_vector_type(2)));
-    const mt_f32x2 f = __builtin_amdgcn_cvt_pk_f32_fp8((int)two, false);
-    return mt_exact_f16x2(f[0], f[1]);
-#else
-    return mt_exact_f16x2(mt_fp8e4m3_to_f32((mt_u8)(two & 0xff)), mt_fp8e4m3_to_f32((mt_u8)(two >> 8)));
+template <bool FNUZ> __device__ __forceinline__ mt_u32 mt_cvt_fp8x2_f16x2(mt_u16 two) {
+#if defined(MT_HW_FP8)
+    if (FNUZ == (bool)MT_HW_FP8_FNUZ) {
+        typedef float mt_f32x2 __attribute__((ext_vector_type(2)));
+        const mt_f32x2 f = __builtin_amdgcn_cvt_pk_f32_fp8((int)two, false);
+        return mt_exact_f16x2(f[0], f[1]);
+    }
 #endif
+    const mt_u8 lo = (mt_u8)(two & 0xff), hi = (mt_u8)(two >> 8);
+    return FNUZ ? mt_exact_f16x2(mt_fp8e4m3fnuz_to_f32(lo), mt_fp8e4m3fnuz_to_f32(hi))
+                : mt_exact_f16x2(mt_fp8e4m3_to_f32(lo), mt_fp8e4m3_to_f32(hi));
 }
-__device__ __forceinline__ mt_u32 mt_cvt_e4m3fnuzx2_f16x2(mt_u16 two) {
-#if defined(MT_HW_FP8_FNUZ)
-    typedef float mt_f32x2 __attribute__((ext_vector_type(2)));
-    const mt_f32x2 f = __builtin_amdgcn_cvt_pk_f32_fp8((int)two, false);
-    return mt_exact_f16x2(f[0], f[1]);
-#else
-    return mt_exact_f16x2(mt_fp8e4m3fnuz_to_f32((mt_u8)(two & 0xff)), mt_fp8e4m3fnuz_to_f32((mt_u8)(two >> 8)));
-#endif
-}
+__device__ __forceinline__ mt_u32 mt_cvt_e4m3x2_f16x2(mt_u16 two) { return mt_cvt_fp8x2_f16x2<false>(two); }
+__device__ __forceinline__ mt_u32 mt_cvt_e4m3fnuzx2_f16x2(mt_u16 two) { return mt_cvt_fp8x2_f16x2<true>(two); }
 #endif
