@@ -34,7 +34,7 @@ for f in build/tests/compile-reports/gfx9*.txt; do echo "$(basename "$f" .txt): 
 # the AMD kernels run on the CPU (test_amd_emu) and hiprtc (compile_gfx90a_hiprtc):
 # their summaries, from ctest's log of this run
 echo "-- AMD kernels emulated on the CPU, and hiprtc"
-grep -hE "harness self-check|emulated AMD cases passed|negative control on|through hiprtc:|SKIP: no hiprtc" \
+grep -hE "harness self-check|emulated AMD cases passed|fp8 KV cases passed|negative control on|through hiprtc:|SKIP: no hiprtc" \
   build/Testing/Temporary/LastTest.log | sed 's/^[0-9]*: //' || true
 
 echo "== 2/2: clang-19 ASan+UBSan build, sanitized tests and fuzzers"
