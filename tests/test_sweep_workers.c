@@ -237,7 +237,7 @@ int main(void) {
     char cmd[600], out[65536];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/spaces'", dir);
     CHECK(system(cmd) == 0);
-    /* 15 points + the default: 16 jobs a key (as test_sweep) */
+    /* 15 points + the default + the heuristic's variant: 17 jobs a key (as test_sweep) */
     write_file("spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_decode_simt:\n    tile_q: [4, 8, 32]\n"
                                     "    num_splits: [1, 2, 16]\n    kv_granularity: [16, 64]\n"
                                     "    block_threads: [256]\n    kv_chunk: [32]\n    mma: [0]\n");
