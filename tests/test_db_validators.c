@@ -2,6 +2,8 @@
  * Issue 25, "Also build": the schema-5 database.
  *   - migration from a v4 file: its choices keep what they chose, gain the
  *     device (compute units) of their pick and no source hash ("unknown");
+ *     the committed H100 DBs (the shipped ones among them) read that way
+ *     are all kept, none stale;
  *   - validators: a measurement records its source hash, the choice carries
  *     it with the compiler and driver; resume does not count a row measured
  *     from other sources; merge copies the hash and refuses a bad one; the
@@ -394,6 +396,35 @@ static void test_recorder(void) {
     free(r);
 }
 
+/* The committed H100 DBs (schema 4, no validators; two are the installed
+ * system DB): every choice is read, judged "unknown" and kept by the
+ * runtime's check, none stale; each keeps its device (132 SMs). */
+static void test_shipped_dbs_trusted(void) {
+    static const char *const shipped[] = {"reports/h100/fast-decode/tuning.db", "reports/h100/ragged/tuning.db",
+                                          "reports/h100/quick/tuning.db",
+                                          "reports/h100/deepseek-v3-tp8-small/tuning.db"};
+    for (int i = 0; i < 4; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", MT_SOURCE_DIR, shipped[i]);
+        mt_choice *all = NULL, *kept = NULL;
+        mt_choice_source *src = NULL;
+        int n_all = 0, n_kept = 0;
+        CHECK_OK(mt_db_load_overlay(NULL, 0, path, 1, "sm_90", &all, NULL, &n_all));
+        mt_validator val;
+        mt_validator_init(&val);
+        mt_validator_set_compiler(&val, "sm_90", "nvrtc-13.0");
+        CHECK_OK(mt_db_load_overlay_kept(NULL, 0, path, 1, "sm_90", mt_validator_keep, &val, &kept, &src, &n_kept));
+        CHECK_MSG(n_all > 0 && n_kept == n_all && val.unknown == n_all && val.stale_sources == 0 &&
+                  val.stale_compiler == 0, "%s: %d of %d kept, %d unknown", shipped[i], n_kept, n_all, val.unknown);
+        int on_h100 = 0;
+        for (int k = 0; k < n_kept; k++) on_h100 += kept[k].compute_units == 132;
+        CHECK_MSG(on_h100 == n_kept, "%s: %d of %d choices on the 132-SM H100", shipped[i], on_h100, n_kept);
+        free(all);
+        free(kept);
+        free(src);
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/mla-tune-test-validators-XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -403,6 +434,7 @@ int main(void) {
     test_per_device();
     test_recorded();
     test_recorder();
+    test_shipped_dbs_trusted();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
