@@ -65,7 +65,7 @@ static void choice_gain(gain_source *from, const mt_choice *c, mt_gain *g) {
  * with the reason. */
 static void json_gain(const mt_gain *g) {
     printf(", \"heuristic\": ");
-    if (g->heuristic[0] && isfinite(g->gain)) mt_json_params(stdout, g->heuristic);
+    if (g->heuristic[0]) mt_json_params(stdout, g->heuristic);
     else printf("null");
     const double figures[] = {g->heuristic_ms, g->heuristic_spread_ms, g->winner_spread_ms, g->gain, g->gain_low,
                               g->gain_high};
