@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fp8_codes.h"
 #include "kernels/dtype.h"
 #include "kernels/build.h"
 #include "kernels/sources.h"
@@ -314,78 +315,18 @@ static void self_check(target_ctx *t) {
     mt_backend_mem_free(t->b, d);
 }
 
-/* An e4m3 code's value from the format's definition (1 sign, 4 exponent,
- * 3 mantissa bits; OCP "fn": bias 7, S.1111.111 NaN; "fnuz": bias 8, 0x80
- * the only NaN), in double, independent of the code under test. */
-static double e4m3_by_definition(unsigned b, int fnuz) {
-    const int bias = fnuz ? 8 : 7, e = (b >> 3) & 15, m = b & 7;
-    if (fnuz ? b == 0x80 : (b & 0x7f) == 0x7f) return NAN;
-    const double v = e == 0 ? m / 8.0 * ldexp(1.0, 1 - bias) : (1 + m / 8.0) * ldexp(1.0, e - bias);
-    return b & 0x80 ? -v : v;
-}
-
-static int same_value(double want, float got) {
-    return isnan(want) ? isnan(got) : (double)got == want && !signbit(want) == !signbit(got);
-}
-
-/* The prelude's fp8 conversions as the kernels use them on this target (on
- * gfx942 the pair form of fnuz, on gfx950 that of OCP, go through the
- * modelled hardware instruction; the rest is software), on every code. */
-static const char *const fp8_check_kernel =
-    "extern \"C\" __global__ void fp8_codes(float *scalar, unsigned *pairs) {\n"
-    "    const int b = threadIdx.x;\n"
-    "    scalar[b] = mt_fp8e4m3_to_f32((mt_u8)b);\n"
-    "    scalar[256 + b] = mt_fp8e4m3fnuz_to_f32((mt_u8)b);\n"
-    "    const mt_u16 two = (mt_u16)(b | ((255 - b) << 8));\n" /* every code low and high */
-    "    pairs[b] = mt_cvt_e4m3x2_f16x2(two);\n"
-    "    pairs[256 + b] = mt_cvt_e4m3fnuzx2_f16x2(two);\n"
-    "}\n";
-
+/* The prelude's fp8 conversions on this target (tests/fp8_codes.h): on
+ * gfx942 the fnuz pairs, on gfx950 the OCP ones, go through the modelled
+ * v_cvt_pk_f32_fp8, the rest through software. */
 static void fp8_conversion_check(target_ctx *t) {
-    /* the library's prelude, then the kernel above */
-    const mt_source_file table[] = {{.name = "fp8_codes.cu", .text = fp8_check_kernel,
-                                     .size = strlen(fp8_check_kernel)},
-                                    {.name = NULL}};
-    char *source = NULL;
-    CHECK_OK(mt_kernel_source(table, "fp8_codes.cu", &source));
-    if (!source) return;
-    mt_jit_request req = {.source = source, .source_name = "fp8_codes.cu", .arch = t->arch};
-    const mt_code_object *obj = NULL;
-    mt_function fn = NULL;
-    CHECK_OK(mt_jit_compile(t->jit, &req, &obj, NULL));
-    free(source);
-    if (!obj) return;
-    CHECK_OK(mt_jit_function(t->jit, obj, "fp8_codes", &fn));
-    mt_devptr d_scalar = 0, d_pairs = 0;
-    CHECK_OK(mt_backend_mem_alloc(t->b, 512 * sizeof(float), &d_scalar));
-    CHECK_OK(mt_backend_mem_alloc(t->b, 512 * sizeof(unsigned), &d_pairs));
-    void *args[] = {&d_scalar, &d_pairs};
-    unsigned grid[3] = {1, 1, 1}, block[3] = {256, 1, 1};
-    CHECK_OK(mt_backend_launch(t->b, fn, grid, block, 0, NULL, args));
-    float scalar[512];
-    unsigned pairs[512];
-    CHECK_OK(mt_backend_copy_to_host(t->b, scalar, d_scalar, sizeof scalar, NULL));
-    CHECK_OK(mt_backend_copy_to_host(t->b, pairs, d_pairs, sizeof pairs, NULL));
-    int bad[2] = {0, 0};
-    for (int fnuz = 0; fnuz < 2; fnuz++)
-        for (unsigned b = 0; b < 256; b++) {
-            const unsigned pair = pairs[256 * fnuz + b];
-            const int ok = same_value(e4m3_by_definition(b, fnuz), scalar[256 * fnuz + b]) &&
-                           same_value(e4m3_by_definition(b, fnuz), mt_host_f16_to_f32((uint16_t)(pair & 0xffff))) &&
-                           same_value(e4m3_by_definition(255 - b, fnuz), mt_host_f16_to_f32((uint16_t)(pair >> 16)));
-            if (!ok && bad[fnuz]++ < 4)
-                printf("%s %s code 0x%02x: want %g, scalar %g, pair %g / %g\n", t->arch,
-                       fnuz ? "fp8e4m3fnuz" : "fp8e4m3", b, e4m3_by_definition(b, fnuz), scalar[256 * fnuz + b],
-                       mt_host_f16_to_f32((uint16_t)(pair & 0xffff)), mt_host_f16_to_f32((uint16_t)(pair >> 16)));
-        }
+    int bad[2];
+    CHECK_OK(fp8_codes_check(t->b, t->jit, t->arch, bad));
     CHECK_MSG(bad[0] == 0 && bad[1] == 0, "%s: fp8 conversions wrong for %d OCP and %d fnuz codes", t->arch, bad[0],
               bad[1]);
     if (bad[0] == 0 && bad[1] == 0)
         printf("harness self-check on %s: the prelude's fp8 conversions (scalar, and pairs with the %s ones through "
                "the modelled v_cvt_pk_f32_fp8) exact for all 256 codes of fp8e4m3 and fp8e4m3fnuz\n",
                t->arch, strcmp(t->arch, "gfx950") == 0 ? "OCP" : "fnuz");
-    mt_backend_mem_free(t->b, d_scalar);
-    mt_backend_mem_free(t->b, d_pairs);
 }
 
 static const char *vname_of(const unit *u) {

@@ -19,6 +19,9 @@
  * new lengths are written to the device, and must equal a direct call with
  * those lengths bit for bit.
  *
+ * First, the prelude's fp8 conversions on all 256 codes of both encodings
+ * (tests/fp8_codes.h).
+ *
  * Pass: ||out - ref|| / ||ref|| < 1e-2 (bf16 out) or 5e-3 (fp16 out), lse
  * relative error < 1e-3 with -inf exactly where a row has no keys, NaN never.
  *
@@ -30,6 +33,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "fp8_codes.h"
 #include "kernels/dtype.h"
 #include "kernels/sources.h"
 #include "kernels/build.h"
@@ -352,6 +356,16 @@ int main(void) {
     mt_jit_stats js = mt_jit_get_stats(jit);
     printf("compiled %ld variants (%ld from disk) in %.1f s\n", js.compiles, js.disk_hits,
            (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+
+    /* the prelude's fp8 conversions on this GPU: every code of both
+     * encodings, scalar and pairs (OCP pairs by cvt.rn.f16x2.e4m3x2 on
+     * sm_89+, fnuz in software), against the formats' definitions */
+    int fp8_bad[2] = {0, 0};
+    CHECK_OK(fp8_codes_check(b, jit, info.arch, fp8_bad));
+    CHECK_MSG(fp8_bad[0] == 0 && fp8_bad[1] == 0, "fp8 conversions on %s wrong for %d OCP and %d fnuz codes",
+              info.arch, fp8_bad[0], fp8_bad[1]);
+    printf("fp8 conversions on %s: %d/256 fp8e4m3 and %d/256 fp8e4m3fnuz codes exact (scalar and pairs)\n",
+           info.arch, 256 - fp8_bad[0], 256 - fp8_bad[1]);
 
     mt_stream stream = NULL;
     CHECK_OK(mt_backend_stream_create(b, &stream));
