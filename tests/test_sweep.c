@@ -156,6 +156,14 @@ static void test_handout_order(void) {
     mt_sweep_handout_order(seconds, 6, order);
     CHECK_MSG(memcmp(order, expected, sizeof order) == 0, "order %d %d %d %d %d %d", order[0], order[1], order[2],
               order[3], order[4], order[5]);
+    /* the dry run's estimate for several GPUs: the keys in that order, each
+     * to the worker free first.  5,4,3,3,3 on two: 5 | 4, then 3 to the
+     * second (7), 3 to the first (8), 3 to the second (10); one worker: the
+     * sum; as many workers as keys: the costliest key */
+    const double five[] = {3, 5, 3, 4, 3};
+    CHECK(fabs(mt_sweep_handout_makespan(five, 5, 2) - 10) < 1e-12);
+    CHECK(fabs(mt_sweep_handout_makespan(five, 5, 1) - 18) < 1e-12);
+    CHECK(fabs(mt_sweep_handout_makespan(five, 5, 5) - 5) < 1e-12);
     /* a plan listed cheapest first: 8 keys whose cost grows with the batch
      * (all verified on the GPU, verify_cpu_macs 0: no CPU reference's cost) */
     write_file("lpt.yaml", "name: lpt\nspaces: spaces\nproblems:\n  - heads: 16\n"
@@ -325,7 +333,8 @@ int main(void) {
             snprintf(args, sizeof args, "sweep --config '%s/plans/%s.yaml' --dry-run --arch %s", MT_CONFIG_DIR, plans[i],
                      archs[a]);
             rc = run(args, out, sizeof out);
-            CHECK_MSG(rc == 0 && strstr(out, "distinct compiles"), "%s %s: %s", plans[i], archs[a], out);
+            CHECK_MSG(rc == 0 && strstr(out, "distinct compiles") && strstr(out, "on several GPUs (--devices): 2: about"),
+                      "%s %s: %s", plans[i], archs[a], out);
         }
     /* no GPU and no fake: a plain message, non-zero */
     snprintf(cmd, sizeof cmd, "cd '%s' && MLA_TUNE_CUDA_DRIVER=/nonexistent MLA_TUNE_HIP_RUNTIME=/nonexistent '%s' "

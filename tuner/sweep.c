@@ -683,6 +683,7 @@ static void print_plan(const sweep *sw) {
            "q/kv", "variants", "jobs", "lengths");
     int compiles = 0;
     double seconds = 0;  /* the estimate (mt_plan_key_seconds) */
+    double *key_seconds = calloc((size_t)(sw->n_keys > 0 ? sw->n_keys : 1), sizeof *key_seconds);
     /* distinct (static facts, variant) pairs are what gets compiled */
     for (int k = 0; k < sw->n_keys; k++) {
         const sweep_key *sk = &sw->keys[k];
@@ -691,7 +692,9 @@ static void print_plan(const sweep *sw) {
         printf("%-4d %-5d %-3d %-5d %-6d %-5d %-6d %-9s %-10d %-6d %s\n", k, sk->key.n_heads, sk->key.sq,
                sk->key.s.page_size, sk->key.batch, sk->key.seq_len, sk->key.max_len, dt, sk->n_candidates, sk->jobs,
                sk->key.lengths[0] ? sk->key.lengths : "uniform");
-        seconds += mt_plan_key_seconds(&sw->plan, &sk->key, sk->jobs);
+        double one = mt_plan_key_seconds(&sw->plan, &sk->key, sk->jobs);
+        seconds += one;
+        if (key_seconds) key_seconds[k] = one;
         for (int c = 0; c < sk->n_candidates; c++) {
             int seen = 0;
             for (int j = 0; j < k && !seen; j++) {
@@ -709,8 +712,21 @@ static void print_plan(const sweep *sw) {
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     double compile_s = compiles * 1.0 / (double)(threads > 0 ? threads : 1);
     if (compile_s > seconds) seconds = compile_s;
-    printf("estimate: about %.0f s (%.1f min) on one GPU, good to a factor of ~2 on an H100; --devices N divides "
-           "it by N; keys already in the database are skipped\n", seconds, seconds / 60);
+    printf("estimate: about %.0f s (%.1f min) on one GPU, good to a factor of ~2 on an H100; keys already in the "
+           "database are skipped\n", seconds, seconds / 60);
+    if (key_seconds) {
+        /* several GPUs: the keys go out costliest first, one at a time, so
+         * the end is the busiest worker's, never before the costliest key's */
+        printf("on several GPUs (--devices):");
+        for (int gpus = 2; gpus <= 8; gpus *= 2) {
+            double end = mt_sweep_handout_makespan(key_seconds, sw->n_keys, gpus);
+            printf(" %d: about %.0f s (%.2fx);", gpus, end > compile_s ? end : compile_s,
+                   seconds / (end > compile_s ? end : compile_s));
+        }
+        printf(" the costliest key alone takes about %.0f s\n", mt_sweep_handout_makespan(key_seconds, sw->n_keys,
+                                                                                         sw->n_keys > 0 ? sw->n_keys : 1));
+    }
+    free(key_seconds);
 }
 
 static double key_bytes(const mt_problem_key *k) {

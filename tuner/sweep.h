@@ -26,6 +26,11 @@ int mt_sweep_job_count(const mt_plan *plan, int n_candidates);
  * written to order costliest first, equal costs in plan order. */
 void mt_sweep_handout_order(const double *seconds, int n, int *order);
 
+/* How long `workers` workers take for those keys handed out in that order,
+ * each taking the next key when it is free: the --dry-run estimate for
+ * several GPUs (at least the costliest key's seconds). */
+double mt_sweep_handout_makespan(const double *seconds, int n, int workers);
+
 int cmd_sweep(int argc, char **argv);
 
 #endif
