@@ -2,7 +2,7 @@
  * test_prefill_emu.c - the prefill family's kernels on the CPU emulation
  * of AMD GPUs (the "hip-cpu" backend, label emu; see test_amd_emu.c for
  * what the emulation proves and does not): for gfx942 and gfx950 (64-wide
- * wavefronts), variants of the family's valid space built by the one
+ * wavefronts), SIMT (mma=0) and MFMA (mma=1) variants built by the one
  * recipe and launched by the family's launch, against the double-precision
  * reference on varlen batches with contexts:
  *   - one causal call over context + new tokens, with a request that has
@@ -15,9 +15,11 @@
  * And the public API (mlt_prefill_plan_create, run, merge) on the emulated
  * gfx942 (MLA_TUNE_BACKEND=hip-cpu): a plan with the default problem's
  * split (128 + 64), called without k_pe (k holds every column) and with.
- * A negative control: the same comparison with the softmax scale changed
- * must fail, or the comparison could not see a wrong kernel.
- * Kept to ~30 s of CI (two variants per target, small batches).
+ * Negative controls: the same comparison with the softmax scale changed,
+ * and the MFMA variant compiled with the emulation's operand lanes
+ * permuted (MT_EMU_WRONG_MFMA_LANES), must fail, or the comparison could
+ * not see a wrong kernel or a wrong lane layout.
+ * Kept to ~30 s of CI (a few variants per target, small batches).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -65,7 +67,14 @@ static int run_and_check(emu_ctx *e, const pf_case *c, const char *variant, int 
     return r.empty_rows;
 }
 
-static void on_target(const char *arch, const char *const *variants, int n_variants, mt_dtype dtype) {
+/* A variant to run on a target; `wrong_lanes`: the MFMA negative control,
+ * compiled with the emulation's A-operand lane mapping permuted. */
+typedef struct emu_variant {
+    const char *text;
+    int wrong_lanes;
+} emu_variant;
+
+static void on_target(const char *arch, const emu_variant *variants, int n_variants, mt_dtype dtype) {
     setenv("MLA_TUNE_EMU_ARCH", arch, 1);
     mt_backend *b = NULL;
     mt_status st = mt_backend_open("hip-cpu", &b);
@@ -83,18 +92,25 @@ static void on_target(const char *arch, const char *const *variants, int n_varia
     for (int i = 0; jit && i < n_variants; i++) {
         mt_variant v;
         emu_ctx e = {.b = b, .v = &v, .s = &s, .scale_error = 1.0f};
-        CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, variants[i], &v));
+        CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, variants[i].text, &v));
         CHECK_OK(mt_variant_validate(&v, &s, &t));
-        st = mt_build_variant(jit, &v, &s, &t, &e.k);
-        CHECK_MSG(st == MT_OK, "%s %s: %s", arch, variants[i], mt_last_error());
+        const char *wrong[] = {"-DMT_EMU_WRONG_MFMA_LANES"};
+        const mt_code_object *obj = NULL;
+        st = mt_build_compile_with(jit, &v, &s, &t, wrong, variants[i].wrong_lanes ? 1 : 0, &obj, NULL);
+        if (st == MT_OK) st = mt_build_load(jit, obj, &v, &s, &t, &e.k);
+        CHECK_MSG(st == MT_OK, "%s %s: %s", arch, variants[i].text, mt_last_error());
         if (st != MT_OK) continue;
         char name[200];
-        snprintf(name, sizeof name, "%s %s", arch, variants[i]);
+        snprintf(name, sizeof name, "%s %s%s", arch, variants[i].text, variants[i].wrong_lanes ? " (lanes permuted)" : "");
         pf_case c = {.s = s, .batch = 3, .n_heads = 2, .nope = 192, .scale = 1.0 / sqrt(192.0), .seed = 77 + i,
                      .form = PF_WHOLE};
         /* whole: 17 new tokens after 9 (several q tiles and key tiles, a
          * ragged last one), 1 after none, 5 with only 2 keys */
         memcpy(c.n_new, (int[]){17, 1, 5}, sizeof(int) * 3), memcpy(c.n_ctx, (int[]){9, 0, -3}, sizeof(int) * 3);
+        if (variants[i].wrong_lanes) {
+            run_and_check(&e, &c, name, 0);
+            continue;
+        }
         int empty = run_and_check(&e, &c, name, 1);
         CHECK_MSG(empty == 3 * 2, "the short request should leave 3 tokens x 2 heads empty, not %d rows", empty);
         /* chunked: the merge; request 1 has no context */
@@ -150,13 +166,17 @@ static void through_api(void) {
 int main(void) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* the default, and a single wavefront with a tile of 4 tokens over 16-key tiles */
-    static const char *const gfx942[] = {"tile_q=16,kv_tile=32,block_threads=128,mma=0",
-                                         "tile_q=4,kv_tile=16,block_threads=64,mma=0"};
-    /* 4 wavefronts, 8 tokens; fp16 */
-    static const char *const gfx950[] = {"tile_q=8,kv_tile=32,block_threads=256,mma=0"};
-    on_target("gfx942", gfx942, 2, MT_BF16);
-    on_target("gfx950", gfx950, 1, MT_FP16);
+    /* SIMT: the default, and a single wavefront with a tile of 4 tokens
+     * over 16-key tiles; MFMA on 2 waves; its negative control */
+    static const emu_variant gfx942[] = {{"tile_q=16,kv_tile=32,block_threads=128,mma=0", 0},
+                                         {"tile_q=4,kv_tile=16,block_threads=64,mma=0", 0},
+                                         {"tile_q=32,kv_tile=32,block_threads=128,mma=1", 0},
+                                         {"tile_q=32,kv_tile=32,block_threads=128,mma=1", 1}};
+    /* fp16: SIMT on 4 wavefronts, 8 tokens; MFMA on one wave over 64-key tiles */
+    static const emu_variant gfx950[] = {{"tile_q=8,kv_tile=32,block_threads=256,mma=0", 0},
+                                         {"tile_q=16,kv_tile=64,block_threads=64,mma=1", 0}};
+    on_target("gfx942", gfx942, 4, MT_BF16);
+    on_target("gfx950", gfx950, 2, MT_FP16);
     through_api();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("%.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);

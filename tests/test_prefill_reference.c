@@ -234,10 +234,18 @@ static void constraints_and_rule(void) {
     refused(mt_variant_validate(&v, &fp8, &sm90), "fp8 prefill is not built yet");
     refused(mt_variant_validate(&v, &paged, &sm90), "page size must be 1");
     refused(mt_variant_validate(&v, &wide, &sm90), "qk head dim");
-    /* mma=1 (mma.sync): 16 rows per warp, NVIDIA only, one 16-bit type */
+    /* mma=1: 16 rows per warp (mma.sync) or wave (MFMA), one 16-bit type */
     CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=128,mma=1", &v));
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
-    refused(mt_variant_validate(&v, &s, &gfx942), "MFMA path is not built");
+    refused(mt_variant_validate(&v, &s, &gfx942), "tile_q must be 16 x 2 waves");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=32,kv_tile=64,block_threads=128,mma=1", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &gfx942));
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=256,mma=1", &v));
+    refused(mt_variant_validate(&v, &s, &gfx942), "bytes of shared memory"); /* 68.6 KB of LDS */
+    const mt_target sm75 = {.arch = "sm_75", .warp_size = 32, .shared_max = 65536}; /* no mma.sync m16n8k16 */
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=32,kv_tile=32,block_threads=64,mma=1", &v));
+    refused(mt_variant_validate(&v, &s, &sm75), "not on sm_75");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=128,mma=1", &v));
     mt_problem_static mixed = s;
     mixed.q_dtype = MT_FP16;
     refused(mt_variant_validate(&v, &mixed, &sm90), "one type");

@@ -24,26 +24,33 @@ mt_status mt_mla_prefill_check_static(const mt_problem_static *s) {
     return MT_OK;
 }
 
-/* mma=1: mma.sync m16n8k16 (NVIDIA sm_80+), one 16-bit type for q and
- * k/v (the instruction takes one), 16 rows per warp, whole k16 steps of D
- * and pairs of n8 tiles of Dl; the fragments live in registers. */
-static mt_status check_mma_sync(const int *values, const mt_problem_static *s, const mt_target *t) {
+/* mma=1: the matrix units, one 16-bit type for q and k/v (the
+ * instructions take one), 16 rows per warp / wave, whole k16 steps of D
+ * and Dl; the fragments live in registers.  32-wide warps: mma.sync
+ * m16n8k16 (NVIDIA sm_80+, mma_sync.cu); 64-wide wavefronts: MFMA 16x16x16
+ * (AMD CDNA, mfma.cu). */
+static mt_status check_matrix_units(const int *values, const mt_problem_static *s, const mt_target *t) {
     int threads = values[MT_PF_BLOCK_THREADS], tile_q = values[MT_PF_TILE_Q], kv = values[MT_PF_KV_TILE];
-    if (t->warp_size != 32 || strncmp(t->arch, "sm_", 3) != 0 || atoi(t->arch + 3) < 80)
+    int nvidia = strncmp(t->arch, "sm_", 3) == 0, cdna = strncmp(t->arch, "gfx9", 4) == 0;
+    if (t->warp_size == 32 ? !nvidia || atoi(t->arch + 3) < 80 : t->warp_size != 64 || !cdna)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_prefill: mma=1 is mma.sync, NVIDIA sm_80 or newer (not %s: the MFMA path is not built)",
-                       t->arch);
+                       "mla_prefill: mma=1 runs on mma.sync (NVIDIA sm_80 or newer) or MFMA (AMD CDNA, gfx9*), "
+                       "not on %s", t->arch);
+    const char *unit = t->warp_size == 32 ? "warp" : "wave";
     if (s->q_dtype != s->kv_dtype)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=1 needs q and k/v of one type (q %s, k/v %s)",
                        mt_dtype_name(s->q_dtype), mt_dtype_name(s->kv_dtype));
-    if (tile_q != 16 * (threads / 32))
+    if (tile_q != 16 * (threads / t->warp_size))
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_prefill: mma=1 gives each warp 16 rows: tile_q must be 16 x %d warps (got tile_q=%d)",
-                       threads / 32, tile_q);
+                       "mla_prefill: mma=1 gives each %s 16 rows: tile_q must be 16 x %d %ss (got tile_q=%d)", unit,
+                       threads / t->warp_size, unit, tile_q);
     if (s->d % 16 != 0 || s->dl % 16 != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=1 needs D and Dl multiples of 16 (D=%d, Dl=%d)",
                        s->d, s->dl);
-    int regs = s->d / 16 * 4 + kv / 8 * 4 + s->dl / 8 * 4;
+    /* q, scores and output fragments per thread: 4 registers per 16 x 8
+     * tile on mma.sync, per 16 x 16 tile on MFMA (64 lanes) */
+    int regs = t->warp_size == 32 ? s->d / 16 * 4 + kv / 8 * 4 + s->dl / 8 * 4
+                                  : s->d / 16 * 2 + kv / 16 * 4 + s->dl / 16 * 4;
     if (regs > 200)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: mma=1 with D=%d, kv_tile=%d, Dl=%d keeps %d fragment registers per thread "
@@ -58,7 +65,7 @@ mt_status mt_mla_prefill_check(const int *values, const mt_problem_static *s, co
     if (t->warp_size > 0 && threads % t->warp_size != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
-    if (values[MT_PF_MMA] == 1 && (st = check_mma_sync(values, s, t)) != MT_OK) return st;
+    if (values[MT_PF_MMA] == 1 && (st = check_matrix_units(values, s, t)) != MT_OK) return st;
     /* SIMT: the output tile lives in registers, spread over the threads:
      * past 64 floats per thread it spills */
     int per_thread = (tile_q * s->dl + threads - 1) / threads;

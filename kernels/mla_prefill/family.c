@@ -8,10 +8,10 @@
  *   tile_q          new tokens (of one request and one head) per work-group
  *   kv_tile         keys staged in shared memory per step
  *   block_threads   threads per work-group
- *   mma             0: SIMT arithmetic (simt.cu), any target; 1: mma.sync
- *                   on NVIDIA sm_80+ (mma_sync.cu; tile_q 16 per warp);
- *                   MFMA on AMD and wgmma on sm_90 are not built yet
- *                   (docs/prefill.md)
+ *   mma             0: SIMT arithmetic (simt.cu), any target; 1: the
+ *                   matrix units, 16 rows per warp: mma.sync on NVIDIA
+ *                   sm_80+ (mma_sync.cu), MFMA on AMD CDNA (mfma.cu);
+ *                   wgmma on sm_90 is not built yet (docs/prefill.md)
  *
  * Constraints (constraints.c; checked before compiling): shared memory
  * within the target's, whole warps, registers (SIMT: at most 64 output
@@ -26,13 +26,14 @@ static const mt_param_desc mla_prefill_params[] = {
     {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16, "new tokens (one request, one head) per work-group", 0, 0},
     {"kv_tile", "KV_TILE", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0},
     {"block_threads", "BLOCK_THREADS", {64, 128, 256, 512}, 4, 128, "threads per work-group", 0, 0},
-    {"mma", "MMA", {0, 1}, 2, 0, "0: SIMT; 1: mma.sync on NVIDIA sm_80+ (16 rows per warp)", 0, 0},
+    {"mma", "MMA", {0, 1}, 2, 0, "0: SIMT; 1: matrix units, 16 rows per warp (mma.sync on NVIDIA, MFMA on AMD)", 0,
+     0},
 };
 
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {
     if (values[MT_PF_MMA] == 1) {
-        /* must match mma_sync.cu: the q tile and the k tile (16-bit rows of
-         * D + 8), the v tile (rows of Dl + 8) */
+        /* must match mma_sync.cu and mfma.cu (one layout): the q tile and
+         * the k tile (16-bit rows of D + 8), the v tile (rows of Dl + 8) */
         return 2 * ((size_t)(values[MT_PF_TILE_Q] + values[MT_PF_KV_TILE]) * (size_t)(s->d + 8) +
                     (size_t)values[MT_PF_KV_TILE] * (size_t)(s->dl + 8));
     }
@@ -48,10 +49,11 @@ size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s
  * the merge, which every variant carries so that a plan can merge the
  * states its own calls wrote. */
 static int mla_prefill_sources(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]) {
-    (void)warp_size;
     names[0] = "mla_prefill/params.h";
     names[1] = "mla_prefill/common.cuh";
-    names[2] = v->values[MT_PF_MMA] == 1 ? "mla_prefill/mma_sync.cu" : "mla_prefill/simt.cu";
+    names[2] = v->values[MT_PF_MMA] == 0 ? "mla_prefill/simt.cu"
+               : warp_size == 64         ? "mla_prefill/mfma.cu"
+                                         : "mla_prefill/mma_sync.cu";
     names[3] = "mla_prefill/merge.cu";
     return 4;
 }
