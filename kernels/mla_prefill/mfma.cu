@@ -48,19 +48,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt
     mt_u16 *k_s = q_s + TILE_Q * PA_QK_STRIDE;
     mt_u16 *v_s = k_s + KV_TILE * PA_QK_STRIDE;
 
-    const int tid = threadIdx.x, wave = tid / 64, lane = tid % 64, group = lane / 16;
-    const int head = blockIdx.y, b = blockIdx.z, q0 = blockIdx.x * TILE_Q;
-    const int *cu_q = (const int *)p.cu_q, *cu_k = (const int *)p.cu_k;
-    const int q_first = cu_q[b], n_q = cu_q[b + 1] - q_first;
-    const int k_first = cu_k[b], n_k = cu_k[b + 1] - k_first;
-    if (q0 >= n_q) return; /* the whole work-group */
-    const int rows = min(TILE_Q, n_q - q0);
-    const int key_end = max(0, min(p.causal ? n_k - n_q + q0 + rows : n_k, n_k));
-
-    for (int i = tid; i < TILE_Q * D; i += BLOCK_THREADS) {
-        const int r = i / D, c = i - r * D;
-        q_s[r * PA_QK_STRIDE + c] = r < rows ? pf_row<const mt_u16>(p.q, q_first + q0 + r, head)[c] : (mt_u16)0;
-    }
+    const int wave = threadIdx.x / 64, lane = threadIdx.x % 64, group = lane / 16;
+    const pf_tile tile = pf_tile_of(p);
+    if (tile.rows <= 0) return; /* the whole work-group */
+    const int q0 = tile.q0, rows = tile.rows, head = tile.head, q_first = tile.q_first;
+    pf_stage_q16(p, tile, q_s, PA_QK_STRIDE);
     __syncthreads();
     /* this lane's row of q as the B operand of K Q^T, per k16 step */
     const int r_tile = wave * 16 + lane % 16, row = q0 + r_tile; /* the lane's row, in the request */
@@ -68,28 +60,16 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt
 #pragma unroll
     for (int ks = 0; ks < PA_KSTEPS; ks++) qf[ks] = pa_four(q_s + r_tile * PA_QK_STRIDE + ks * 16 + 4 * group);
 
-    int limit = 0;
-    if (row < n_q) limit = max(0, min(p.causal ? n_k - n_q + row + 1 : n_k, n_k));
+    const int limit = pf_row_limit(p, tile, row);
     const float s_scale = p.scale * PF_LOG2E;
     float m = MT_NEG_INF, l = 0.0f;
     mt_f32x4 o[PA_O_TILES];
 #pragma unroll
     for (int t = 0; t < PA_O_TILES; t++) o[t] = (mt_f32x4){0.0f, 0.0f, 0.0f, 0.0f};
 
-    for (int k0 = 0; k0 < key_end; k0 += KV_TILE) {
+    for (int k0 = 0; k0 < tile.key_end; k0 += KV_TILE) {
         __syncthreads(); /* the previous tile's readers are done */
-        for (int i = tid; i < KV_TILE * D; i += BLOCK_THREADS) {
-            const int j = i / D, c = i - j * D, key = k0 + j;
-            mt_u16 x = 0;
-            if (key < key_end)
-                x = c < p.nope ? pf_row<const mt_u16>(p.k, k_first + key, head)[c]
-                               : pf_row<const mt_u16>(p.k_pe, k_first + key, head)[c - p.nope];
-            k_s[j * PA_QK_STRIDE + c] = x;
-        }
-        for (int i = tid; i < KV_TILE * DL; i += BLOCK_THREADS) {
-            const int j = i / DL, c = i - j * DL, key = k0 + j;
-            v_s[j * PA_V_STRIDE + c] = key < key_end ? pf_row<const mt_u16>(p.v, k_first + key, head)[c] : (mt_u16)0;
-        }
+        pf_stage_kv16(p, tile, k0, k_s, PA_QK_STRIDE, v_s, PA_V_STRIDE);
         __syncthreads();
 
         /* S^T = K Q^T: s[t][i] = score of row `row` with key k0 + 16 t + 4 group + i */

@@ -34,32 +34,17 @@ __device__ __forceinline__ mt_u32 pm_pack(float lo, float hi) {
 #endif
 }
 
-/* keys a new token of this request sees (0 past the request's tokens) */
-__device__ __forceinline__ int pm_row_limit(const mt_prefill_params &p, int i, int n_q, int n_k) {
-    if (i >= n_q) return 0;
-    const int limit = p.causal ? n_k - n_q + i + 1 : n_k;
-    return max(0, min(limit, n_k));
-}
-
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt_prefill_params p) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     mt_u16 *q_s = (mt_u16 *)smem_bytes;
     mt_u16 *k_s = q_s + TILE_Q * PM_QK_STRIDE;
     mt_u16 *v_s = k_s + KV_TILE * PM_QK_STRIDE;
 
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int head = blockIdx.y, b = blockIdx.z, q0 = blockIdx.x * TILE_Q;
-    const int *cu_q = (const int *)p.cu_q, *cu_k = (const int *)p.cu_k;
-    const int q_first = cu_q[b], n_q = cu_q[b + 1] - q_first;
-    const int k_first = cu_k[b], n_k = cu_k[b + 1] - k_first;
-    if (q0 >= n_q) return; /* the whole work-group */
-    const int rows = min(TILE_Q, n_q - q0);
-    const int key_end = max(0, min(p.causal ? n_k - n_q + q0 + rows : n_k, n_k));
-
-    for (int i = tid; i < TILE_Q * D; i += BLOCK_THREADS) {
-        const int r = i / D, c = i - r * D;
-        q_s[r * PM_QK_STRIDE + c] = r < rows ? pf_row<const mt_u16>(p.q, q_first + q0 + r, head)[c] : (mt_u16)0;
-    }
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const pf_tile tile = pf_tile_of(p);
+    if (tile.rows <= 0) return; /* the whole work-group */
+    const int q0 = tile.q0, rows = tile.rows, head = tile.head, q_first = tile.q_first;
+    pf_stage_q16(p, tile, q_s, PM_QK_STRIDE);
     __syncthreads();
     /* the warp's 16 rows as A operands, one per k16 step */
     mt_u32 qf[PM_KSTEPS][4];
@@ -68,27 +53,16 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt
         mt_ldmatrix_x4(qf[ks], q_s + (warp * 16 + lane % 16) * PM_QK_STRIDE + ks * 16 + (lane / 16) * 8);
 
     const int row0 = q0 + warp * 16 + lane / 4, row1 = row0 + 8; /* this thread's two rows, in the request */
-    const int limit0 = pm_row_limit(p, row0, n_q, n_k), limit1 = pm_row_limit(p, row1, n_q, n_k);
+    const int limit0 = pf_row_limit(p, tile, row0), limit1 = pf_row_limit(p, tile, row1);
     const float s_scale = p.scale * PF_LOG2E;
     float m0 = MT_NEG_INF, m1 = MT_NEG_INF, l0 = 0.0f, l1 = 0.0f;
     float o[PM_O_TILES][4];
 #pragma unroll
     for (int t = 0; t < PM_O_TILES; t++) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
 
-    for (int k0 = 0; k0 < key_end; k0 += KV_TILE) {
+    for (int k0 = 0; k0 < tile.key_end; k0 += KV_TILE) {
         __syncthreads(); /* the previous tile's readers are done */
-        for (int i = tid; i < KV_TILE * D; i += BLOCK_THREADS) {
-            const int j = i / D, c = i - j * D, key = k0 + j;
-            mt_u16 x = 0;
-            if (key < key_end)
-                x = c < p.nope ? pf_row<const mt_u16>(p.k, k_first + key, head)[c]
-                               : pf_row<const mt_u16>(p.k_pe, k_first + key, head)[c - p.nope];
-            k_s[j * PM_QK_STRIDE + c] = x;
-        }
-        for (int i = tid; i < KV_TILE * DL; i += BLOCK_THREADS) {
-            const int j = i / DL, c = i - j * DL, key = k0 + j;
-            v_s[j * PM_V_STRIDE + c] = key < key_end ? pf_row<const mt_u16>(p.v, k_first + key, head)[c] : (mt_u16)0;
-        }
+        pf_stage_kv16(p, tile, k0, k_s, PM_QK_STRIDE, v_s, PM_V_STRIDE);
         __syncthreads();
 
         /* S = Q K^T for the warp's 16 rows and the tile's keys */

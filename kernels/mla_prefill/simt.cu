@@ -41,17 +41,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt
     int *row_limit = (int *)(row_alpha + TILE_Q);
 
     const int tid = threadIdx.x, warp = tid / MT_WARP, lane = tid % MT_WARP;
-    const int head = blockIdx.y, b = blockIdx.z, q0 = blockIdx.x * TILE_Q;
-    const int *cu_q = (const int *)p.cu_q, *cu_k = (const int *)p.cu_k;
-    const int q_first = cu_q[b], n_q = cu_q[b + 1] - q_first;
-    const int k_first = cu_k[b], n_k = cu_k[b + 1] - k_first;
-    if (q0 >= n_q) return; /* the whole work-group: no barrier is skipped by part of it */
-    const int rows = min(TILE_Q, n_q - q0);
-    const int context = n_k - n_q; /* negative when a causal request has fewer keys than new tokens */
+    const pf_tile tile = pf_tile_of(p);
+    if (tile.rows <= 0) return; /* the whole work-group: no barrier is skipped by part of it */
+    const int q0 = tile.q0, rows = tile.rows, head = tile.head, q_first = tile.q_first, key_end = tile.key_end;
 
     for (int r = tid; r < TILE_Q; r += BLOCK_THREADS) {
-        int limit = r >= rows ? 0 : p.causal ? context + q0 + r + 1 : n_k;
-        row_limit[r] = max(0, min(limit, n_k));
+        row_limit[r] = pf_row_limit(p, tile, q0 + r);
         row_max[r] = MT_NEG_INF;
         row_sum[r] = 0.0f;
     }
@@ -60,8 +55,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt
         const int r = i / D, c = i - r * D;
         q_tile[i] = r < rows ? pf_load_q(pf_row<const mt_u16>(p.q, q_first + q0 + r, head)[c]) * q_scale : 0.0f;
     }
-    /* keys past the last row's limit are masked for every row of the tile */
-    const int key_end = max(0, min(p.causal ? context + q0 + rows : n_k, n_k));
 
     float acc_o[PF_OUT_PER_THREAD];
 #pragma unroll
@@ -72,14 +65,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt
         for (int i = tid; i < KV_TILE * D; i += BLOCK_THREADS) {
             const int j = i / D, c = i - j * D, key = k0 + j;
             float x = 0.0f;
-            if (key < key_end)
-                x = pf_load_kv(c < p.nope ? pf_row<const mt_u16>(p.k, k_first + key, head)[c]
-                                          : pf_row<const mt_u16>(p.k_pe, k_first + key, head)[c - p.nope]);
+            if (key < key_end) x = pf_load_kv(pf_key_at(p, tile, key, c));
             k_tile[j * (D + 1) + c] = x;
         }
         for (int i = tid; i < KV_TILE * DL; i += BLOCK_THREADS) {
             const int j = i / DL, c = i - j * DL, key = k0 + j;
-            v_tile[i] = key < key_end ? pf_load_kv(pf_row<const mt_u16>(p.v, k_first + key, head)[c]) : 0.0f;
+            v_tile[i] = key < key_end ? pf_load_kv(pf_row<const mt_u16>(p.v, tile.k_first + key, head)[c]) : 0.0f;
         }
         __syncthreads();
         /* scores: consecutive threads take consecutive keys of one row */
