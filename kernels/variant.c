@@ -101,7 +101,9 @@ void mt_variant_format(const mt_variant *v, char *buf, size_t size) {
     for (int i = 0; i < v->family->n_params; i++) {
         size_t used = strlen(buf);
         if (used >= size) return;
-        snprintf(buf + used, size - used, "%s%s=%d", i ? "," : "", v->family->params[i].name, v->values[i]);
+        const mt_param_desc *p = &v->family->params[i];
+        if (p->omitted_at_default && v->values[i] == p->default_value) continue;
+        snprintf(buf + used, size - used, "%s%s=%d", used ? "," : "", p->name, v->values[i]);
     }
 }
 

@@ -16,7 +16,7 @@
 
 #include "runtime/base/error.h"
 
-enum { MT_MAX_PARAMS = 9, MT_MAX_VALUES = 16 };
+enum { MT_MAX_PARAMS = 12, MT_MAX_VALUES = 16 };
 
 /* The same numbers as the public mlt_dtype (runtime/include/mlatune.h):
  * MT_FP8_E4M3 is OCP e4m3 "fn", MT_FP8_E4M3_FNUZ e4m3 "fnuz" (kernels/dtype.h). */
@@ -70,6 +70,11 @@ typedef struct mt_param_desc {
      * uses the value itself): its define is 0 or 1, so variants that differ
      * in it alone compile to one code object */
     int define_as_flag;
+    /* 1 when a variant at the default is written without it (an
+     * added_later parameter): the text of every variant that existed before
+     * it stays as it was, so databases keep one row per variant across the
+     * change */
+    int omitted_at_default;
 } mt_param_desc;
 
 /* A kernel family (kernels/family.h has the interface). */

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "decode_variants.h"
 #include "fp8_codes.h"
 #include "kernels/dtype.h"
 #include "kernels/build.h"
@@ -393,6 +394,7 @@ int main(void) {
                 variant_list vl = {0};
                 mt_space sp;
                 mt_space_full(&mt_family_mla_decode, &sp);
+                decode_keep_default_costs(&sp); /* drawn below, so they do not multiply the length-aware points */
                 CHECK_OK(mt_space_list(&sp, &s, &targets[ti].target, &vl.items, &vl.n, NULL));
                 int n_path = 0;
                 for (int i = 0; i < vl.n; i++)
@@ -407,6 +409,7 @@ int main(void) {
                         if (vl.items[i].values[MT_P_MMA] == path &&
                             (!want_chunk || vl.items[i].values[MT_P_KV_CHUNK] == want_chunk) && pick-- == 0)
                             u->v = vl.items[i];
+                    if (u->v.values[MT_P_GROUPS_PER_CU] > 0) decode_draw_schedule_costs(&u->v, rnd());
                     u->arch = ti, u->s = s, u->data_kv = s.kv_dtype;
                 }
                 free(vl.items);

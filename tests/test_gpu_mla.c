@@ -40,6 +40,7 @@
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/mla_reference.h"
 #include "kernels/mla_decode/schedule.h"
+#include "decode_variants.h"
 #include "runtime/gpu/jit.h"
 
 static uint64_t rng_state;
@@ -173,9 +174,7 @@ static int check_views(mt_backend *b, mt_stream stream, mt_jit *jit, const mt_ta
 static int check_length_aware(mt_backend *b, mt_stream stream, const mt_kernels *fns, const test_case *tc,
                               const mt_mla_decode_args *a, const uint16_t *out16, const float *lse32,
                               size_t out_elems, size_t lse_elems, int capture) {
-    mt_schedule_shape sh = {.batch = tc->batch, .sq = tc->sq, .n_heads = tc->n_heads,
-                            .tile_q = tc->v.values[MT_P_TILE_Q], .granularity = tc->v.values[MT_P_KV_GRANULARITY],
-                            .n_groups = mt_mla_decode_groups(&tc->v, a->compute_units)};
+    mt_schedule_shape sh = mt_mla_decode_schedule_shape(&tc->v, tc->batch, tc->n_heads, tc->sq, a->compute_units);
     const int stretches = mt_schedule_stretches(&sh);
     size_t entry_bytes = mt_schedule_entry_bytes(stretches);
     size_t sched_bytes = mt_mla_decode_schedule_bytes(&tc->v, a->compute_units);
@@ -297,6 +296,7 @@ int main(void) {
         if (!vl->n) {
             mt_space sp;
             mt_space_full(&mt_family_mla_decode, &sp);
+            decode_keep_default_costs(&sp); /* drawn below, so they do not multiply the length-aware points */
             CHECK_OK(mt_space_list(&sp, &tc->s, &target, &vl->items, &vl->n, NULL));
         }
         /* every other case from the matrix-unit paths when this GPU has
@@ -328,6 +328,7 @@ int main(void) {
         if (lmax < 1) lmax = 1;
         tc->batch = (int)fmin(8, fmax(1, budget / (lmax * per_key / 2)));
         int aware = tc->v.values[MT_P_GROUPS_PER_CU] > 0;
+        if (aware) decode_draw_schedule_costs(&tc->v, rnd());
         if (aware) tc->batch = (int)fmin(16, fmax(2, budget / (lmax * per_key / 4)));
         tc->lens = calloc((size_t)tc->batch, sizeof(int));
         int long_one = rnd_int(0, tc->batch - 1); /* length-aware: one long request, the rest short */

@@ -32,7 +32,7 @@ static double verify(const mt_schedule_shape *sh, const int32_t *lens, const int
     int *covered = calloc((size_t)B, sizeof *covered), *pieces = calloc((size_t)B, sizeof *pieces);
     int *first_piece = calloc((size_t)B, sizeof *first_piece);
     long total = 0, worst = 0;
-    for (int i = 0; i < B; i++) total += MT_SCHEDULE_OVERHEAD + (lens[i] > 0 ? lens[i] : 0);
+    for (int i = 0; i < B; i++) total += sh->request_cost + (lens[i] > 0 ? lens[i] : 0);
     CHECK_MSG(w[0] == S, "%s: header says %d stretches", what, w[0]);
     const int32_t *s0 = mt_schedule_start(w, 0), *end = mt_schedule_start(w, S);
     CHECK_MSG(s0[0] == 0 && s0[1] == 0 && s0[2] == 0, "%s: the first stretch starts at (%d, %d)", what, s0[0], s0[1]);
@@ -61,7 +61,7 @@ static double verify(const mt_schedule_shape *sh, const int32_t *lens, const int
                 pieces[r]++, next++;
             }
             covered[r] = k1;
-            cost += MT_SCHEDULE_OVERHEAD * (k0 == 0) + (k1 - k0);
+            cost += sh->request_cost * (k0 == 0) + (k1 - k0);
         }
         if (cost > worst) worst = cost;
     }
@@ -102,10 +102,13 @@ static double run(const mt_schedule_shape *sh, const int32_t *lens, const char *
 
 int main(void) {
     /* balance on the mixes of issue 22 (16 heads, one tile per request;
-     * 128 heads, two of 64 rows), 132 SMs x 1 and x 2 */
+     * 128 heads, two of 64 rows), 132 SMs x 1 and x 2, with the default
+     * costs and two of the tuned ones (request_cost, snap_keys) */
     static const int batches[] = {8, 32, 128};
     static const char *const mixes[] = {"uniform 4096", "long-tail", "one-long", "uniform-random"};
+    static const int costs[][2] = {{MT_SCHEDULE_OVERHEAD, MT_SCHEDULE_SNAP_KEYS}, {256, 512}, {1024, 0}};
     int32_t lens[4096];
+    for (int c = 0; c < 3; c++)
     for (int h = 0; h < 2; h++)
         for (int gpc = 1; gpc <= 2; gpc++)
             for (int bi = 0; bi < 3; bi++)
@@ -117,19 +120,21 @@ int main(void) {
                                 : m == 2 ? (i == 0 ? 32768 : 1024)
                                          : rnd(256, 8192);
                     mt_schedule_shape sh = {.batch = B, .sq = 1, .n_heads = h ? 128 : 16, .tile_q = h ? 64 : 16,
-                                            .granularity = 64, .n_groups = 132 * gpc};
-                    char what[96];
-                    snprintf(what, sizeof what, "%d heads, B=%d, %s, %d stretches", sh.n_heads, B, mixes[m],
-                             mt_schedule_stretches(&sh));
+                                            .granularity = 64, .n_groups = 132 * gpc, .request_cost = costs[c][0],
+                                            .snap_keys = costs[c][1]};
+                    char what[112];
+                    snprintf(what, sizeof what, "%d heads, B=%d, %s, %d stretches, cost %d, snap %d", sh.n_heads, B,
+                             mixes[m], mt_schedule_stretches(&sh), sh.request_cost, sh.snap_keys);
                     double r = run(&sh, lens, what);
                     /* a stretch is its share within two snap distances, a
                      * granule and a request's overhead */
                     long total = 0;
-                    for (int i = 0; i < B; i++) total += lens[i] + MT_SCHEDULE_OVERHEAD;
+                    for (int i = 0; i < B; i++) total += lens[i] + sh.request_cost;
                     int S = mt_schedule_stretches(&sh);
-                    double share = (double)total / S, snap = (double)mt_schedule_snap((uint64_t)total, S);
-                    double bound = (share + 2 * snap + sh.granularity + 2 * MT_SCHEDULE_OVERHEAD) / share;
-                    printf("%-48s largest stretch / mean %.3f (bound %.3f)\n", what, r, bound);
+                    double share = (double)total / S,
+                           snap = (double)mt_schedule_snap((uint64_t)total, S, sh.snap_keys);
+                    double bound = (share + 2 * snap + sh.granularity + 2 * sh.request_cost) / share;
+                    printf("%-72s largest stretch / mean %.3f (bound %.3f)\n", what, r, bound);
                     CHECK_MSG(r <= bound + 1e-9, "%s: largest stretch %.3f x the mean, bound %.3f", what, r, bound);
                 }
 
@@ -137,20 +142,22 @@ int main(void) {
      * granularities and budgets */
     for (int it = 0; it < 400; it++) {
         mt_schedule_shape sh = {.batch = rnd(1, 300), .sq = rnd(1, 8), .n_heads = rnd(1, 128),
-                                .tile_q = 1 << rnd(0, 6), .granularity = 16 << rnd(0, 2), .n_groups = rnd(1, 1100)};
+                                .tile_q = 1 << rnd(0, 6), .granularity = 16 << rnd(0, 2), .n_groups = rnd(1, 1100),
+                                .request_cost = 64 << rnd(0, 5), .snap_keys = rnd(0, 1024)};
         int kind = rnd(0, 3);
         for (int i = 0; i < sh.batch; i++)
             lens[i] = kind == 0 ? rnd(0, 40) : kind == 1 ? (i == 0 ? rnd(10000, 100000) : rnd(0, 300)) : rnd(0, 20000);
         char what[96];
-        snprintf(what, sizeof what, "random %d (B=%d Sq=%d N=%d tile %d gran %d G=%d)", it, sh.batch, sh.sq,
-                 sh.n_heads, sh.tile_q, sh.granularity, sh.n_groups);
+        snprintf(what, sizeof what, "random %d (B=%d Sq=%d N=%d tile %d gran %d G=%d cost %d snap %d)", it, sh.batch,
+                 sh.sq, sh.n_heads, sh.tile_q, sh.granularity, sh.n_groups, sh.request_cost, sh.snap_keys);
         run(&sh, lens, what);
     }
 
     /* one long request alone is cut over every stretch; 128 heads in 64-row
      * tiles: two work-groups per stretch, 66 stretches on 132 */
     {
-        mt_schedule_shape sh = {.batch = 1, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64, .n_groups = 132};
+        mt_schedule_shape sh = {.batch = 1, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64, .n_groups = 132,
+                                .request_cost = MT_SCHEDULE_OVERHEAD, .snap_keys = MT_SCHEDULE_SNAP_KEYS};
         int32_t one = 16384, *w = malloc(mt_schedule_entry_bytes(132));
         CHECK_OK(mt_schedule_build(&sh, &one, w));
         CHECK_MSG(w[1] == 1 && mt_schedule_cut(w, 132, 0)[2] > 100 && w[2] == 16, "%d cut, %d pieces, %d units",
@@ -162,10 +169,55 @@ int main(void) {
         free(w);
     }
 
+    /* the tuned costs act: a wider snap never cuts more requests (each end
+     * snaps on its own, and one within a distance is within any wider
+     * one), and on a batch of equal requests a little over a share each
+     * (128 x 1272 keys on 132 stretches: ends drift 40 keys a stretch) a
+     * snap of 512 (capped at a quarter share, 323) cuts fewer of them than
+     * 0; a larger request cost weighs the short requests more, so one long
+     * request among them spans fewer stretches */
+    {
+        static int32_t uni[128], one_long[128];
+        for (int i = 0; i < 128; i++) uni[i] = 1272, one_long[i] = i == 0 ? 32768 : 1024;
+        mt_schedule_shape sh = {.batch = 128, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64,
+                                .n_groups = 132, .request_cost = MT_SCHEDULE_OVERHEAD};
+        int32_t *w = malloc(mt_schedule_entry_bytes(132)), *w2 = malloc(mt_schedule_entry_bytes(132));
+        const int32_t *sets[2] = {uni, one_long};
+        for (int k = 0; k < 2; k++) {
+            int cuts_before = 1 << 30;
+            for (int snap = 0; snap <= 1024; snap += 256) {
+                sh.snap_keys = snap;
+                CHECK_OK(mt_schedule_build(&sh, sets[k], w));
+                verify(&sh, sets[k], w, k ? "one-long, snap sweep" : "uniform 1272, snap sweep");
+                CHECK_MSG(w[1] <= cuts_before, "set %d: snap %d cuts %d requests, a narrower snap %d", k, snap, w[1],
+                          cuts_before);
+                cuts_before = w[1];
+            }
+        }
+        sh.snap_keys = 0;
+        CHECK_OK(mt_schedule_build(&sh, uni, w));
+        sh.snap_keys = 512;
+        CHECK_OK(mt_schedule_build(&sh, uni, w2));
+        CHECK_MSG(w[1] > 64 && w2[1] < w[1], "uniform 1272: %d requests cut with snap 0, %d with 512", w[1], w2[1]);
+        sh.snap_keys = MT_SCHEDULE_SNAP_KEYS, sh.request_cost = 64;
+        CHECK_OK(mt_schedule_build(&sh, one_long, w));
+        sh.request_cost = 1024;
+        CHECK_OK(mt_schedule_build(&sh, one_long, w2));
+        int spans[2] = {0, 0}; /* stretches that start inside the long request */
+        for (int s = 0; s < 132; s++) spans[0] += mt_schedule_start(w, s)[0] == 0, spans[1] += mt_schedule_start(w2, s)[0] == 0;
+        CHECK_MSG(spans[1] < spans[0] && spans[1] > 1, "one-long: the long request spans %d stretches with cost 64, "
+                  "%d with cost 1024", spans[0], spans[1]);
+        free(w);
+        free(w2);
+    }
+
     /* a bad shape is named */
     mt_schedule_shape bad = {.batch = 0, .sq = 1, .n_heads = 16, .tile_q = 16, .granularity = 64, .n_groups = 132};
     int32_t l1 = 10, w1[64];
     CHECK_STATUS(mt_schedule_build(&bad, &l1, w1), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "batch 0") != NULL, "%s", mt_last_error());
+    bad.batch = 1, bad.request_cost = -1;
+    CHECK_STATUS(mt_schedule_build(&bad, &l1, w1), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "request cost -1") != NULL, "%s", mt_last_error());
     return check_summary("test_schedule");
 }

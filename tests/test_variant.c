@@ -11,7 +11,7 @@
 #include "kernels/mla_decode/schedule.h"
 
 /* the launches counted, and what the last of each kind was given */
-static int launches, last_grid[3], schedule_launches, schedule_threads;
+static int launches, last_grid[3], schedule_launches, schedule_threads, schedule_cost, schedule_snap;
 static size_t last_shared;
 static mt_devptr last_sched, schedule_dst;
 /* the kernel table the length-aware launches are given below: decode,
@@ -25,6 +25,7 @@ static mt_status counting_launch(mt_backend *b, mt_function f, const unsigned g[
         schedule_launches++;
         schedule_dst = p ? p->schedule : 0;
         schedule_threads = (int)(g[0] * g[1] * g[2] == 1 ? bl[0] * bl[1] * bl[2] : 0);
+        schedule_cost = p ? p->sched_cost : -1, schedule_snap = p ? p->sched_snap : -1;
         return MT_OK;
     }
     launches++;
@@ -103,6 +104,33 @@ int main(void) {
     CHECK(strcmp(text, "tile_q=16,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32,mma=0,kv_stages=2,split_reduce=0,groups_per_cu=0") == 0);
     CHECK_OK(mt_variant_parse(f, text, &w));
     CHECK(memcmp(v.values, w.values, sizeof v.values) == 0);
+    /* the schedule's costs are written only when not at their defaults, so
+     * a variant's text (a database's row) is what it was before they
+     * existed; a tuned pair comes back from its text; the grid (no
+     * schedule) takes the defaults only */
+    {
+        const char *la = "tile_q=16,kv_granularity=64,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2,"
+                         "split_reduce=0,groups_per_cu=1";
+        mt_variant a, b;
+        CHECK_OK(mt_variant_parse(f, la, &a));
+        CHECK(a.values[MT_P_REQUEST_COST] == MT_SCHEDULE_OVERHEAD && a.values[MT_P_SNAP_KEYS] == MT_SCHEDULE_SNAP_KEYS);
+        mt_variant_format(&a, text, sizeof text);
+        CHECK_MSG(strcmp(text, la) == 0, "%s", text);
+        a.values[MT_P_REQUEST_COST] = 256, a.values[MT_P_SNAP_KEYS] = 512;
+        mt_variant_format(&a, text, sizeof text);
+        CHECK_MSG(strstr(text, "groups_per_cu=1,request_cost=256,snap_keys=512") != NULL, "%s", text);
+        CHECK_OK(mt_variant_parse(f, text, &b));
+        CHECK(memcmp(a.values, b.values, sizeof a.values) == 0);
+        mt_problem_static s16 = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+        CHECK_OK(mt_variant_validate(&a, &s16, &sm90));
+        a.values[MT_P_GROUPS_PER_CU] = 0, a.values[MT_P_KV_GRANULARITY] = 16;
+        CHECK_STATUS(mt_variant_validate(&a, &s16, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "request_cost=256 and snap_keys=512 shape the length-aware schedule") != NULL,
+                  "%s", mt_last_error());
+        a.values[MT_P_REQUEST_COST] = 100; /* not a value the family allows */
+        a.values[MT_P_GROUPS_PER_CU] = 1, a.values[MT_P_KV_GRANULARITY] = 64;
+        CHECK_STATUS(mt_variant_validate(&a, &s16, &sm90), MT_ERR_INVALID_ARGUMENT);
+    }
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "'kv_granularity' missing") != NULL);
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16,tile_q=8,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32", &w),
@@ -414,6 +442,15 @@ int main(void) {
         big.batch = 5000;
         CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &big, NULL));
         CHECK_MSG(schedule_threads == MT_SCHEDULE_THREADS, "schedule: %d threads for 5000 requests", schedule_threads);
+        /* the schedule's costs are the variant's, passed at run time */
+        CHECK_MSG(schedule_cost == MT_SCHEDULE_OVERHEAD && schedule_snap == MT_SCHEDULE_SNAP_KEYS,
+                  "schedule costs %d / %d", schedule_cost, schedule_snap);
+        mt_variant tuned = pv;
+        tuned.values[MT_P_REQUEST_COST] = 1024, tuned.values[MT_P_SNAP_KEYS] = 512;
+        CHECK_OK(mt_variant_validate(&tuned, &s, &sm90));
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &tuned, &s, &pa, NULL));
+        CHECK_MSG(schedule_cost == 1024 && schedule_snap == 512, "schedule costs %d / %d", schedule_cost,
+                  schedule_snap);
         launches = dependent_launches = schedule_launches = 0;
         CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &pv, &s, &pa, NULL));
         /* a schedule built for the step: no schedule launch, decode and reduce read it */
@@ -496,8 +533,9 @@ int main(void) {
      * 256 threads, 64-key chunks, 2 stages: 1.  split_reduce=1 never (the
      * 64-row path only).  groups_per_cu 1 and 2 (length-aware): one
      * split, any granularity on mma=0/1 (2 x 5 x 17), 16 or 64 on the
-     * transposed mma=2 tile (2 x 2). */
-    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 2 * 5 * 17 + 4 && visited == n, "visited %d", n);
+     * transposed mma=2 tile (2 x 2), each with every request_cost (6) and
+     * snap_keys (5): the grid takes their defaults only. */
+    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + (2 * 5 * 17 + 4) * 30 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */
     mt_mla_decode_args a = {.batch = 2, .n_heads = 16, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32, .scale = 0.04f,

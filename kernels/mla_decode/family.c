@@ -33,6 +33,13 @@
  *                   cuts on the GPU from the lengths in device memory
  *                   (schedule.h; cuts on kv_granularity), every path, with
  *                   num_splits 1 and split_reduce 0
+ *   request_cost    length-aware: the keys' worth the schedule charges each
+ *                   request for its query loads, merges and stores
+ *   snap_keys       length-aware: a stretch's end closer than share / 16 +
+ *                   this many keys (at most a quarter share) to its
+ *                   request's edge moves to the edge, uncut
+ *                   (both read by mla_schedule at run time: variants that
+ *                   differ in them alone share a code object)
  *
  * Constraints (constraints.c; checked before compiling, and on every value
  * read from a DB):
@@ -56,21 +63,25 @@
 
 static const mt_param_desc mla_decode_params[] = {
     {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16,
-     "query rows (token x head pairs) one work-group handles", 0, 0},
+     "query rows (token x head pairs) one work-group handles", 0, 0, 0},
     {"kv_granularity", "KV_GRANULARITY", {16, 32, 64, 128, 256}, 5, 16,
-     "split boundaries fall on multiples of this many keys", 0, 0},
-    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0, 0},
-    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0, 0},
-    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0},
+     "split boundaries fall on multiples of this many keys", 0, 0, 0},
+    {"num_splits", "NUM_SPLITS", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 4, "key ranges per request (split-KV)", 0, 0, 0},
+    {"block_threads", "BLOCK_THREADS", {128, 256, 512}, 3, 256, "threads per work-group", 0, 0, 0},
+    {"kv_chunk", "KV_CHUNK", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0, 0},
     {"mma", "MMA", {0, 1, 2}, 3, 0,
-     "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1, 0},
-    {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1, 0},
+     "1: Q K^T and P V on the matrix units (mma.sync on NVIDIA sm_80+, MFMA on AMD CDNA); 2: wgmma on Hopper", 1, 0, 0},
+    {"kv_stages", "KV_STAGES", {2, 3, 4}, 3, 2, "mma=1: KV chunks in the asynchronous-copy pipeline", 1, 0, 0},
     {"split_reduce", "SPLIT_REDUCE", {0, 1}, 2, 0,
-     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1, 0},
+     "how splits are merged: 0 by the reduce kernel, 1 within a cluster of the splits' work-groups (mma=2)", 1, 0, 0},
     {"groups_per_cu", "GROUPS_PER_CU", {0, 1, 2}, 3, 0,
      "0: a work-group per (row tile, split, request); 1, 2: length-aware: compute units x this many work-groups, "
      "each a stretch of the work cut on the GPU from the lengths", 1,
-     1 /* the kernel is the same for 1 and 2: only the grid differs */},
+     1 /* the kernel is the same for 1 and 2: only the grid differs */, 0},
+    {"request_cost", "REQUEST_COST", {64, 128, 256, 512, 1024, 2048}, 6, MT_SCHEDULE_OVERHEAD,
+     "length-aware: keys charged per request when the schedule balances the stretches", 1, 1, 1},
+    {"snap_keys", "SNAP_KEYS", {0, 64, 256, 512, 1024}, 5, MT_SCHEDULE_SNAP_KEYS,
+     "length-aware: a stretch end this close (plus share / 16) to a request's edge moves to it", 1, 1, 1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }

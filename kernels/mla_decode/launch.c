@@ -19,11 +19,12 @@ size_t mt_mla_decode_schedule_bytes(const mt_variant *v, int compute_units) {
     return groups ? mt_schedule_bytes(groups < MT_SCHEDULE_MAX_STRETCHES ? groups : MT_SCHEDULE_MAX_STRETCHES) : 0;
 }
 
-/* The schedule's view of a call of a length-aware variant. */
-static mt_schedule_shape schedule_shape(const mt_variant *v, int batch, int n_heads, int sq, int compute_units) {
+mt_schedule_shape mt_mla_decode_schedule_shape(const mt_variant *v, int batch, int n_heads, int sq, int compute_units) {
     return (mt_schedule_shape){.batch = batch, .sq = sq, .n_heads = n_heads, .tile_q = v->values[MT_P_TILE_Q],
                                .granularity = v->values[MT_P_KV_GRANULARITY],
-                               .n_groups = mt_mla_decode_groups(v, compute_units)};
+                               .n_groups = mt_mla_decode_groups(v, compute_units),
+                               .request_cost = v->values[MT_P_REQUEST_COST],
+                               .snap_keys = v->values[MT_P_SNAP_KEYS]};
 }
 
 /* The rows of fp32 partial results a call leaves in the workspace for the
@@ -34,7 +35,7 @@ static mt_schedule_shape schedule_shape(const mt_variant *v, int batch, int n_he
 static size_t partial_rows(const mt_variant *v, int batch, int n_heads, int sq, int compute_units) {
     if (v->values[MT_P_GROUPS_PER_CU]) {
         if (n_heads <= 0 || sq <= 0) return 0;
-        mt_schedule_shape sh = schedule_shape(v, batch, n_heads, sq, compute_units);
+        mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, batch, n_heads, sq, compute_units);
         return 2 * (size_t)mt_schedule_work_groups(&sh) * (size_t)v->values[MT_P_TILE_Q];
     }
     size_t splits = (size_t)v->values[MT_P_NUM_SPLITS];
@@ -91,7 +92,7 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static 
     st = mt_mla_decode_check_views(s, a);
     if (st != MT_OK) return st;
     if (v->values[MT_P_GROUPS_PER_CU]) {
-        mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+        mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
         mt_status st2 = mt_schedule_check(&sh);
         if (st2 != MT_OK) return st2;
         if (a->schedule % 16 != 0)
@@ -120,8 +121,9 @@ static mt_decode_params kernel_params(const mt_variant *v, const mt_problem_stat
     p.scale = a->scale, p.kv_scale = a->kv_scale;
     if (s) mt_mla_decode_fill_views(s, a, &p); /* mla_schedule (s NULL) reads no tensor view */
     if (v->values[MT_P_GROUPS_PER_CU]) {
-        mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+        mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
         p.tiles = mt_schedule_tiles(&sh), p.n_stretches = mt_schedule_stretches(&sh);
+        p.sched_cost = sh.request_cost, p.sched_snap = sh.snap_keys;
     }
     return p;
 }
@@ -161,7 +163,7 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
         st = mt_mla_decode_schedule(b, k, v, a, p->schedule, stream);
         if (st != MT_OK) return st;
     }
-    mt_schedule_shape sh = schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+    mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
     unsigned grid[3] = {(unsigned)mt_schedule_work_groups(&sh), 1, 1};
     st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
     if (st != MT_OK) return st;

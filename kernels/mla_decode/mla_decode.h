@@ -19,12 +19,13 @@
 #include <stdint.h>
 
 #include "kernels/family.h"
+#include "kernels/mla_decode/schedule.h"
 
 extern const mt_family mt_family_mla_decode;
 
 /* parameter positions in mt_variant.values for this family */
 enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES,
-       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU };
+       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU, MT_P_REQUEST_COST, MT_P_SNAP_KEYS };
 
 /* The kernel code a variant runs: one source file each (family.c). */
 typedef enum mt_decode_path {
@@ -103,6 +104,10 @@ size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_problem_stati
 /* Work-groups of a length-aware variant on a device of `compute_units`
  * (0 for other variants). */
 int mt_mla_decode_groups(const mt_variant *v, int compute_units);
+
+/* The schedule's view of a call of length-aware variant v (schedule.h): the
+ * launch's, and the host model's in tests. */
+mt_schedule_shape mt_mla_decode_schedule_shape(const mt_variant *v, int batch, int n_heads, int sq, int compute_units);
 
 /* Bytes of a schedule of a length-aware variant on a device of
  * `compute_units`, for any batch and shape (0 for other variants). */

@@ -44,6 +44,8 @@ typedef struct mt_decode_params {
     int n_stretches;           /* length-aware: the schedule's stretches */
     float scale;               /* softmax scale */
     float kv_scale;            /* per-tensor dequantisation scale */
+    int sched_cost;            /* length-aware: the schedule's keys charged per request (request_cost) */
+    int sched_snap;            /* length-aware: its snap distance's fixed part (snap_keys) */
     int pad_;                  /* keeps the 8-byte fields below aligned on both sides */
     mt_param_ptr q_pe;         /* q's columns DL..D-1 (the rope part): q + DL when q is one tensor */
     mt_param_ptr kv_scale_ptr; /* a float in device memory read at run time instead of kv_scale, or 0 */
@@ -57,13 +59,9 @@ typedef struct mt_decode_params {
 
 /* Threads of mla_schedule's one work-group: a thread per stretch (+1). */
 #define MT_SCHEDULE_THREADS 1024
-/* The fixed cost of a request, in keys: its query loads, merges and stores
- * come to roughly one 64-key chunk. */
-#define MT_SCHEDULE_OVERHEAD 64
-/* An end of a stretch closer than (a sixteenth of a share plus this many
- * keys, at most a quarter share) to an edge of its request moves to the
- * edge (schedule.h says why). */
-#define MT_SCHEDULE_SNAP_KEYS 64
+/* The cost charged per request and the snap distance's fixed part come
+ * in the struct (sched_cost, sched_snap: tuned per variant; schedule.h
+ * says what they do). */
 
 /* Entry positions, in int4 words:
  *   [0]                    stretches, cut requests, reduce units, pieces

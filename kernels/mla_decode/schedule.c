@@ -2,7 +2,8 @@
  * schedule.c - the length-aware schedule on the host (see schedule.h): the
  * same steps as mla_schedule in schedule.cu, one after the other.
  *
- * The cost axis: request r occupies [start_r, start_r + overhead + len_r),
+ * The cost axis: request r occupies [start_r, start_r + cost + len_r)
+ * (cost: the shape's request_cost),
  * its overhead first.  Stretch s ends at round((s + 1) * total / stretches)
  * on that axis; each end is mapped to a (request, key) position on its own:
  * inside the overhead it moves to the request's start, inside the keys it
@@ -10,7 +11,7 @@
  * past the last one), so a stretch is within one granule of its share.  But
  * an end close to an edge of its request moves to that edge instead
  * (closer than the snap distance, mt_schedule_snap: a sixteenth of a share
- * plus MT_SCHEDULE_SNAP_KEYS, at most a quarter share): a cut costs query
+ * plus the shape's snap_keys, at most a quarter share): a cut costs query
  * loads and merges, worth it only for a piece of some size, and a batch of
  * equal requests about a share each is then not cut at all.  A stretch
  * stays within two snap distances and a granule of its share.  Ends are
@@ -31,9 +32,9 @@ int mt_schedule_stretches(const mt_schedule_shape *sh) {
 
 int mt_schedule_work_groups(const mt_schedule_shape *sh) { return mt_schedule_stretches(sh) * mt_schedule_tiles(sh); }
 
-uint64_t mt_schedule_snap(uint64_t total, int n_stretches) {
+uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys) {
     uint64_t share = (total + (uint64_t)n_stretches - 1) / (uint64_t)n_stretches;
-    uint64_t snap = share / 16 + MT_SCHEDULE_SNAP_KEYS;
+    uint64_t snap = share / 16 + (uint64_t)snap_keys;
     return snap < share / 4 ? snap : share / 4;
 }
 
@@ -60,6 +61,9 @@ mt_status mt_schedule_check(const mt_schedule_shape *sh) {
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "schedule: bad shape (batch %d, sq %d, heads %d, tile_q %d, "
                        "granularity %d, groups %d)", sh->batch, sh->sq, sh->n_heads, sh->tile_q, sh->granularity,
                        sh->n_groups);
+    if (sh->request_cost < 0 || sh->snap_keys < 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "schedule: request cost %d and snap keys %d must be >= 0",
+                       sh->request_cost, sh->snap_keys);
     return MT_OK;
 }
 
@@ -82,8 +86,8 @@ mt_status mt_schedule_build(const mt_schedule_shape *sh, const int32_t *lens, in
     /* 1. the prefix of the requests' costs */
     prefix[0] = 0;
     for (int b = 0; b < sh->batch; b++)
-        prefix[b + 1] = prefix[b] + MT_SCHEDULE_OVERHEAD + (uint64_t)(lens[b] > 0 ? lens[b] : 0);
-    const uint64_t total = prefix[sh->batch], snap = mt_schedule_snap(total, S);
+        prefix[b + 1] = prefix[b] + (uint64_t)sh->request_cost + (uint64_t)(lens[b] > 0 ? lens[b] : 0);
+    const uint64_t total = prefix[sh->batch], snap = mt_schedule_snap(total, S, sh->snap_keys);
 
     /* 2. each stretch's end */
     pos[0] = (position){0, 0};
@@ -97,7 +101,7 @@ mt_status mt_schedule_build(const mt_schedule_shape *sh, const int32_t *lens, in
         while (r + 1 < sh->batch && prefix[r + 1] <= end) r++;
         int keys = lens[r] > 0 ? lens[r] : 0;
         uint64_t to_start = end - prefix[r], to_end = prefix[r + 1] - end;
-        int64_t k = (int64_t)to_start - MT_SCHEDULE_OVERHEAD;
+        int64_t k = (int64_t)to_start - sh->request_cost;
         if (to_start <= snap && to_start <= to_end)
             pos[s + 1] = (position){r, 0};
         else if (to_end <= snap)

@@ -9,13 +9,13 @@
  * Run once per decode step on the GPU, from the lengths in device memory, so
  * a captured graph stays right when the lengths change.  One work-group of
  * SCHED_THREADS threads.  The work: the requests laid end to end, each
- * costing SCHED_OVERHEAD keys (its query loads, merges and stores) plus its
+ * costing `cost` keys (its query loads, merges and stores) plus its
  * keys, cut into n_stretches stretches of nearly equal cost (each run by a
  * work-group per row tile, mt_items).  Each end is placed on its own (so
  * rounding never accumulates): inside a request's overhead it moves to the
  * request's start, inside its keys to the nearest multiple of
  * KV_GRANULARITY; but an end closer than the snap distance (a sixteenth of
- * a share plus SCHED_SNAP_KEYS, at most a quarter share) to an edge of its
+ * a share plus `snap_keys`, at most a quarter share) to an edge of its
  * request moves to that edge: a cut costs a query load and a merge.
  * schedule.c is the same algorithm on the host; test_gpu_mla checks
  * that both agree word for word.
@@ -25,8 +25,6 @@
  * consecutive; mla_reduce merges the cut requests only.  Writes the layout
  * described above mt_items. */
 #define SCHED_THREADS MT_SCHEDULE_THREADS
-#define SCHED_OVERHEAD MT_SCHEDULE_OVERHEAD
-#define SCHED_SNAP_KEYS MT_SCHEDULE_SNAP_KEYS
 
 /* The reduce's shape for a cut request of n pieces: slot_groups warps share
  * a row (as many as 8-piece rounds need, a power of two up to 8), so 8 /
@@ -86,12 +84,13 @@ __device__ __forceinline__ T block_scan(T v, T *part, T *total) {
  * shared memory (runs[i] = cost before run i) and a request is found by a
  * binary search over the runs, then a walk inside one. */
 __device__ __forceinline__ void
-mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_stretches, int4 *__restrict__ sched) {
+mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_stretches, int request_cost,
+                  int snap_keys, int4 *__restrict__ sched) {
     __shared__ unsigned long long runs[SCHED_THREADS + 1], part_u64[SCHED_WARPS];
     __shared__ int part_i[SCHED_WARPS], cut_first[SCHED_THREADS + 1];
     __shared__ int2 pos_s[SCHED_THREADS + 1];
     const int tid = threadIdx.x, nt = (int)blockDim.x, S = n_stretches, per = (batch + nt - 1) / nt;
-    auto cost = [&](int b) { return SCHED_OVERHEAD + (unsigned long long)max(0, seq_lens[b]); };
+    auto cost = [&](int b) { return (unsigned long long)request_cost + (unsigned long long)max(0, seq_lens[b]); };
 
     /* 1. the cost of each run, and the prefix over runs */
     unsigned long long mine = 0;
@@ -101,7 +100,7 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
     if (tid == 0) runs[0] = 0;
     __syncthreads();
     const unsigned long long share = (total + S - 1) / S;
-    const unsigned long long snap = min(share / 16 + SCHED_SNAP_KEYS, share / 4);
+    const unsigned long long snap = min(share / 16 + (unsigned long long)snap_keys, share / 4);
 
     /* 2. the end of stretch s, as (request, key) */
     if (tid == 0) pos_s[0] = make_int2(0, 0);
@@ -119,9 +118,9 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
             int r = lo * per;
             unsigned long long start = runs[lo], c = cost(r);
             while (r + 1 < batch && end >= start + c) start += c, c = cost(++r);
-            const int keys = (int)(c - SCHED_OVERHEAD);
+            const int keys = (int)(c - (unsigned long long)request_cost);
             const unsigned long long to_start = end - start, to_end = start + c - end;
-            const long long k = (long long)to_start - SCHED_OVERHEAD;
+            const long long k = (long long)to_start - request_cost;
             if (to_start <= snap && to_start <= to_end) to = make_int2(r, 0);
             else if (to_end <= snap) to = make_int2(r + 1, 0);
             else if (k <= 0) to = make_int2(r, 0);
@@ -175,5 +174,6 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
 
 extern "C" __global__ void __launch_bounds__(SCHED_THREADS)
 mla_schedule(const MT_GRID_CONST mt_decode_params p) {
-    mla_schedule_body((const int *)p.seq_lens, p.batch, p.tiles, p.n_stretches, (int4 *)p.schedule);
+    mla_schedule_body((const int *)p.seq_lens, p.batch, p.tiles, p.n_stretches, p.sched_cost, p.sched_snap,
+                      (int4 *)p.schedule);
 }

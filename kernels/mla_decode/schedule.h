@@ -10,8 +10,8 @@
  * whose balance test_schedule checks.
  *
  * The work: the requests laid end to end, each costing a fixed overhead
- * (MT_SCHEDULE_OVERHEAD keys: its query loads, merges and stores) plus one
- * unit per key, cut into stretches of nearly equal cost; a cut inside a
+ * (request_cost keys: its query loads, merges and stores) plus one unit
+ * per key, cut into stretches of nearly equal cost; a cut inside a
  * request's keys falls on a multiple of the granularity.  A stretch is run
  * by one work-group per query-row tile (tile_q rows of the request's Sq x N;
  * work-group g runs tile g % tiles of stretch g / tiles), so the work-groups
@@ -44,18 +44,21 @@ enum {
     MT_SCHEDULE_MAX_STRETCHES = 1023, /* the scheduling kernel's work-group, one thread each (+1) */
 };
 
-/* The fixed cost of a request, in keys: its query loads, merges and stores
- * come to roughly one 64-key chunk (params.h, shared with schedule.cu). */
+/* The defaults of the two costs a variant may tune (request_cost and
+ * snap_keys, family.c; the shape carries the variant's):
+ * - MT_SCHEDULE_OVERHEAD: the fixed cost of a request, in keys: its query
+ *   loads, merges and stores come to roughly one 64-key chunk;
+ * - MT_SCHEDULE_SNAP_KEYS: an end of a stretch closer than (a sixteenth of
+ *   a share plus this many keys, at most a quarter share) to an edge of its
+ *   request moves to the edge (no cut).  A cut costs a query load and the
+ *   merge of a partial (16 rows x 512 fp32 written and read back: the bytes
+ *   of ~60 keys), so a piece must be worth more; and a batch of equal
+ *   requests about a share long (batch 128 x 16384 over 132 groups) is left
+ *   whole, as measured best on the H100 (reports/PERFLOG.md, session 8).
+ * Which values win depends on the batch and the heads (session 16 measured
+ * -14% to +20% from the defaults across the ragged mixes), so the sweep
+ * tunes them per key. */
 #define MT_SCHEDULE_OVERHEAD 64
-
-/* An end of a stretch closer than this to an edge of its request moves to the
- * edge (no cut): a sixteenth of a share plus this many keys, at most a
- * quarter share.  A cut costs a query load and the merge of a partial
- * (16 rows x 512 fp32 written and read back: the bytes of ~60 keys), so a
- * piece must be worth more; and a batch of equal requests about a share long
- * (batch 128 x 16384 over 132 groups) is left whole, as measured best on
- * the H100 (reports/PERFLOG.md, session 8).  SCHED_SNAP_KEYS in
- * mla_decode.cu. */
 #define MT_SCHEDULE_SNAP_KEYS 64
 
 /* What the scheduler needs to know about the call. */
@@ -64,6 +67,8 @@ typedef struct mt_schedule_shape {
     int tile_q;       /* query rows per tile */
     int granularity;  /* cuts inside a request fall on multiples of this many keys */
     int n_groups;     /* the budget of work-groups: compute units x groups per unit */
+    int request_cost; /* keys charged per request on the cost axis (MT_SCHEDULE_OVERHEAD by default) */
+    int snap_keys;    /* the snap distance's fixed part, keys (MT_SCHEDULE_SNAP_KEYS by default) */
 } mt_schedule_shape;
 
 /* Row tiles per request, stretches, and the work-groups that run them
@@ -87,8 +92,9 @@ mt_status mt_schedule_check(const mt_schedule_shape *shape);
  * (mt_schedule_entry_bytes(mt_schedule_stretches(shape)) bytes). */
 mt_status mt_schedule_build(const mt_schedule_shape *shape, const int32_t *lens, int32_t *words);
 
-/* The snap distance for a batch of `total` cost over n_stretches. */
-uint64_t mt_schedule_snap(uint64_t total, int n_stretches);
+/* The snap distance for a batch of `total` cost over n_stretches, with
+ * snap_keys as its fixed part. */
+uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys);
 
 /* The reduce's work for a cut request of n pieces: g = slot groups warps
  * share a row (as many as rounds of 8 pieces need, a power of two up to 8),

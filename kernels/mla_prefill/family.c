@@ -23,11 +23,12 @@
 #include <stdio.h>
 
 static const mt_param_desc mla_prefill_params[] = {
-    {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16, "new tokens (one request, one head) per work-group", 0, 0},
-    {"kv_tile", "KV_TILE", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0},
-    {"block_threads", "BLOCK_THREADS", {64, 128, 256, 512}, 4, 128, "threads per work-group", 0, 0},
-    {"mma", "MMA", {0, 1}, 2, 0, "0: SIMT; 1: matrix units, 16 rows per warp (mma.sync on NVIDIA, MFMA on AMD)", 0,
+    {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16, "new tokens (one request, one head) per work-group", 0, 0,
      0},
+    {"kv_tile", "KV_TILE", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0, 0},
+    {"block_threads", "BLOCK_THREADS", {64, 128, 256, 512}, 4, 128, "threads per work-group", 0, 0, 0},
+    {"mma", "MMA", {0, 1}, 2, 0, "0: SIMT; 1: matrix units, 16 rows per warp (mma.sync on NVIDIA, MFMA on AMD)", 0,
+     0, 0},
 };
 
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {

@@ -13,8 +13,8 @@
 extern const mt_source_file mt_tiny_files[];
 
 static const mt_param_desc tiny_param_list[] = {
-    {"block", "BLOCK", {32, 64, 128, 256}, 4, 64, "threads per work-group", 0, 0},
-    {"items", "ITEMS", {1, 2, 4, 8}, 4, 1, "elements per thread", 0, 0},
+    {"block", "BLOCK", {32, 64, 128, 256}, 4, 64, "threads per work-group", 0, 0, 0},
+    {"items", "ITEMS", {1, 2, 4, 8}, 4, 1, "elements per thread", 0, 0, 0},
 };
 
 /* a work-group covers at most 512 elements, and whole warps */
