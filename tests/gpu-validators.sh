@@ -19,7 +19,7 @@ echo "== 1. show --stale: the sweep's choices and the shipped DB's"
 grep -q '^0 stale' "$dir/stale.txt" || fail "stale choices right after a sweep on this build"
 echo "== 2. bench with recording on (batch 3 and 24 x 3000 keys: between the quick plan's keys)"
 MLA_TUNE_RECORD_CALLS=1 "$bin" bench --db "$db" --system-db "$db" --heads 16 --batch 3,24 --seq-len 3000
-"$bin" sweep --recorded --db "$db" --dry-run | tee "$dir/recorded.txt"
+"$bin" sweep --recorded --db "$db" --dry-run 2>&1 | tee "$dir/recorded.txt" # the count is on stderr
 grep -qE 'sweep --recorded: [1-9][0-9]* keys' "$dir/recorded.txt" || fail "recorded calls: $(cat "$dir/recorded.txt")"
 echo "== 3. sweep --recorded, then lookup (3 x 3000 was recorded as 4 x 4096)"
 "$bin" sweep --recorded --db "$db" >"$dir/rec.log" 2>&1 || fail "sweep --recorded: $(tail -5 "$dir/rec.log")"

@@ -69,7 +69,7 @@ __device__ __forceinline__ void rescale_rows(float *acc, float a0, float a1) {
  * says why), and fp32 partial rows when there are more than 32 of them
  * (128 heads with splits: B=8 x 1024 52 -> 39 us); 16 heads' 16 partial
  * rows and results going to out lost 1-6% staged. */
-#define W64_ALWAYS_STAGED (VIEWS && !SPLIT_REDUCE)
+#define W64_ALWAYS_STAGED (VIEWS && NUM_SPLITS == 1 && !SPLIT_REDUCE) /* with splits, views place no partial row */
 #define W64_ROW_FLOATS (DL + 8) /* a staged row, padded: a warp's float2 stores (8 rows x 4 lanes) meet a bank at most twice */
 
 __device__ __forceinline__ void

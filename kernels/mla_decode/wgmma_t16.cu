@@ -132,8 +132,10 @@ struct t8_item {
  * long-tail batch took 65.8 us instead of 99.6, and plain length-aware
  * calls 0-4% less; but a fixed-split grid of few keys per work-group (B=1)
  * took 1.2-2.5 us more, so it keeps the direct form (reports/PERFLOG.md
- * session 16). */
-#define T8_ROWS_STAGED (GROUPS_PER_CU || VIEWS)
+ * session 16), views or not: with splits its rows go to partials, which
+ * views do not place (a views plan's B=1 x 16384 took 24.4 us staged
+ * against 20.5 for the plain plan). */
+#define T8_ROWS_STAGED (GROUPS_PER_CU || (VIEWS && NUM_SPLITS == 1))
 
 /* The item's result rows in o_x, row-major [16][512] floats: eight-column
  * groups swapped by row pair ((r >> 1) & 3), so the stores of a warp (rows
