@@ -149,8 +149,9 @@ typedef struct mlt_decode_problem {
     /* 1: runs may pass views (mlt_decode_args: q in two parts, strides,
      * the kv scale in device memory); 0: only the contiguous layouts.  The
      * kernels of a plan with views place every row through the call's
-     * strides, which costs time (up to ~10% on small shapes on the H100,
-     * reports/PERFLOG.md session 14): ask for them only when needed. */
+     * strides, which costs time (on the H100 +0.3-3.5% from batch 8 up,
+     * ragged batches included, 1.2-1.6 us at batch 1: reports/PERFLOG.md
+     * session 16): ask for them only when needed. */
     int views;
 } mlt_decode_problem;
 
