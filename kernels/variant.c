@@ -170,6 +170,10 @@ void mt_space_full(const mt_family *f, mt_space *sp) {
     memset(sp, 0, sizeof *sp);
     sp->family = f;
     for (int i = 0; i < f->n_params; i++) {
+        if (f->params[i].omitted_at_default) { /* see variant.h */
+            sp->n_values[i] = 1, sp->values[i][0] = f->params[i].default_value;
+            continue;
+        }
         sp->n_values[i] = f->params[i].n_values;
         memcpy(sp->values[i], f->params[i].values, sizeof(int) * (size_t)f->params[i].n_values);
     }

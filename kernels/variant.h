@@ -121,7 +121,12 @@ typedef struct mt_space {
     int n_values[MT_MAX_PARAMS];
 } mt_space;
 
-/* The full space: every allowed value of every parameter. */
+/* The full space: every allowed value of every parameter, but a parameter
+ * written only when not at its default (omitted_at_default: one added
+ * later, which older spaces and variants never named) keeps its default -
+ * list it to search it.  Its values would multiply every enumeration (the
+ * decode family's two schedule costs: thirty-fold, seconds per key in a
+ * sweep's plan) though most points only repeat another's code. */
 void mt_space_full(const mt_family *f, mt_space *sp);
 
 /* Calls `visit` for each point of the space that passes validation;

@@ -1,9 +1,9 @@
 /*
  * decode_variants.h - how the GPU test and the CPU emulation of the AMD
  * kernels draw decode variants: the length-aware schedule's two costs
- * (request_cost, snap_keys) share a code object and would multiply the
- * length-aware points of a space thirty-fold, so the spaces are listed at
- * the defaults and a length-aware draw then takes its costs at random.
+ * (request_cost, snap_keys) share a code object, and a full space lists
+ * them at their defaults (mt_space_full), so a length-aware draw then takes
+ * its costs at random.
  */
 #ifndef MT_TEST_DECODE_VARIANTS_H
 #define MT_TEST_DECODE_VARIANTS_H
@@ -11,14 +11,6 @@
 #include <stdint.h>
 
 #include "kernels/mla_decode/mla_decode.h"
-
-static inline void decode_keep_default_costs(mt_space *sp) {
-    const int costs[2] = {MT_P_REQUEST_COST, MT_P_SNAP_KEYS};
-    for (int i = 0; i < 2; i++) {
-        sp->n_values[costs[i]] = 1;
-        sp->values[costs[i]][0] = mt_family_mla_decode.params[costs[i]].default_value;
-    }
-}
 
 /* Any of the family's values of both (every one is valid on a length-aware variant). */
 static inline void decode_draw_schedule_costs(mt_variant *v, uint64_t r) {

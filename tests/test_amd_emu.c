@@ -394,8 +394,7 @@ int main(void) {
                 variant_list vl = {0};
                 mt_space sp;
                 mt_space_full(&mt_family_mla_decode, &sp);
-                decode_keep_default_costs(&sp); /* drawn below, so they do not multiply the length-aware points */
-                CHECK_OK(mt_space_list(&sp, &s, &targets[ti].target, &vl.items, &vl.n, NULL));
+                    CHECK_OK(mt_space_list(&sp, &s, &targets[ti].target, &vl.items, &vl.n, NULL));
                 int n_path = 0;
                 for (int i = 0; i < vl.n; i++)
                     n_path += vl.items[i].values[MT_P_MMA] == path &&

@@ -296,7 +296,6 @@ int main(void) {
         if (!vl->n) {
             mt_space sp;
             mt_space_full(&mt_family_mla_decode, &sp);
-            decode_keep_default_costs(&sp); /* drawn below, so they do not multiply the length-aware points */
             CHECK_OK(mt_space_list(&sp, &tc->s, &target, &vl->items, &vl->n, NULL));
         }
         /* every other case from the matrix-unit paths when this GPU has

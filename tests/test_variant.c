@@ -460,6 +460,28 @@ int main(void) {
         CHECK(schedule_launches == 1 && launches == 2 && last_sched == 0x900000 && last_reduce_sched == 0x900000);
         CHECK_OK(mt_mla_decode_schedule(&cluster_backend, &three, &pv, &pb, 0x900000, NULL));
         CHECK(schedule_launches == 2 && schedule_dst == 0x900000);
+        /* the step's schedule through the family (what mlt_plan_schedule
+         * calls) reads only the lengths: no other tensor, no block table,
+         * no scales; without the lengths it is refused, naming them */
+        {
+            const int before = schedule_launches; /* the counts below this block go on from here */
+            mt_mla_decode_args lens_only = {.batch = 3, .n_heads = 16, .sq = 1, .seq_lens = 0x4000,
+                                            .compute_units = 132};
+            CHECK_OK(mt_family_mla_decode.schedule(&cluster_backend, &three, &pv, &s, &lens_only, 0x900000, NULL));
+            CHECK(schedule_launches == before + 1 && schedule_dst == 0x900000);
+            lens_only.seq_lens = 0;
+            CHECK_STATUS(mt_family_mla_decode.schedule(&cluster_backend, &three, &pv, &s, &lens_only, 0x900000, NULL),
+                         MT_ERR_INVALID_ARGUMENT);
+            CHECK_MSG(strstr(mt_last_error(), "sequence lengths pointer 0x0 is null") != NULL, "%s", mt_last_error());
+            lens_only.seq_lens = 0x4002;
+            CHECK_STATUS(mt_family_mla_decode.schedule(&cluster_backend, &three, &pv, &s, &lens_only, 0x900000, NULL),
+                         MT_ERR_INVALID_ARGUMENT);
+            lens_only.seq_lens = 0x4000, lens_only.n_heads = 0;
+            CHECK_STATUS(mt_family_mla_decode.schedule(&cluster_backend, &three, &pv, &s, &lens_only, 0x900000, NULL),
+                         MT_ERR_INVALID_ARGUMENT);
+            CHECK(schedule_launches == before + 1);
+            schedule_launches = before;
+        }
         /* refused, nothing launched: a misaligned schedule, no scheduling
          * kernel, a grid variant asked for a schedule */
         pb.schedule = 0x900008;
@@ -533,8 +555,17 @@ int main(void) {
      * 256 threads, 64-key chunks, 2 stages: 1.  split_reduce=1 never (the
      * 64-row path only).  groups_per_cu 1 and 2 (length-aware): one
      * split, any granularity on mma=0/1 (2 x 5 x 17), 16 or 64 on the
-     * transposed mma=2 tile (2 x 2), each with every request_cost (6) and
-     * snap_keys (5): the grid takes their defaults only. */
+     * transposed mma=2 tile (2 x 2); the schedule's costs at their
+     * defaults (mt_space_full keeps a later parameter at its default)... */
+    CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + 2 * 5 * 17 + 4 && visited == n, "visited %d", n);
+    /* ...and listed, every length-aware point with each request_cost (6)
+     * and snap_keys (5), the grid with their defaults only */
+    for (int p = MT_P_REQUEST_COST; p <= MT_P_SNAP_KEYS; p++) {
+        sp.n_values[p] = f->params[p].n_values;
+        memcpy(sp.values[p], f->params[p].values, sizeof(int) * (size_t)f->params[p].n_values);
+    }
+    visited = 0;
+    n = mt_space_enumerate(&sp, &s, &sm90, count_visits, &visited, NULL);
     CHECK_MSG(n == (1 + 7 * 5) * (9 + 8 + 1) + (2 * 5 * 17 + 4) * 30 && visited == n, "visited %d", n);
 
     /* launch arguments: each bad one is named, and nothing is launched */

@@ -73,7 +73,7 @@ static mt_status space_from_tree(const char *path, yt_node *root, mt_space_confi
         for (int p = 0; p < f->n_params; p++) known[p] = f->params[p].name;
         if ((st = yt_check_keys(path, params, known)) != MT_OK) goto out;
         mt_space *sp = &out->spaces[out->n_spaces++];
-        mt_space_full(f, sp);  /* a parameter not listed keeps all its values */
+        mt_space_full(f, sp);  /* a parameter not listed keeps all its values (a later one, its default) */
         for (int p = 0; p < f->n_params; p++) {
             const yt_node *list = yt_get(params, f->params[p].name);
             if (!list) continue;

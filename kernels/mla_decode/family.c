@@ -194,7 +194,7 @@ static mt_status family_launch(mt_backend *b, const mt_kernels *k, const mt_vari
 
 static mt_status family_schedule(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
                                  const void *args, mt_devptr dst, mt_stream stream) {
-    mt_status st = mt_mla_decode_check_args(v, s, args);
+    mt_status st = mt_mla_decode_check_schedule_args(v, s, args);
     return st == MT_OK ? mt_mla_decode_schedule(b, k, v, args, dst, stream) : st;
 }
 

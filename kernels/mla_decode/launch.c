@@ -51,7 +51,9 @@ size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_problem_stati
            partial_rows(v, batch, n_heads, sq, compute_units) * ((size_t)s->dl + 1) * sizeof(float);
 }
 
-mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static *s, const mt_mla_decode_args *a) {
+/* What a call and a step's schedule both need: the family's variant, the
+ * problem's static facts, heads, Sq and batch in range. */
+static mt_status check_call_shape(const mt_variant *v, const mt_problem_static *s, const mt_mla_decode_args *a) {
     if (!v || !s || !a) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: null argument");
     if (v->family != &mt_family_mla_decode)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: variant of family '%s' given",
@@ -64,6 +66,26 @@ mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static 
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: Sq=%d outside 1..8", a->sq);
     if (a->batch < 1 || a->batch > 65535)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: batch %d outside 1..65535", a->batch);
+    return MT_OK;
+}
+
+/* The schedule reads the lengths only: no other tensor is needed (an
+ * engine builds it once per step, before it has the layers' tensors). */
+mt_status mt_mla_decode_check_schedule_args(const mt_variant *v, const mt_problem_static *s,
+                                            const mt_mla_decode_args *a) {
+    mt_status st = check_call_shape(v, s, a);
+    if (st != MT_OK) return st;
+    if (!a->seq_lens || a->seq_lens % 4 != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: sequence lengths pointer 0x%llx is %s",
+                       (unsigned long long)a->seq_lens, a->seq_lens ? "not 4-byte aligned" : "null");
+    if (!v->values[MT_P_GROUPS_PER_CU]) return MT_OK; /* no schedule to build */
+    mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+    return mt_schedule_check(&sh);
+}
+
+mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static *s, const mt_mla_decode_args *a) {
+    mt_status st = check_call_shape(v, s, a);
+    if (st != MT_OK) return st;
     if (a->warp_size != 32 && a->warp_size != 64)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: warp width %d (the target's: 32 or 64)", a->warp_size);
     if (a->page_size != s->page_size)

@@ -122,6 +122,10 @@ mt_status mt_mla_decode_schedule(mt_backend *b, const mt_kernels *k, const mt_va
 /* Rejects bad arguments before anything is launched, naming the one at fault. */
 mt_status mt_mla_decode_check_args(const mt_variant *v, const mt_problem_static *s,
                                    const mt_mla_decode_args *a);
+/* The same for building a step's schedule, which reads only the lengths:
+ * the call's shape (heads, Sq, batch) and seq_lens; no other tensor. */
+mt_status mt_mla_decode_check_schedule_args(const mt_variant *v, const mt_problem_static *s,
+                                            const mt_mla_decode_args *a);
 
 /* Checks the arguments, then launches decode (and reduce when the variant
  * splits; length-aware variants first build their schedule unless

@@ -231,7 +231,9 @@ mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *args, void *strea
  *     args.schedule = sched_mem;
  *     for each layer: mlt_plan_run(plan, &args_of_layer, stream);
  * sched_mem: mlt_plan_schedule_size() bytes of device memory, 16-byte
- * aligned, owned by the caller.  The runs must pass the same batch and hints
+ * aligned, owned by the caller.  mlt_plan_schedule reads batch, the hints
+ * and seq_lens of args only (the other tensors may be NULL: it is built
+ * before the layers' tensors are known).  The runs must pass the same batch and hints
  * as the mlt_plan_schedule call (so they dispatch to the same variant) and
  * the same seq_lens contents.  When the call dispatches to a variant with
  * fixed splits, mlt_plan_schedule launches nothing and the runs ignore
