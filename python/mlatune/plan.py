@@ -328,7 +328,8 @@ class Plan:
         `schedule` (plan.schedule_size bytes) from seq_lens on the GPU, to
         be passed as run(schedule=...) by every layer of the step with the
         same batch, hints and seq_lens contents.  Takes the same tensors as
-        run(), in the same forms (the C call checks them all).  Launches
+        run(), in the same forms, and checks them as run() does (the C call
+        itself reads only the batch, the hints and seq_lens).  Launches
         nothing when the call dispatches to a fixed-split variant.
         Graph-safe: capture it with the runs."""
         if schedule is None:
