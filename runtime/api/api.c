@@ -55,8 +55,7 @@ struct mlt_plan {
     mt_recorder *recorder;   /* NULL unless the runtime records calls */
 };
 
-/* The public code of an internal status (error.h's list says which). */
-static mlt_status to_public(mt_status st) {
+mlt_status mt_to_public(mt_status st) {
     switch (st) {
 #define MT_TO_PUBLIC(name, text, public_code) \
     case name: return public_code;
@@ -112,14 +111,14 @@ void mlt_runtime_options_default(mlt_runtime_options *o) {
 }
 
 mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **out) {
-    if (!out) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_runtime_create: out is NULL"));
+    if (!out) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_runtime_create: out is NULL"));
     *out = NULL;
     mlt_runtime_options o;
     if (options) o = *options;
     else mlt_runtime_options_default(&o);
-    if (o.device < 0) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "device %d is negative", o.device));
+    if (o.device < 0) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "device %d is negative", o.device));
     mlt_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    if (!rt) return mt_to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
     rt->device = o.device;
     rt->log_level = o.log_level;
     mt_status st = mt_backend_discover(&rt->backend);
@@ -161,7 +160,7 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
         free(val);
     }
     if (st != MT_OK) {
-        mlt_status ps = to_public(st);
+        mlt_status ps = mt_to_public(st);
         mlt_runtime_destroy(rt);
         return ps;
     }
@@ -179,14 +178,14 @@ void mlt_runtime_destroy(mlt_runtime *rt) {
 }
 
 mlt_status mlt_runtime_bind_thread(mlt_runtime *rt) {
-    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "runtime is NULL"));
-    return to_public(mt_backend_set_device(rt->backend, rt->device));
+    if (!rt) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "runtime is NULL"));
+    return mt_to_public(mt_backend_set_device(rt->backend, rt->device));
 }
 
 const char *mlt_runtime_arch(const mlt_runtime *rt) { return rt ? rt->info.arch : ""; }
 
 mlt_status mlt_runtime_record_calls(mlt_runtime *rt, int on) {
-    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_runtime_record_calls: runtime is NULL"));
+    if (!rt) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_runtime_record_calls: runtime is NULL"));
     rt->record_calls = on != 0;
     return MLT_OK;
 }
@@ -233,7 +232,7 @@ static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem,
         if (sb > plan->schedule) plan->schedule = sb;
     }
     if (st != MT_OK) {
-        mlt_status ps = to_public(st);
+        mlt_status ps = mt_to_public(st);
         mlt_plan_destroy(plan);
         return ps;
     }
@@ -253,10 +252,10 @@ static mlt_plan *plan_new(mlt_runtime *rt, const mlt_decode_problem *problem) {
 
 mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, mlt_plan **out) {
     if (!rt || !problem || !out)
-        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_create: null argument"));
+        return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_create: null argument"));
     *out = NULL;
     mlt_plan *plan = plan_new(rt, problem);
-    if (!plan) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    if (!plan) return mt_to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
     mt_status st = problem_to_shape(problem, &plan->shape);
     if (st == MT_OK)
         st = mt_dispatch_build(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target,
@@ -278,10 +277,10 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, m
 mlt_status mt_plan_create_pinned(mlt_runtime *rt, const mlt_decode_problem *problem, const mt_variant *v,
                                  mlt_plan **out) {
     if (!rt || !problem || !v || !out)
-        return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_plan_create_pinned: null argument"));
+        return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_plan_create_pinned: null argument"));
     *out = NULL;
     mlt_plan *plan = plan_new(rt, problem);
-    if (!plan) return to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    if (!plan) return mt_to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
     mt_status st = problem_to_shape(problem, &plan->shape);
     if (st == MT_OK) st = mt_variant_validate(v, &plan->shape.s, &rt->target);
     if (st == MT_OK) {
@@ -356,7 +355,7 @@ mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) 
     mt_dispatch_result r;
     mt_mla_decode_args k;
     mt_status st = prepare_call(plan, a, &r, &k);
-    if (st != MT_OK) return to_public(st);
+    if (st != MT_OK) return mt_to_public(st);
     /* opt-in: a call no key was measured for is counted (atomics in a
      * table made with the plan; written at mlt_plan_destroy) */
     if (plan->recorder && !r.exact && !r.unknown_lengths)
@@ -364,7 +363,7 @@ mlt_status mlt_plan_run(mlt_plan *plan, const mlt_decode_args *a, void *stream) 
     int i = r.variant;
     const mt_variant *v = &plan->table.variants[i];
     if (!v->family->length_aware(v)) k.schedule = 0; /* fixed splits: no schedule to read */
-    return to_public(v->family->launch(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
+    return mt_to_public(v->family->launch(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
                                           (mt_stream)stream));
 }
 
@@ -372,17 +371,17 @@ mlt_status mlt_plan_schedule(mlt_plan *plan, const mlt_decode_args *a, void *sch
     mt_dispatch_result r;
     mt_mla_decode_args k;
     mt_status st = prepare_call(plan, a, &r, &k);
-    if (st != MT_OK) return to_public(st);
+    if (st != MT_OK) return mt_to_public(st);
     int i = r.variant;
     const mt_variant *v = &plan->table.variants[i];
     if (!v->family->length_aware(v) || !v->family->schedule) return MLT_OK; /* fixed splits: nothing to build */
-    return to_public(v->family->schedule(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
+    return mt_to_public(v->family->schedule(plan->rt->backend, &plan->kernels[i], v, &plan->shape.s, &k,
                                             (mt_devptr)(uintptr_t)schedule, (mt_stream)stream));
 }
 
 mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, int max_seq_len_hint,
                             mlt_choice_info *out) {
-    if (!plan || !out) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_explain: null argument"));
+    if (!plan || !out) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_explain: null argument"));
     memset(out, 0, sizeof *out);
     mt_dispatch_result r;
     mt_dispatch_lookup(&plan->table, batch, seq_len_hint, max_seq_len_hint, &r);
@@ -408,31 +407,31 @@ mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, i
 }
 
 mlt_status mlt_device_alloc(mlt_runtime *rt, size_t bytes, void **ptr) {
-    if (!rt || !ptr) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_device_alloc: null argument"));
+    if (!rt || !ptr) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_device_alloc: null argument"));
     mt_devptr p = 0;
     mt_status st = mt_backend_mem_alloc(rt->backend, bytes, &p);
     *ptr = (void *)(uintptr_t)p;
-    return to_public(st);
+    return mt_to_public(st);
 }
 
 mlt_status mlt_device_free(mlt_runtime *rt, void *ptr) {
-    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_device_free: runtime is NULL"));
-    return to_public(mt_backend_mem_free(rt->backend, (mt_devptr)(uintptr_t)ptr));
+    if (!rt) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_device_free: runtime is NULL"));
+    return mt_to_public(mt_backend_mem_free(rt->backend, (mt_devptr)(uintptr_t)ptr));
 }
 
 mlt_status mlt_copy_to_device(mlt_runtime *rt, void *dst, const void *src, size_t bytes) {
-    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_copy_to_device: runtime is NULL"));
+    if (!rt) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_copy_to_device: runtime is NULL"));
     mt_status st = mt_backend_copy_to_device(rt->backend, (mt_devptr)(uintptr_t)dst, src, bytes, NULL);
     if (st == MT_OK) st = mt_backend_stream_sync(rt->backend, NULL);
-    return to_public(st);
+    return mt_to_public(st);
 }
 
 mlt_status mlt_copy_to_host(mlt_runtime *rt, void *dst, const void *src, size_t bytes) {
-    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_copy_to_host: runtime is NULL"));
-    return to_public(mt_backend_copy_to_host(rt->backend, dst, (mt_devptr)(uintptr_t)src, bytes, NULL));
+    if (!rt) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_copy_to_host: runtime is NULL"));
+    return mt_to_public(mt_backend_copy_to_host(rt->backend, dst, (mt_devptr)(uintptr_t)src, bytes, NULL));
 }
 
 mlt_status mlt_synchronize(mlt_runtime *rt) {
-    if (!rt) return to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_synchronize: runtime is NULL"));
-    return to_public(mt_backend_synchronize(rt->backend));
+    if (!rt) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_synchronize: runtime is NULL"));
+    return mt_to_public(mt_backend_synchronize(rt->backend));
 }

@@ -14,6 +14,9 @@
 #include "runtime/include/mlatune.h"
 #include "runtime/gpu/jit.h"
 
+/* The public code of an internal status (error.h's list says which). */
+mlt_status mt_to_public(mt_status st);
+
 mt_backend *mt_runtime_backend(mlt_runtime *rt);
 mt_jit *mt_runtime_jit(mlt_runtime *rt);
 const mt_device_info *mt_runtime_device(const mlt_runtime *rt);

@@ -31,17 +31,6 @@ struct mlt_prefill_plan {
     mt_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
 };
 
-/* The public code of an internal status (error.h's list says which). */
-static mlt_status public_status(mt_status st) {
-    switch (st) {
-#define MT_PREFILL_TO_PUBLIC(name, text, public_code) \
-    case name: return public_code;
-        MT_STATUS_LIST(MT_PREFILL_TO_PUBLIC)
-#undef MT_PREFILL_TO_PUBLIC
-    }
-    return MLT_ERR_INTERNAL;
-}
-
 void mlt_prefill_problem_default(mlt_prefill_problem *p) {
     if (!p) return;
     *p = (mlt_prefill_problem){.n_heads = 128, .qk_nope_dim = 128, .qk_rope_dim = 64, .v_dim = 128,
@@ -85,11 +74,11 @@ void mlt_prefill_plan_destroy(mlt_prefill_plan *plan) {
 
 mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *problem, mlt_prefill_plan **out) {
     if (!rt || !problem || !out)
-        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_create: null argument (%s)",
+        return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_create: null argument (%s)",
                                      !rt ? "rt" : !problem ? "problem" : "out"));
     *out = NULL;
     mlt_prefill_plan *plan = calloc(1, sizeof *plan);
-    if (!plan) return public_status(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
+    if (!plan) return mt_to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
     plan->rt = rt;
     plan->nope = problem->qk_nope_dim;
     plan->scale = problem->softmax_scale;
@@ -104,7 +93,7 @@ mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *p
                               &plan->kernels[i]);
     if (st != MT_OK) {
         mlt_prefill_plan_destroy(plan);
-        return public_status(st);
+        return mt_to_public(st);
     }
     *out = plan;
     return MLT_OK;
@@ -116,7 +105,7 @@ static mt_prefill_view view_of(const void *p, const int64_t strides[2]) {
 
 mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *a, void *stream) {
     if (!plan || !a)
-        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_run: null %s", !plan ? "plan" : "args"));
+        return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_run: null %s", !plan ? "plan" : "args"));
     mt_dispatch_result r;
     mt_dispatch_lookup(&plan->table, a->batch, a->max_seqlen_q, 0, &r);
     const mt_variant *v = &plan->table.variants[r.variant];
@@ -128,13 +117,13 @@ mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *a, vo
                              .q = view_of(a->q, a->q_strides), .k = view_of(a->k, a->k_strides),
                              .k_pe = view_of(a->k_pe, a->k_pe_strides), .v = view_of(a->v, a->v_strides),
                              .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides)};
-    return public_status(mt_mla_prefill_launch(mt_runtime_backend(plan->rt), &plan->kernels[r.variant], v,
+    return mt_to_public(mt_mla_prefill_launch(mt_runtime_backend(plan->rt), &plan->kernels[r.variant], v,
                                                &plan->shape.s, &k, (mt_stream)stream));
 }
 
 mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_args *a, void *stream) {
     if (!plan || !a)
-        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_merge: null %s", !plan ? "plan" : "args"));
+        return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_merge: null %s", !plan ? "plan" : "args"));
     /* every variant carries the merge: the first one's serves */
     mt_mla_prefill_merge_args k = {.tokens = a->tokens, .n_heads = plan->shape.n_heads,
                                    .out_a = view_of(a->out_a, a->out_a_strides),
@@ -142,13 +131,13 @@ mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_arg
                                    .out_b = view_of(a->out_b, a->out_b_strides),
                                    .lse_b = view_of(a->lse_b, a->lse_b_strides),
                                    .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides)};
-    return public_status(mt_mla_prefill_merge_launch(mt_runtime_backend(plan->rt), &plan->kernels[0], &plan->shape.s,
+    return mt_to_public(mt_mla_prefill_merge_launch(mt_runtime_backend(plan->rt), &plan->kernels[0], &plan->shape.s,
                                                      &k, (mt_stream)stream));
 }
 
 mlt_status mlt_prefill_plan_explain(const mlt_prefill_plan *plan, mlt_choice_info *out) {
     if (!plan || !out)
-        return public_status(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_explain: null %s",
+        return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_explain: null %s",
                                      !plan ? "plan" : "out"));
     mt_dispatch_result r;
     mt_dispatch_lookup(&plan->table, 1, 1, 0, &r);
