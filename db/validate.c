@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "db_internal.h"
+#include "kernels/mla_prefill/mla_prefill.h"
 
 /* A key's length-mix name is shown and compared as text: printable ASCII
  * only (a hostile name cannot reach a terminal), and it must have fitted
@@ -25,11 +26,32 @@ static int lengths_text_ok(const char *text) {
     return 1;
 }
 
+/* A prefill key's checks (kernels/mla_prefill/mla_prefill.h says what its
+ * fields mean): NULL when it passes. */
+static const char *prefill_key_problem(const mt_problem_key *key) {
+    const char *what = NULL;
+    if (key->n_heads < 1 || key->n_heads > 128 || key->sq < 1 || key->sq > MT_PREFILL_MAX_TOKENS || key->batch < 1 ||
+        key->batch > 65535 || key->seq_len < 1 || key->seq_len > MT_PREFILL_MAX_TOKENS || key->s.d < 1 ||
+        key->s.d > 512 || key->s.dl < 1 || key->s.dl > 512 || key->s.page_size != 1)
+        what = "key", mt_fail(MT_ERR_CORRUPT, "a prefill value out of range (heads 1..128, new tokens and keys "
+                                              "1..%d, requests 1..65535, D and Dl 1..512, page size 1)",
+                              MT_PREFILL_MAX_TOKENS);
+    else if (key->max_len != 0 && key->max_len != key->seq_len)
+        what = "key", mt_fail(MT_ERR_CORRUPT, "a prefill key's longest request (%d keys) differs from its keys (%d)",
+                              key->max_len, key->seq_len);
+    else if (strcmp(key->lengths, MT_PREFILL_CAUSAL) != 0 && strcmp(key->lengths, MT_PREFILL_NON_CAUSAL) != 0)
+        what = "lengths", mt_fail(MT_ERR_CORRUPT, "a prefill key's mask must be '%s' or '%s'", MT_PREFILL_CAUSAL,
+                                  MT_PREFILL_NON_CAUSAL);
+    return what;
+}
+
 /* The key's own checks: NULL when it passes, else what is wrong (the
  * message is set). */
 static const char *key_problem(const mt_problem_key *key) {
     const char *what = NULL;
-    if (strcmp(key->kind, "mla_decode") != 0)
+    if (strcmp(key->kind, "mla_prefill") == 0)
+        what = prefill_key_problem(key);
+    else if (strcmp(key->kind, "mla_decode") != 0)
         what = "kind", mt_fail(MT_ERR_CORRUPT, "unknown problem kind '%s'", key->kind);
     else if (key->n_heads < 1 || key->n_heads > 128 || key->sq < 1 || key->sq > 8 || key->batch < 1 ||
              key->seq_len < 0 || key->s.d < 1 || key->s.d > 1024 || key->s.dl < 1 || key->s.dl > key->s.d)

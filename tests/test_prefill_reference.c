@@ -261,7 +261,7 @@ static void constraints_and_rule(void) {
     CHECK(set.n == 1 && set.aware == -1 && mt_variant_validate(&set.variants[0], &s, &gfx942) == MT_OK);
     char why[200];
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
-    CHECK_MSG(strstr(why, "tile_q=16,kv_tile=32,block_threads=128,mma=0") && strstr(why, "not tuned"), "%s", why);
+    CHECK_MSG(strstr(why, "tile_q=16,kv_tile=32,block_threads=128,mma=0") && strstr(why, "untuned"), "%s", why);
 }
 
 static void argument_checks(void) {

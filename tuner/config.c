@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lengths.h"
+#include "prefill_key.h"
 #include "yaml_tree.h"
 
 static mt_status space_from_tree(const char *path, yt_node *root, mt_space_config *out);
@@ -190,11 +191,15 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
                                        "seq_len", "lengths", NULL};
     for (int e = 0; e < list->n_items; e++) {
         const yt_node *m = list->items[e];
-        mt_status st = yt_check_keys(path, m, keys);
-        if (st != MT_OK) return st;
         const yt_node *kind = yt_get(m, "kind");
+        mt_status st;
+        if (kind && kind->kind == YT_SCALAR && strcmp(kind->scalar, "mla_prefill") == 0) {
+            if ((st = mt_plan_add_prefill_entry(path, m, p)) != MT_OK) return st;
+            continue;
+        }
+        if ((st = yt_check_keys(path, m, keys)) != MT_OK) return st;
         if (kind && (kind->kind != YT_SCALAR || strcmp(kind->scalar, "mla_decode") != 0))
-            return yt_error(path, kind, "kind: only 'mla_decode' is supported");
+            return yt_error(path, kind, "kind: expected 'mla_decode' or 'mla_prefill'");
         for (const char *const *req = (const char *const[]){"heads", "batch", NULL}; *req; req++)
             if (!yt_get(m, *req)) return yt_error(path, m, "problem entry lacks '%s'", *req);
         mt_lengths_mix mixes[MT_PLAN_MAX_MIXES];
@@ -454,6 +459,7 @@ mt_status mt_config_file(const char *rel, char *buf, size_t size) {
 #define EST_REFERENCE_MACS_PER_S 2e9 /* the CPU reference, once per key */
 
 double mt_plan_key_seconds(const mt_plan *p, const mt_problem_key *k, long jobs) {
+    if (strcmp(k->kind, "mla_prefill") == 0) return mt_prefill_key_seconds(p, k, jobs);
     double rows = (double)k->sq * k->n_heads;
     double bytes = (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
                                        rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);

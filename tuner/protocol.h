@@ -15,6 +15,7 @@
  *     ERROR   message                      (no device: the worker exits)
  *   coordinator -> worker:
  *     JOB     q_dtype kv_dtype d dl page heads sq batch seq_len family params warmup reps verify_cpu_macs seed
+ *             max_len kind lengths
  *   worker -> coordinator:
  *     RESULT  status median_ms min_ms max_ms spread_ms reps error
  * After a launch failure the worker replies, then exits: its context is not

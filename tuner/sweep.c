@@ -335,11 +335,11 @@ static int run_job_once(device_ctx *d, const mt_job *job, mt_job_result *r) {
     mt_variant_format(&job->variant, params, sizeof params);
     /* the lengths last: the mix name is the one free-text field (config.c
      * keeps it printable, without tabs) */
-    int n = snprintf(line, sizeof line, "JOB\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%.0f\t%u\t%d\t%s\n",
+    int n = snprintf(line, sizeof line, "JOB\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%.0f\t%u\t%d\t%s\t%s\n",
                      mt_dtype_name(job->key.s.q_dtype), mt_dtype_name(job->key.s.kv_dtype), job->key.s.d,
                      job->key.s.dl, job->key.s.page_size, job->key.n_heads, job->key.sq, job->key.batch,
                      job->key.seq_len, job->variant.family->name, params, job->warmup, job->reps,
-                     job->verify_cpu_macs, job->seed, job->key.max_len,
+                     job->verify_cpu_macs, job->seed, job->key.max_len, job->key.kind,
                      job->key.lengths[0] ? job->key.lengths : "uniform");
     if (write(d->worker.to_fd, line, (size_t)n) != n) {  /* it died between jobs */
         int status = 0;
@@ -596,6 +596,13 @@ static void usage(FILE *to) {
             "  --inject-fault P=V     test only: variants with P=V run a faulting kernel\n");
 }
 
+/* The space of the family serving `kind` (NULL: the file has none). */
+static const mt_space *space_for_kind(const mt_space_config *c, const char *kind) {
+    for (int i = 0; i < c->n_spaces; i++)
+        if (strcmp(c->spaces[i].family->kind, kind) == 0) return &c->spaces[i];
+    return NULL;
+}
+
 static mt_status load_key_spaces(sweep *sw, const char *arch) {
     char path[2048];
     snprintf(path, sizeof path, "%s/%s.yaml", sw->plan.spaces_dir, arch);
@@ -610,6 +617,12 @@ static mt_status load_key_spaces(sweep *sw, const char *arch) {
     if (st != MT_OK) return st;
     if (strcmp(sw->spaces.arch, arch) != 0)
         return mt_fail(MT_ERR_CONFIG, "%s describes %s, not %s", path, sw->spaces.arch, arch);
+    /* every key's kind needs a family's space in that file (a prefill
+     * plan names the prefill spaces: `spaces: ../spaces/prefill`) */
+    for (int k = 0; k < sw->plan.n_keys; k++)
+        if (!space_for_kind(&sw->spaces, sw->plan.keys[k].kind))
+            return mt_fail(MT_ERR_CONFIG, "%s has no space for problem kind '%s' (plan key %d): name a spaces folder "
+                           "whose %s.yaml lists that kind's family", path, sw->plan.keys[k].kind, k + 1, arch);
     return MT_OK;
 }
 
@@ -620,7 +633,7 @@ static int plan_keys(sweep *sw, int shard, int shards) {
         if (k % shards != shard) continue;
         sweep_key *sk = &sw->keys[sw->n_keys++];
         sk->key = sw->plan.keys[k];
-        sk->space = &sw->spaces.spaces[0];  /* one family per kind today */
+        sk->space = space_for_kind(&sw->spaces, sk->key.kind);  /* there is one: load_key_spaces */
         sk->n_candidates = mt_sweep_candidates(&sw->plan, sk->space, &sk->key, &sw->target, sw->compute_units, k,
                                                &sk->candidates, &sk->heuristic);
         /* halving may drop the rule's variant early: it is then timed once

@@ -45,6 +45,9 @@
 #include "tuner/kernels/tuner_kernels.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/mla_reference.h"
+#include "kernels/mla_prefill/mla_prefill.h"
+#include "prefill_key.h"
+#include "worker_prefill.h"
 #include "ceilings.h"
 #include "timing.h"
 #include "protocol.h"
@@ -64,9 +67,9 @@ static mt_status parse_job(char *line, mt_job *job) {
     char *f[20];
     line[strcspn(line, "\r\n")] = '\0';
     int n = split_tabs(line, f, 20);
-    if (n != 18 || strcmp(f[0], "JOB") != 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "bad job line (%d fields)", n);
+    if (n != 19 || strcmp(f[0], "JOB") != 0) return mt_fail(MT_ERR_INVALID_ARGUMENT, "bad job line (%d fields)", n);
     memset(job, 0, sizeof *job);
-    snprintf(job->key.kind, sizeof job->key.kind, "mla_decode");
+    snprintf(job->key.kind, sizeof job->key.kind, "%s", f[17]);
     if (mt_dtype_parse(f[1], &job->key.s.q_dtype) != MT_OK || mt_dtype_parse(f[2], &job->key.s.kv_dtype) != MT_OK)
         return MT_ERR_INVALID_ARGUMENT;
     job->key.s.d = atoi(f[3]);
@@ -85,7 +88,10 @@ static mt_status parse_job(char *line, mt_job *job) {
     job->verify_cpu_macs = atof(f[14]);
     job->seed = (unsigned)strtoul(f[15], NULL, 10);
     job->key.max_len = atoi(f[16]);
-    snprintf(job->key.lengths, sizeof job->key.lengths, "%s", f[17]);
+    snprintf(job->key.lengths, sizeof job->key.lengths, "%s", f[18]);
+    if (strcmp(job->key.kind, "mla_prefill") == 0) return MT_OK;  /* lengths: its mask (worker_prefill.c) */
+    if (strcmp(job->key.kind, "mla_decode") != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "unknown problem kind '%s'", job->key.kind);
     mt_lengths_mix mix;
     return mt_lengths_parse(job->key.lengths, &mix); /* refused here, not half-way through a key */
 }
@@ -168,6 +174,14 @@ static int run_fake(const char *spec) {
         } else if (fake_matches(rules, n_rules, "wrong", &job.variant)) {
             r.status = MT_MEASURE_WRONG_RESULT;
             snprintf(r.error, sizeof r.error, "relative error 3.1e-01 over 1.0e-02");
+        } else if (strcmp(job.key.kind, "mla_prefill") == 0) {
+            /* prefill: best at tile_q=64, kv_tile=64, 128 threads, mma=1
+             * (not the family default: gains show) */
+            const int *v = job.variant.values;
+            double t = 0.05 + 1e-13 * mt_prefill_flops(&job.key);
+            t *= 1.0 + 0.05 * fabs(log2(v[MT_PF_TILE_Q] / 64.0)) + 0.04 * fabs(log2(v[MT_PF_KV_TILE] / 64.0)) +
+                 0.02 * fabs(log2(v[MT_PF_BLOCK_THREADS] / 128.0)) + 0.5 * (v[MT_PF_MMA] == 0);
+            r.median_ms = t, r.min_ms = t * 0.99, r.max_ms = t * 1.02, r.spread_ms = t * 0.002;
         } else {
             /* a deterministic landscape whose best point (tile_q=8,
              * num_splits=8, kv_chunk=32, block_threads=256) is not the
@@ -506,6 +520,7 @@ int cmd_worker(int argc, char **argv) {
            w.info.warp_size, count, copy_gbps, matrix_tflops);
     fflush(stdout);
     char line[4096];
+    mt_prefill_key_state *prefill = NULL;  /* the current prefill key's inputs (worker_prefill.c) */
     while (fgets(line, sizeof line, stdin)) {
         mt_job job;
         if (parse_job(line, &job) != MT_OK) {
@@ -513,11 +528,14 @@ int cmd_worker(int argc, char **argv) {
             return 2;
         }
         mt_job_result r;
-        int must_exit = run_gpu_job(&w, &job, &r);
+        mt_worker_gpu g = {w.b, w.jit, &w.info, w.stream, &w.flush};
+        int must_exit = strcmp(job.key.kind, "mla_prefill") == 0 ? mt_prefill_worker_job(&prefill, &g, &job, &r)
+                                                                 : run_gpu_job(&w, &job, &r);
         reply(&r);
         if (must_exit) return 3;
     }
     free_key(&w);
+    mt_prefill_worker_free(prefill, w.b);
     mt_l2_flush_destroy(&w.flush);
     mt_jit_destroy(w.jit);
     mt_backend_close(w.b);

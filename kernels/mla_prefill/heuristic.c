@@ -1,8 +1,8 @@
 /*
- * heuristic.c - the prefill family's built-in rule: what a plan runs while
- * no tuning entry exists for prefill (the tuner does not measure it yet,
- * docs/prefill.md): the default variant, or the valid point nearest to it
- * on targets where the default does not fit.
+ * heuristic.c - the prefill family's built-in rule: what a plan runs for
+ * a mask with no prefill key in the tuning databases (docs/prefill.md):
+ * the default variant, or the valid point nearest to it on targets where
+ * the default does not fit.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,5 +26,5 @@ int mt_mla_prefill_heuristic_pick(const mt_heuristic_set *set, const mt_shape *s
 void mt_mla_prefill_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size) {
     char name[160] = "?";
     if (pick >= 0 && pick < set->n) mt_variant_format(&set->variants[pick], name, sizeof name);
-    snprintf(buf, size, "mla_prefill: built-in default %s (prefill is not tuned yet)", name);
+    snprintf(buf, size, "mla_prefill: the built-in default %s (untuned)", name);
 }

@@ -27,6 +27,18 @@
 
 extern const mt_family mt_family_mla_prefill;
 
+/* Tuning keys (mt_problem_key in db/, read by the tuner and the runtime's
+ * prefill plans, docs/prefill.md): kind "mla_prefill", page size 1,
+ *   sq       new tokens per request
+ *   batch    requests
+ *   seq_len  keys per request (= max_len): context + new tokens when
+ *            causal, the context chunk's keys when not
+ *   lengths  MT_PREFILL_CAUSAL or MT_PREFILL_NON_CAUSAL
+ * MT_PREFILL_MAX_TOKENS bounds sq and seq_len. */
+#define MT_PREFILL_CAUSAL "causal"
+#define MT_PREFILL_NON_CAUSAL "non-causal"
+enum { MT_PREFILL_MAX_TOKENS = 1 << 20 };
+
 /* parameter positions in mt_variant.values for this family */
 enum { MT_PF_TILE_Q, MT_PF_KV_TILE, MT_PF_BLOCK_THREADS, MT_PF_MMA };
 

@@ -299,6 +299,13 @@ mlt_status mt_plan_create_pinned(mlt_runtime *rt, const mlt_decode_problem *prob
 mt_backend *mt_runtime_backend(mlt_runtime *rt) { return rt ? rt->backend : NULL; }
 mt_jit *mt_runtime_jit(mlt_runtime *rt) { return rt ? rt->jit : NULL; }
 const mt_device_info *mt_runtime_device(const mlt_runtime *rt) { return rt ? &rt->info : NULL; }
+const mt_target *mt_runtime_target(const mlt_runtime *rt) { return rt ? &rt->target : NULL; }
+
+void mt_runtime_choices(const mlt_runtime *rt, const mt_choice **choices, const mt_choice_source **sources, int *n) {
+    *choices = rt ? rt->choices : NULL;
+    *sources = rt ? rt->sources : NULL;
+    *n = rt ? rt->n_choices : 0;
+}
 
 void mlt_plan_destroy(mlt_plan *plan) {
     if (!plan) return;

@@ -9,6 +9,7 @@
 #ifndef MT_API_INTERNAL_H
 #define MT_API_INTERNAL_H
 
+#include "db/db.h"
 #include "kernels/variant.h"
 #include "runtime/gpu/backend.h"
 #include "runtime/include/mlatune.h"
@@ -20,6 +21,12 @@ mlt_status mt_to_public(mt_status st);
 mt_backend *mt_runtime_backend(mlt_runtime *rt);
 mt_jit *mt_runtime_jit(mlt_runtime *rt);
 const mt_device_info *mt_runtime_device(const mlt_runtime *rt);
+
+/* The tuning choices the runtime read at creation (user over system, the
+ * stale ones dropped) and where each came from, for plans of other
+ * families (prefill.c). */
+void mt_runtime_choices(const mlt_runtime *rt, const mt_choice **choices, const mt_choice_source **sources, int *n);
+const mt_target *mt_runtime_target(const mlt_runtime *rt);
 
 /* A plan that dispatches every call to `v` (validated for the problem and
  * this GPU like a DB entry); its explain() reports the key (1, 1) as "user". */

@@ -2,10 +2,10 @@
  * prefill.c - the public prefill API (mlatune.h, "MLA prefill") over the
  * prefill family (kernels/mla_prefill/), the dispatcher and the JIT.
  *
- *   mlt_prefill_plan_create: the problem's checks, the dispatch table (the
- *     family's built-in rule only: no tuning entry is read for prefill
- *     yet), every variant it may run compiled or loaded (each carries the
- *     merge kernel too);
+ *   mlt_prefill_plan_create: the problem's checks, the dispatch tables
+ *     (prefill_dispatch.h: one per mask, from the tuning databases'
+ *     prefill keys, else the family's built-in rule), every variant they
+ *     may run compiled or loaded (each carries the merge kernel too);
  *   mlt_prefill_run / mlt_prefill_merge: argument checks, table lookup,
  *     launch.  No allocation, no lock, no I/O.
  */
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "api_internal.h"
-#include "dispatch.h"
+#include "prefill_dispatch.h"
 #include "kernels/build.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 
@@ -27,8 +27,13 @@ struct mlt_prefill_plan {
     mt_problem_key shape;
     int nope;
     float scale;
-    mt_dispatch_table table;
-    mt_kernels kernels[MT_DISPATCH_MAX_VARIANTS];
+    mt_prefill_dispatch dispatch;
+    /* the variants of both tables, once each, built; index[m][i]: where
+     * table m's variant i is */
+    mt_variant variants[2 * MT_DISPATCH_MAX_VARIANTS];
+    mt_kernels kernels[2 * MT_DISPATCH_MAX_VARIANTS];
+    int n_variants;
+    int index[2][MT_DISPATCH_MAX_VARIANTS];
 };
 
 void mlt_prefill_problem_default(mlt_prefill_problem *p) {
@@ -68,7 +73,7 @@ static mt_status problem_to_shape(const mlt_prefill_problem *p, mt_problem_key *
 
 void mlt_prefill_plan_destroy(mlt_prefill_plan *plan) {
     if (!plan) return;
-    mt_dispatch_free(&plan->table);
+    mt_prefill_dispatch_free(&plan->dispatch);
     free(plan);
 }
 
@@ -83,14 +88,28 @@ mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *p
     plan->nope = problem->qk_nope_dim;
     plan->scale = problem->softmax_scale;
     const mt_device_info *info = mt_runtime_device(rt);
-    mt_target target;
-    mt_target_from_device(info, &target);
+    const mt_target *target = mt_runtime_target(rt);
+    const mt_choice *choices;
+    const mt_choice_source *sources;
+    int n_choices;
+    mt_runtime_choices(rt, &choices, &sources, &n_choices);
     mt_status st = problem_to_shape(problem, &plan->shape);
-    /* no choices: the family's rule (prefill has no tuning entries yet) */
-    if (st == MT_OK) st = mt_dispatch_build(NULL, NULL, 0, &plan->shape, &target, info->compute_units, &plan->table);
-    for (int i = 0; st == MT_OK && i < plan->table.n_variants; i++)
-        st = mt_build_variant(mt_runtime_jit(rt), &plan->table.variants[i], &plan->shape.s, &target,
-                              &plan->kernels[i]);
+    if (st == MT_OK)
+        st = mt_prefill_dispatch_build(choices, sources, n_choices, &plan->shape, target, info->compute_units,
+                                       &plan->dispatch);
+    for (int m = 0; st == MT_OK && m < 2; m++) {
+        const mt_dispatch_table *t = &plan->dispatch.table[m];
+        for (int i = 0; st == MT_OK && i < t->n_variants; i++) {
+            int j = 0;
+            while (j < plan->n_variants && memcmp(plan->variants[j].values, t->variants[i].values,
+                                                  sizeof t->variants[i].values) != 0)
+                j++;
+            plan->index[m][i] = j;
+            if (j < plan->n_variants) continue;
+            plan->variants[plan->n_variants++] = t->variants[i];
+            st = mt_build_variant(mt_runtime_jit(rt), &t->variants[i], &plan->shape.s, target, &plan->kernels[j]);
+        }
+    }
     if (st != MT_OK) {
         mlt_prefill_plan_destroy(plan);
         return mt_to_public(st);
@@ -107,8 +126,9 @@ mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *a, vo
     if (!plan || !a)
         return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_run: null %s", !plan ? "plan" : "args"));
     mt_dispatch_result r;
-    mt_dispatch_lookup(&plan->table, a->batch, a->max_seqlen_q, 0, &r);
-    const mt_variant *v = &plan->table.variants[r.variant];
+    mt_prefill_dispatch_lookup(&plan->dispatch, a->batch, a->max_seqlen_q, a->causal, &r);
+    int at = plan->index[a->causal != 0][r.variant];
+    const mt_variant *v = &plan->variants[at];
     mt_mla_prefill_args k = {.batch = a->batch, .n_heads = plan->shape.n_heads, .max_q = a->max_seqlen_q,
                              /* without k_pe, k holds all D columns: the split is not the kernel's concern */
                              .nope = a->k_pe ? plan->nope : plan->shape.s.d, .causal = a->causal, .scale = plan->scale,
@@ -117,7 +137,7 @@ mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *a, vo
                              .q = view_of(a->q, a->q_strides), .k = view_of(a->k, a->k_strides),
                              .k_pe = view_of(a->k_pe, a->k_pe_strides), .v = view_of(a->v, a->v_strides),
                              .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides)};
-    return mt_to_public(mt_mla_prefill_launch(mt_runtime_backend(plan->rt), &plan->kernels[r.variant], v,
+    return mt_to_public(mt_mla_prefill_launch(mt_runtime_backend(plan->rt), &plan->kernels[at], v,
                                                &plan->shape.s, &k, (mt_stream)stream));
 }
 
@@ -135,17 +155,37 @@ mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_arg
                                                      &k, (mt_stream)stream));
 }
 
+mlt_status mlt_prefill_plan_explain_call(const mlt_prefill_plan *plan, int batch, int max_seqlen_q, int causal,
+                                         mlt_choice_info *out) {
+    if (!plan || !out)
+        return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_explain_call: null %s",
+                                     !plan ? "plan" : "out"));
+    mt_dispatch_result r;
+    mt_prefill_dispatch_lookup(&plan->dispatch, batch, max_seqlen_q, causal, &r);
+    const mt_dispatch_entry *e = r.entry;
+    const mt_variant *v = &plan->variants[plan->index[causal != 0][r.variant]];
+    memset(out, 0, sizeof *out);
+    out->reason = !e ? MLT_CHOICE_HEURISTIC : r.exact ? MLT_CHOICE_EXACT_KEY : MLT_CHOICE_NEAREST_KEY;
+    snprintf(out->family, sizeof out->family, "%s", v->family->name);
+    mt_variant_format(v, out->variant, sizeof out->variant);
+    snprintf(out->source, sizeof out->source, "%s",
+             !e ? "heuristic" : e->source == MT_FROM_USER_DB ? "user" : "system");
+    if (e) {
+        /* requests, new tokens per request, keys per request */
+        out->key_batch = e->batch;
+        out->key_seq_len = e->seq_len;
+        out->key_max_seq_len = e->max_len;
+        out->distance = r.distance;
+        out->measured_ms = e->median_ms;
+        snprintf(out->key_lengths, sizeof out->key_lengths, "%s", e->lengths);
+    }
+    mt_prefill_dispatch_explain(&plan->dispatch, causal, &r, out->why, sizeof out->why);
+    return MLT_OK;
+}
+
 mlt_status mlt_prefill_plan_explain(const mlt_prefill_plan *plan, mlt_choice_info *out) {
     if (!plan || !out)
         return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_explain: null %s",
                                      !plan ? "plan" : "out"));
-    mt_dispatch_result r;
-    mt_dispatch_lookup(&plan->table, 1, 1, 0, &r);
-    memset(out, 0, sizeof *out);
-    out->reason = MLT_CHOICE_HEURISTIC;
-    snprintf(out->family, sizeof out->family, "%s", plan->table.variants[r.variant].family->name);
-    mt_variant_format(&plan->table.variants[r.variant], out->variant, sizeof out->variant);
-    snprintf(out->source, sizeof out->source, "heuristic");
-    mt_dispatch_explain(&plan->table, &r, out->why, sizeof out->why);
-    return MLT_OK;
+    return mlt_prefill_plan_explain_call(plan, 1, 1, 1, out);
 }

@@ -285,10 +285,12 @@ mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, i
  * mlt_prefill_merge joins the two (out, lse) states; or one call with
  * context + new tokens as keys (causal = 1).  Both give the same result.
  *
- * Dispatch: no tuning entry exists for prefill yet: every plan runs the
- * family's built-in default (the SIMT path; the fast matrix-unit paths and
- * the tuner's prefill sweeps are still to come, docs/prefill.md), whatever
- * the databases hold.  dtypes: bf16 or fp16; fp8 is refused. */
+ * Dispatch: by the tuning databases' prefill keys (`mla-tune sweep` of a
+ * plan with `kind: mla_prefill` entries, docs/prefill.md), per call by its
+ * mask, requests and max_seqlen_q (the keys per request are on the GPU
+ * only: of the keys with those requests and new tokens, the one with the
+ * least context is nearest); with no key for the mask, the family's
+ * built-in default.  dtypes: bf16 or fp16; fp8 is refused. */
 typedef struct mlt_prefill_problem {
     int n_heads;            /* 1..128 (q, k and v alike) */
     int qk_nope_dim;        /* q/k columns without rope (128) */
@@ -358,7 +360,15 @@ typedef struct mlt_prefill_merge_args {
 
 mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_args *args, void *stream);
 
-/* Which variant the plan runs, and why (today always MLT_CHOICE_HEURISTIC). */
+/* Which variant mlt_prefill_run runs for a call of `batch` requests, at
+ * most `max_seqlen_q` new tokens each, causal or not, and why: an exact
+ * key (same requests and new tokens, no context), the nearest key, or
+ * the built-in rule (MLT_CHOICE_HEURISTIC).  For a key, key_batch is its
+ * requests, key_seq_len its new tokens per request, key_max_seq_len its
+ * keys per request, key_lengths its mask ("causal", "non-causal"). */
+mlt_status mlt_prefill_plan_explain_call(const mlt_prefill_plan *plan, int batch, int max_seqlen_q, int causal,
+                                         mlt_choice_info *out);
+/* The same for one causal request of one new token. */
 mlt_status mlt_prefill_plan_explain(const mlt_prefill_plan *plan, mlt_choice_info *out);
 
 #ifdef __cplusplus

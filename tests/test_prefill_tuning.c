@@ -1,0 +1,257 @@
+/*
+ * The prefill family in the tuner and the runtime's dispatch (issue 29),
+ * with no GPU:
+ *   - plans with `kind: mla_prefill` entries make the keys the docs say
+ *     (sq = new tokens, batch = requests, seq_len = context + new tokens
+ *     when causal, the chunk when not, lengths = the mask, page size 1);
+ *     bad entries are refused naming the file, line and field;
+ *   - a prefill sweep on the fake device stores rows under those keys and
+ *     derives choices (the fake landscape's best point, not the default);
+ *     a plan whose spaces have no prefill family is refused naming the kind;
+ *   - a bad prefill key in a DB is refused when read;
+ *   - dispatch: causal calls take the causal keys' winners, non-causal
+ *     ones the non-causal keys', the nearest by requests and new tokens;
+ *     with no key for a mask, the family's rule; explain says which.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "test_folder.h"
+#include "kernels/mla_prefill/mla_prefill.h"
+#include "runtime/api/prefill_dispatch.h"
+#include "tuner/config.h"
+#include "tuner/prefill_key.h"
+
+static const char *bin;
+
+static int run(const char *args, char *out, size_t out_size) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, bin, args);
+    return run_capture(cmd, out, out_size);
+}
+
+static void expect_plan_error(const char *text, const char *where, const char *what) {
+    write_file("bad.yaml", text);
+    char path[600];
+    path_of(path, sizeof path, "bad.yaml");
+    mt_plan p;
+    CHECK_MSG(mt_load_plan(path, &p) != MT_OK, "plan loaded: %s", text);
+    CHECK_MSG(strstr(mt_last_error(), path) && strstr(mt_last_error(), where) && strstr(mt_last_error(), what),
+              "message '%s' lacks '%s' / '%s'", mt_last_error(), where, what);
+}
+
+#define HEAD "name: p\nproblems:\n  - kind: mla_prefill\n"
+
+static void test_plan_keys(void) {
+    write_file("good.yaml", HEAD "    heads: [16, 128]\n    tokens: 512\n    requests: [1, 4]\n"
+                                 "    context: [0, 1024]\n    q_dtype: [bf16, fp16]\n"
+                                 "  - kind: mla_prefill\n    heads: 128\n    tokens: 256\n    requests: 2\n"
+                                 "    context: 4096\n    causal: false\n");
+    char path[600];
+    path_of(path, sizeof path, "good.yaml");
+    mt_plan p;
+    CHECK_OK(mt_load_plan(path, &p));
+    CHECK_MSG(p.n_keys == 2 * 2 * 2 * 2 + 1, "%d keys", p.n_keys);
+    int causal_ctx = 0, full = 0;
+    for (int i = 0; i < p.n_keys; i++) {
+        const mt_problem_key *k = &p.keys[i];
+        CHECK(strcmp(k->kind, "mla_prefill") == 0);
+        CHECK(k->s.d == 192 && k->s.dl == 128 && k->s.page_size == 1);
+        CHECK(k->max_len == k->seq_len);
+        if (strcmp(k->lengths, MT_PREFILL_CAUSAL) == 0) {
+            CHECK(k->sq == 512);
+            CHECK(k->seq_len == 512 || k->seq_len == 512 + 1024);
+            causal_ctx += k->seq_len == 1536 && k->batch == 4 && k->n_heads == 128 && k->s.q_dtype == MT_FP16;
+            CHECK(mt_prefill_key_context(k) == k->seq_len - 512);
+        } else {
+            CHECK(strcmp(k->lengths, MT_PREFILL_NON_CAUSAL) == 0);
+            full++;
+            CHECK(k->sq == 256 && k->batch == 2 && k->seq_len == 4096 && mt_prefill_key_context(k) == 4096);
+        }
+    }
+    CHECK(causal_ctx == 1 && full == 1);
+    mt_plan_free(&p);
+    /* flops: causal counts half the new tokens' square */
+    mt_problem_key k;
+    mt_prefill_key_make(&k, 128, 192, 128, MT_BF16, MT_BF16, 1, 8192, 0, 1);
+    CHECK(fabs(mt_prefill_flops(&k) - 2.0 * 320 * 128 * 8192.0 * 8192 / 2) < 1);
+    mt_prefill_key_make(&k, 1, 192, 128, MT_BF16, MT_BF16, 1, 100, 1000, 1);
+    CHECK(fabs(mt_prefill_pairs(100, 1100, 1) - (100.0 * 1100 - 5000)) < 1e-9);
+    CHECK(fabs(mt_prefill_pairs(100, 1100, 0) - 110000.0) < 1e-9);
+
+    /* refusals, each naming the field */
+    expect_plan_error(HEAD "    heads: 16\n    sq: 4\n    tokens: 8\n    requests: 1\n", ":5:", "sq: not a field of kind "
+                      "mla_prefill (use 'tokens')");
+    expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n    requests: 1\n    causal: maybe\n", ":7:", "causal: expected");
+    expect_plan_error(HEAD "    heads: 16\n    tokens: 0\n    requests: 1\n", ":5:", "tokens");
+    expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n", "", "lacks 'requests'");
+    expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n    requests: 1\n    causal: false\n", "", "context");
+    expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n    requests: 1\n    q_dtype: fp8e4m3\n", ":7:",
+                      "q_dtype");
+    expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n    requests: 1\n    bogus: 1\n", ":7:", "bogus");
+    expect_plan_error("name: p\nproblems:\n  - kind: mla_decoder\n    heads: 16\n    batch: 1\n    seq_len: 1\n",
+                      ":3:", "kind: expected 'mla_decode' or 'mla_prefill'");
+    expect_plan_error(HEAD "    heads: [16, 32]\n    tokens: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
+                           "    requests: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
+                           "    context: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n",
+                      "", "problem keys");
+}
+
+/* Keys of the DB's problems table matching `where`. */
+static int problems(const char *db, const char *where) {
+    char sql[600];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM problems WHERE %s", where);
+    return count(db, sql);
+}
+
+static void test_fake_sweep(void) {
+    char out[65536];
+    write_file("spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_prefill:\n    tile_q: [16, 64]\n"
+                                    "    kv_tile: [32, 64]\n    block_threads: [128]\n    mma: [0, 1]\n");
+    write_file("decode-spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_decode:\n    tile_q: [8]\n");
+    write_file("pf.yaml", "name: pf\nspaces: spaces\nproblems:\n  - kind: mla_prefill\n    heads: [16, 128]\n"
+                          "    tokens: 512\n    requests: [1, 4]\n  - kind: mla_prefill\n    heads: 128\n"
+                          "    tokens: 512\n    requests: 4\n    context: 2048\n    causal: false\n"
+                          "timing: {warmup: 1, reps: 5}\n");
+    int rc = run("sweep --config pf.yaml --db pf.db --fake-device ''", out, sizeof out);
+    CHECK_MSG(rc == 0, "prefill sweep failed (%d): %s", rc, out);
+    CHECK(problems("pf.db", "1") == 5);
+    CHECK(problems("pf.db", "kind = 'mla_prefill' AND d = 192 AND dl = 128 AND page_size = 1 AND sq = 512") == 5);
+    CHECK(problems("pf.db", "lengths = 'causal' AND seq_len = 512 AND max_len = 512") == 4);
+    CHECK(problems("pf.db", "lengths = 'non-causal' AND n_heads = 128 AND batch = 4 AND seq_len = 2048") == 1);
+    CHECK(problems("pf.db", "lengths = 'causal' AND n_heads = 16 AND batch = 4") == 1);
+    /* every point of the 2 x 2 x 1 x 2 space that fits (mma=1 needs
+     * tile_q = 16 x warps: 64 on 128 threads; 6 of 8) and the default (in
+     * the space here), on each key */
+    int ok = count("pf.db", "SELECT count(*) FROM measurements WHERE status = 'ok'");
+    CHECK_MSG(ok >= 5 * 5, "%d ok measurements: %s", ok, out);
+    CHECK(count("pf.db", "SELECT count(*) FROM measurements WHERE status != 'ok'") == 0);
+    char path[600];
+    path_of(path, sizeof path, "pf.db");
+    mt_db *db = NULL;
+    mt_choice *choices = NULL;
+    int n = 0;
+    CHECK_OK(mt_db_open(path, MT_DB_READ, &db));
+    CHECK_OK(mt_db_load_choices(db, "sm_90", &choices, &n));
+    CHECK(n == 5);
+    for (int i = 0; i < n; i++) {
+        CHECK(strcmp(choices[i].family, "mla_prefill") == 0);
+        /* the fake landscape's best point */
+        CHECK_MSG(strcmp(choices[i].params, "tile_q=64,kv_tile=64,block_threads=128,mma=1") == 0, "%s",
+                  choices[i].params);
+    }
+    free(choices);
+    mt_db_close(db);
+    /* resume: nothing measured twice */
+    rc = run("sweep --config pf.yaml --db pf.db --fake-device ''", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, " 0 measured"), "resume: %s", out);
+    /* show and lookup read the prefill rows without refusing the DB */
+    rc = run("show --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "mla_prefill:tile_q=64") && strstr(out, "[non-causal]"), "show: %s", out);
+    /* spaces without the prefill family: refused naming the kind */
+    write_file("pf-wrong.yaml", "name: pf\nspaces: decode-spaces\nproblems:\n  - kind: mla_prefill\n    heads: 16\n"
+                                "    tokens: 64\n    requests: 1\n");
+    rc = run("sweep --config pf-wrong.yaml --db w.db --fake-device ''", out, sizeof out);
+    CHECK_MSG(rc != 0 && strstr(out, "no space for problem kind 'mla_prefill'"), "%d: %s", rc, out);
+    /* a prefill key whose mask is not one: refused when read, naming it */
+    mt_db *w = NULL;
+    path_of(path, sizeof path, "pf.db");
+    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &w));
+    CHECK_OK(mt_db_exec(w, "UPDATE problems SET lengths = 'uniform' WHERE lengths = 'non-causal'"));
+    mt_db_close(w);
+    CHECK_OK(mt_db_open(path, MT_DB_READ, &db));
+    mt_status st = mt_db_load_choices(db, "sm_90", &choices, &n);
+    CHECK_MSG(st != MT_OK && strstr(mt_last_error(), "mask"), "%s", mt_last_error());
+    if (st == MT_OK) free(choices);
+    mt_db_close(db);
+}
+
+static mt_choice prefill_choice(int heads, int requests, int tokens, int context, int causal, const char *params,
+                                double ms) {
+    mt_choice c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.arch, sizeof c.arch, "sm_90");
+    c.compute_units = 132;
+    mt_prefill_key_make(&c.key, heads, 192, 128, MT_BF16, MT_BF16, requests, tokens, context, causal);
+    snprintf(c.family, sizeof c.family, "mla_prefill");
+    snprintf(c.params, sizeof c.params, "%s", params);
+    c.median_ms = ms;
+    return c;
+}
+
+static void test_dispatch(void) {
+    mt_target t;
+    CHECK_OK(mt_target_for_arch("sm_90", &t));
+    const char *a = "tile_q=64,kv_tile=64,block_threads=128,mma=1", *b = "tile_q=32,kv_tile=32,block_threads=64,mma=1",
+               *c = "tile_q=32,kv_tile=64,block_threads=128,mma=0", *x = "tile_q=8,kv_tile=16,block_threads=64,mma=0";
+    mt_choice choices[] = {
+        prefill_choice(128, 1, 8192, 0, 1, a, 1.0),    /* causal, 1 x 8192 */
+        prefill_choice(128, 8, 1024, 0, 1, b, 2.0),    /* causal, 8 x 1024 */
+        prefill_choice(128, 8, 1024, 4096, 1, x, 3.0), /* causal, 8 x 1024 after 4096: not nearest for a call */
+        prefill_choice(128, 8, 1024, 4096, 0, c, 4.0), /* non-causal chunk */
+        prefill_choice(16, 1, 8192, 0, 1, x, 5.0),     /* other heads: not this plan's */
+    };
+    mt_choice_source from[] = {MT_FROM_USER_DB, MT_FROM_USER_DB, MT_FROM_USER_DB, MT_FROM_SYSTEM_DB,
+                               MT_FROM_USER_DB};
+    /* a decode choice beside them: ignored by a prefill plan */
+    mt_choice all[6];
+    memcpy(all, choices, sizeof choices);
+    all[5] = choices[0];
+    snprintf(all[5].key.kind, sizeof all[5].key.kind, "mla_decode");
+    mt_choice_source all_from[6];
+    memcpy(all_from, from, sizeof from);
+    all_from[5] = MT_FROM_USER_DB;
+    mt_problem_key shape = {.kind = "mla_prefill", .s = {.d = 192, .dl = 128, .page_size = 1}, .n_heads = 128, .sq = 1};
+    mt_prefill_dispatch d;
+    CHECK_OK(mt_prefill_dispatch_build(all, all_from, 5, &shape, &t, 132, &d));
+    mt_dispatch_result r;
+    char name[200], why[300];
+#define PICK(batch, q, causal)                                                                  \
+    (mt_prefill_dispatch_lookup(&d, batch, q, causal, &r),                                      \
+     mt_variant_format(&d.table[causal].variants[r.variant], name, sizeof name),                \
+     mt_prefill_dispatch_explain(&d, causal, &r, why, sizeof why), name)
+    CHECK(strcmp(PICK(1, 8192, 1), a) == 0 && r.exact);
+    CHECK_MSG(strstr(why, "matching causal prefill key (1 requests x 8192 new tokens over 8192 keys") &&
+              strstr(why, "user DB"), "%s", why);
+    CHECK(strcmp(PICK(8, 1024, 1), b) == 0 && r.exact);
+    CHECK(strcmp(PICK(8, 900, 1), b) == 0 && !r.exact);
+    CHECK_MSG(strstr(why, "nearest causal prefill key (8 requests x 1024 new tokens"), "%s", why);
+    CHECK(strcmp(PICK(2, 8192, 1), a) == 0 && !r.exact);
+    CHECK(strcmp(PICK(8, 1024, 0), c) == 0);
+    CHECK_MSG(strstr(why, "non-causal prefill key (8 requests x 1024 new tokens over 4096 keys") &&
+              strstr(why, "system DB"), "%s", why);
+    mt_prefill_dispatch_free(&d);
+    /* no non-causal key: the rule for those calls, the DB for causal ones */
+    CHECK_OK(mt_prefill_dispatch_build(choices, from, 3, &shape, &t, 132, &d));
+    CHECK(strcmp(PICK(8, 1024, 1), b) == 0);
+    mt_variant dflt;
+    char dflt_name[200];
+    CHECK_OK(mt_variant_default_for(&mt_family_mla_prefill, &shape.s, &t, &dflt));
+    mt_variant_format(&dflt, dflt_name, sizeof dflt_name);
+    CHECK(strcmp(PICK(8, 1024, 0), dflt_name) == 0 && !r.entry);
+    CHECK_MSG(strstr(why, "no non-causal prefill key in the DBs") && strstr(why, "built-in"), "%s", why);
+    mt_prefill_dispatch_free(&d);
+    /* a DB choice that does not fit the target fails the build, naming it */
+    mt_choice bad = prefill_choice(128, 1, 64, 0, 1, "tile_q=16,kv_tile=64,block_threads=64,mma=1", 1.0);
+    CHECK(mt_prefill_dispatch_build(&bad, NULL, 1, &shape, &t, 132, &d) != MT_OK);
+    CHECK_MSG(strstr(mt_last_error(), "not usable"), "%s", mt_last_error());
+#undef PICK
+}
+
+int main(void) {
+    bin = getenv("MLA_TUNE_BIN");
+    snprintf(dir, sizeof dir, "/tmp/mla-tune-test-prefill-tuning-XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/spaces' '%s/decode-spaces'", dir, dir);
+    CHECK(system(cmd) == 0);
+    test_plan_keys();
+    test_dispatch();
+    if (bin) test_fake_sweep();
+    else printf("MLA_TUNE_BIN not set: the fake sweep skipped\n");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_prefill_tuning");
+}
