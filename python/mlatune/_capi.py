@@ -214,6 +214,8 @@ OPTIONAL_FUNCTIONS = {
     "mlt_prefill_run": (ctypes.c_int, [_vp, ctypes.POINTER(PrefillArgs), _vp], (0, 2)),
     "mlt_prefill_merge": (ctypes.c_int, [_vp, ctypes.POINTER(PrefillMergeArgs), _vp], (0, 2)),
     "mlt_prefill_plan_explain": (ctypes.c_int, [_vp, ctypes.POINTER(ChoiceInfo)], (0, 2)),
+    "mlt_prefill_plan_explain_call": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                                     ctypes.POINTER(ChoiceInfo)], (0, 2)),
 }
 
 
