@@ -96,14 +96,17 @@ class LastLayout:
     form:   which optional arguments were given and lse_layout (the tuple
             of tensors is built from them, so it comes first)
     guard:  a TensorGuards over that call's tensors, or None
+    check:  guard.check (bound once: run() calls it), or None
     key:    read_layouts() of them (when guard is None)
-    answer: (batch, max_blocks_per_seq, workspace bytes, the 12 view
-            strides (q, q_pe, out, lse), plain: no view at all)
+    answer: what run() needs besides the pointers (plan.py's _remember:
+            batch, max_blocks_per_seq, workspace bytes, the view strides
+            packed or None, the stream getter)
     """
-    __slots__ = ("form", "guard", "key", "answer")
+    __slots__ = ("form", "guard", "check", "key", "answer")
 
     def __init__(self, form, guard, key, answer):
         self.form, self.guard, self.key, self.answer = form, guard, key, answer
+        self.check = guard.check if guard is not None else None
 
     def match(self, tensors):
         """True when tensors have the layouts this answer was checked on;

@@ -11,10 +11,12 @@ stored into one ctypes struct kept by the plan: a plan may be run from
 several threads at once (mlatune.h), and a shared struct could be refilled
 by another thread between the store and the call; a bytes object is private
 to its call.  It is also the cheaper of the two: one struct.pack of the
-fields (about 0.3 us for the 13 of a call without views, whose tail is
-appended as zero bytes) against one ctypes attribute store per field
-(about 0.06 us each, 19 fields).  The layout comes from the ctypes mirror
-(_capi.struct_packer), which tests/test_layout.py compares with the header.
+fields (about 0.2 us for the 13 of a call without views, the views' tail
+being pad bytes, zeros; a call of remembered views packs 14 and appends
+the strides packed when its layouts were checked) against one ctypes
+attribute store per field (about 0.06 us each, 19 fields).  The layout
+comes from the ctypes mirror (_capi.struct_packer), which
+tests/test_layout.py compares with the header.
 No device memory is allocated and nothing synchronises.
 """
 
@@ -29,14 +31,53 @@ from ._errors import Error
 from ._layouts import remember, tensor_guards
 from ._streams import TorchStreams, stream_handle
 
+_FIELDS = [f for f, _ in DecodeArgs._fields_]
 _ARGS = struct_packer(DecodeArgs)
-# the fields up to `schedule` (C API 0.1's), and the views' tail as zeros:
-# a call with no views packs 13 values instead of 27 (about 0.25 us less)
-_HEAD = struct_packer(DecodeArgs, [f for f, _ in DecodeArgs._fields_].index("schedule") + 1)
-_NO_VIEWS_TAIL = bytes(_ARGS.size - _HEAD.size)
+# a call with no view packs 13 values instead of 27: the fields up to
+# `schedule` (C API 0.1's), the views' tail left as zeros by pad bytes
+_PLAIN = struct.Struct(struct_packer(DecodeArgs, _FIELDS.index("schedule") + 1).format
+                       + f"{_ARGS.size - DecodeArgs.q_pe.offset}x")
+# a call of remembered layouts with views: the fields up to q_pe, the 12
+# view strides (the same for the same layouts: packed once, by _remember),
+# then kv_scale_device and whatever pads the struct
+_HEAD_PE = struct_packer(DecodeArgs, _FIELDS.index("q_pe") + 1)
+_STRIDES = struct.Struct("=12q")
+_KV_SCALE = struct.Struct("=" + ("Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I")
+                          + f"{_ARGS.size - DecodeArgs.kv_scale_device.offset - ctypes.sizeof(ctypes.c_void_p)}x")
+if (_HEAD_PE.size != DecodeArgs.q_strides.offset
+        or DecodeArgs.q_strides.offset + _STRIDES.size != DecodeArgs.kv_scale_device.offset
+        or _HEAD_PE.size + _STRIDES.size + _KV_SCALE.size != _ARGS.size):
+    raise AssertionError("mlt_decode_args: the view strides are not 12 adjacent int64 before kv_scale_device")
 
 _PAIR_TYPES = (tuple, list)  # q given as (ql_nope, q_pe)
 _UNSET = object()
+
+# a call's form: (q is the pair, no workspace, no schedule, no kv_scale,
+# lse_layout).  The forms engines use, named (run() spells them out):
+_WS = (False, False, True, True, None)              # q whole, a workspace
+_PAIR_WS = (True, False, True, True, None)          # vLLM's pair, a workspace
+_PAIR_WS_KS = (True, False, True, False, None)      # and a kv scale tensor
+
+
+def _form(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, kv_scale, lse_layout):
+    """(form, q, q_pe, tensors) of any call: which optional arguments it
+    gives, q or the pair's first part, the pair's second or None, and its
+    tensors in the order the layouts are compared."""
+    pair = type(q) in _PAIR_TYPES and len(q) == 2
+    if pair:
+        q, q_pe = q
+        tensors = (q, kv_cache, block_table, seq_lens, out, lse, q_pe)  # a q_pe of None matches nothing
+    else:
+        q_pe = None
+        tensors = (q, kv_cache, block_table, seq_lens, out, lse)
+    if workspace is not None:
+        tensors += (workspace,)
+    if schedule is not None:
+        tensors += (schedule,)
+    if kv_scale is not None:
+        tensors += (kv_scale,)
+    return (pair, workspace is None, schedule is None, kv_scale is None, lse_layout), q, q_pe, tensors
+
 
 # the torch tensor classes seen so far (torch.Tensor, nn.Parameter, ...):
 # a set lookup on type(q) is the cheapest test for the fast path
@@ -201,54 +242,74 @@ class Plan:
                 self._launch(ptrs, seq_len_hint, max_seq_len_hint, self._torch_stream(stream))
                 return
 
+        # the call's form (which optional arguments it gives) and its tensors
+        # in order; the remembered answer holds for the same form only.
+        # Engines' two forms are spelled out here: the contiguous call with
+        # a workspace, and vLLM's pair with a workspace (and a kv scale
+        # tensor); _form() makes the same of any other call, for a function
+        # call and a few tuples more.
+        if schedule is None and lse_layout is None and workspace is not None:
+            if type(q) not in _PAIR_TYPES:
+                if kv_scale is None:
+                    form = _WS
+                    q0 = q
+                    q_pe = None
+                    tensors = (q, kv_cache, block_table, seq_lens, out, lse, workspace)
+                else:
+                    form, q0, q_pe, tensors = _form(q, kv_cache, block_table, seq_lens, out, lse, workspace,
+                                                    schedule, kv_scale, lse_layout)
+            elif type(q) is tuple and len(q) == 2:
+                q0, q_pe = q
+                if kv_scale is None:
+                    form = _PAIR_WS
+                    tensors = (q0, kv_cache, block_table, seq_lens, out, lse, q_pe, workspace)
+                else:
+                    form = _PAIR_WS_KS
+                    tensors = (q0, kv_cache, block_table, seq_lens, out, lse, q_pe, workspace, kv_scale)
+            else:
+                form, q0, q_pe, tensors = _form(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule,
+                                                kv_scale, lse_layout)
+        else:
+            form, q0, q_pe, tensors = _form(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule,
+                                            kv_scale, lse_layout)
+
         # the layouts of the last call that passed the checks (_layouts.py):
         # when these tensors have them, only the pointers are new
-        pair = type(q) in _PAIR_TYPES and len(q) == 2
-        if pair:
-            q0, q_pe = q
-            tensors = (q0, kv_cache, block_table, seq_lens, out, lse, q_pe)  # a q_pe of None matches nothing
-        else:
-            q0, q_pe = q, None
-            tensors = (q, kv_cache, block_table, seq_lens, out, lse)
-        form = (pair, workspace is None, schedule is None, kv_scale is None, lse_layout)
-        if workspace is not None:
-            tensors += (workspace,)
-        if schedule is not None:
-            tensors += (schedule,)
-        if kv_scale is not None:
-            tensors += (kv_scale,)
         last = self._last
         seen = None  # True: the last call's layouts; else what match() read of them
-        if last is not None and form == last.form:
-            guard = last.guard
-            if guard is not None:  # last.match() inlined: a method call less per call
+        if last is not None and (form is last.form or form == last.form):
+            check = last.check
+            if check is not None:  # last.match() inlined: a method call less per call
                 try:
-                    seen = guard.check(*tensors) or None
+                    seen = check(*tensors) or None
                 except TypeError:  # not all torch tensors
                     pass
             else:
                 seen = last.match(tensors)
         if seen is True:
-            qp, kv, bt, sl, op, lp = (q0.data_ptr(), kv_cache.data_ptr(), block_table.data_ptr(),
-                                      seq_lens.data_ptr(), out.data_ptr(), lse.data_ptr())
+            qp = q0.data_ptr()
+            kv = kv_cache.data_ptr()
+            bt = block_table.data_ptr()
+            sl = seq_lens.data_ptr()
+            op = out.data_ptr()
+            lp = lse.data_ptr()
             pp = q_pe.data_ptr() if q_pe is not None else 0
             ws = workspace.data_ptr() if workspace is not None else 0
             sc = schedule.data_ptr() if schedule is not None else 0
             ks = kv_scale.data_ptr() if kv_scale is not None else 0
             if not ((qp | pp | kv | op | ws | sc) & 15 or (bt | sl | lp | ks) & 3):
-                batch, max_blocks, wsb, strides, plain = last.answer
+                batch, max_blocks, wsb, strides, current = last.answer
                 if stream is None:
-                    stream = (self._streams or self._torch_streams()).current(self._device) \
-                        if type(q0) in _TORCH_TYPES else 0
+                    stream = current(self._device) if current is not None else 0
                 elif type(stream) is not int:
                     stream = stream_handle(stream)
                 try:
-                    if plain:
-                        args = _HEAD.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
-                                          max_seq_len_hint, sc) + _NO_VIEWS_TAIL
-                    else:
-                        args = _ARGS.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
-                                          max_seq_len_hint, sc, pp, *strides, ks)
+                    if strides is None:  # no view: the tail is zeros (_PLAIN's pad bytes)
+                        args = _PLAIN.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
+                                           max_seq_len_hint, sc)
+                    else:  # the view strides, packed when the layouts were checked
+                        args = _HEAD_PE.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
+                                             max_seq_len_hint, sc, pp) + strides + _KV_SCALE.pack(ks)
                 except struct.error:
                     raise self._bad_hints(seq_len_hint, max_seq_len_hint) from None
                 st = self._mlt_run(self._handle, args, stream)
@@ -269,8 +330,7 @@ class Plan:
         else:
             ptrs, stream = self._pointers(q, kv_cache, block_table, seq_lens, out, lse, workspace, schedule, stream,
                                           kv_scale, lse_layout)
-        views = ptrs[-1]
-        self._remember(tensors, form, (ptrs[0], ptrs[1], ptrs[9], views[1:13], views is NO_VIEWS), seen)
+        self._remember(tensors, form, ptrs, q_pe is None and kv_scale is None, seen)
         self._launch(ptrs, seq_len_hint, max_seq_len_hint, stream)
 
     def _launch(self, ptrs, seq_len_hint, max_seq_len_hint, stream):
@@ -279,8 +339,8 @@ class Plan:
         batch, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb, sc, views = ptrs
         try:
             if views is NO_VIEWS:
-                args = _HEAD.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
-                                  max_seq_len_hint, sc) + _NO_VIEWS_TAIL
+                args = _PLAIN.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
+                                   max_seq_len_hint, sc)
             else:
                 args = _ARGS.pack(batch, seq_len_hint, max_blocks, qp, kv, bt, sl, op, lp, ws, wsb,
                                   max_seq_len_hint, sc, *views)
@@ -315,8 +375,8 @@ class Plan:
                               lse, workspace, workspace_size, max_seq_len_hint, schedule, q_pe, *q_strides,
                               *q_pe_strides, *out_strides, *lse_strides, kv_scale_device)
         else:
-            args = _HEAD.pack(batch, seq_len_hint, max_blocks_per_seq, q, kv_cache, block_table, seq_lens, out,
-                              lse, workspace, workspace_size, max_seq_len_hint, schedule) + _NO_VIEWS_TAIL
+            args = _PLAIN.pack(batch, seq_len_hint, max_blocks_per_seq, q, kv_cache, block_table, seq_lens, out,
+                               lse, workspace, workspace_size, max_seq_len_hint, schedule)
         st = self._mlt_run(self._handle, args, stream)
         if st:
             self._fail(st)
@@ -374,19 +434,26 @@ class Plan:
                 return ptrs, 0
         return ptrs, stream if type(stream) is int else stream_handle(stream)
 
-    def _remember(self, tensors, form, answer, seen=None):
-        """Keeps the layouts of a call that passed the checks (_layouts.py;
-        seen: what match() read of them, if anything); torch's tensor guards
-        are looked for on the first torch call."""
+    def _remember(self, tensors, form, ptrs, plain, seen=None):
+        """Keeps the layouts of a call that passed the checks (_layouts.py)
+        and what a call of the same layouts needs besides its pointers
+        (ptrs: CallRules.pointers()' tuple; plain: q whole and no kv scale
+        tensor; seen: what match() read of them, if anything); torch's
+        tensor guards are looked for on the first torch call."""
         if not hasattr(tensors[0], "get_device"):  # __cuda_array_interface__ objects, DeviceArrays: no layouts
             self._last = None
             return
         make_guard = self._make_guard
+        torch_call = type(tensors[0]) in _TORCH_TYPES
         if make_guard is _UNSET:
-            if type(tensors[0]) not in _TORCH_TYPES:
-                make_guard = None  # torch-shaped objects: read in Python
-            else:
-                make_guard = self._make_guard = tensor_guards()
+            make_guard = self._make_guard = tensor_guards() if torch_call else None  # torch-shaped: read in Python
+        views = ptrs[-1]
+        # a call with no view packs 13 values (_PLAIN); else the view
+        # strides, the same for the same layouts, are packed here once
+        strides = None if plain and views is NO_VIEWS else _STRIDES.pack(*views[1:13])
+        # the stream of a call without one: torch's current (torch tensors), else NULL
+        current = (self._streams or self._torch_streams()).current if torch_call else None
+        answer = (ptrs[0], ptrs[1], ptrs[9], strides, current)
         self._last = remember(tensors, form, answer, make_guard, seen if seen is not True else None)
 
     def _torch_stream(self, stream):

@@ -222,14 +222,29 @@ class PackerTest(unittest.TestCase):
         self.assertEqual(tuple(args.q_strides)[0], 0x1000 * 15 - 16)
 
     def test_head_packer_and_zero_tail(self):
-        # plan.py packs a call without views as the fields up to `schedule` plus zeros
+        # plan.py packs a call without views as the fields up to `schedule`
+        # with the views' tail as pad bytes (zeros)
         from mlatune import plan
         per_field, flat = self.distinct_values(_capi.DecodeArgs)
         head = flat[:13]
         zeros = [0] * (len(flat) - 13)
-        self.assertEqual(plan._HEAD.pack(*head) + plan._NO_VIEWS_TAIL, plan._ARGS.pack(*head, *zeros))
-        self.assertEqual(plan._HEAD.size, _capi.DecodeArgs.q_pe.offset)
+        self.assertEqual(plan._PLAIN.pack(*head), plan._ARGS.pack(*head, *zeros))
+        self.assertEqual(plan._PLAIN.size, ctypes.sizeof(_capi.DecodeArgs))
         self.assertEqual(len(zeros), len(plan.NO_VIEWS))
+
+    def test_views_packed_in_three_pieces(self):
+        # a call of remembered layouts with views: the fields up to q_pe,
+        # the 12 strides packed once, kv_scale_device (and the struct's end)
+        from mlatune import plan
+        per_field, flat = self.distinct_values(_capi.DecodeArgs)
+        pieces = (plan._HEAD_PE.pack(*flat[:14]) + plan._STRIDES.pack(*flat[14:26])
+                  + plan._KV_SCALE.pack(flat[26]))
+        self.assertEqual(len(flat), 27)
+        self.assertEqual(pieces, plan._ARGS.pack(*flat))
+        args = _capi.DecodeArgs.from_buffer_copy(pieces)
+        for name, value in per_field.items():
+            got = getattr(args, name)
+            self.assertEqual(tuple(got) if isinstance(value, tuple) else got, value, name)
 
     def test_every_struct_has_a_packer_layout(self):
         for mirror in (_capi.DecodeArgs, _capi.DecodeProblem):

@@ -20,6 +20,7 @@ from support import FakeTorchTensor
 
 import mlatune
 from mlatune import Status, _layouts
+from mlatune import plan as plan_module
 from mlatune._checks import ZERO3
 
 
@@ -103,12 +104,12 @@ class RememberedLayoutTest(unittest.TestCase):
         self.assertEqual(self.plan.checked, 1)
         got = self.last_args()
         a = self.args
-        self.assertEqual((got.q, got.q_pe), (a["q"][0].ptr, a["q"][1].ptr))
+        q, q_pe = a["q"] if isinstance(a["q"], tuple) else (a["q"], None)
+        self.assertEqual((got.q, got.q_pe or 0), (q.ptr, q_pe.ptr if q_pe is not None else 0))
         for field, name in (("kv_cache", "kv_cache"), ("block_table", "block_table"), ("seq_lens", "seq_lens"),
                             ("out", "out"), ("lse", "lse"), ("workspace", "workspace"),
-                            ("kv_scale_device", "kv_scale")):
-            self.assertEqual(getattr(got, field), a[name].ptr, field)
-        self.assertEqual(self.lib._cdll.stub_last_args().contents.schedule, a["schedule"].ptr)
+                            ("kv_scale_device", "kv_scale"), ("schedule", "schedule")):
+            self.assertEqual(getattr(got, field) or 0, a[name].ptr if name in a else 0, field)
 
     def refused_after_a_good_call(self, what, name, t, change, undo):
         """A good call, t changed in place by change(); the call must raise
@@ -167,6 +168,8 @@ class RememberedLayoutTest(unittest.TestCase):
             self.plan.run(**a)
         self.assertIn("64 given", cm.exception.message)
         self.assertEqual(self.plan.checked, 3)
+        if "schedule" not in a:
+            return
         a["schedule"].shape = (100,)
         self.assertEqual(self.fresh_message(a), "schedule: 100 bytes, the plan needs 512")
         with self.assertRaises(mlatune.Error) as cm:
@@ -254,6 +257,101 @@ class RememberedLayoutThroughGuardsTest(RememberedLayoutTest):
         self.assertIsNotNone(self.plan._last.key)
         self.plan.run(**self.args)
         self.assertEqual(self.plan.checked, 1)
+
+
+class _EngineForm:
+    """Mixin: the tests above on one of the forms run() spells out instead
+    of building them with _form() (plan.py: _WS, _PAIR_WS, _PAIR_WS_KS):
+    a call giving a workspace and no schedule.  The form taken must be the
+    spelled-out one (the same object), and every change above must still
+    be caught through it."""
+
+    form = None
+    pair = True
+    kv_scale = True
+
+    def call_args(self, plan, pair=True):
+        args = RememberedLayoutTest.call_args(self, plan, pair=pair and self.pair)
+        del args["schedule"]
+        if not self.kv_scale:
+            args.pop("kv_scale", None)
+        return args
+
+    def test_the_spelled_out_form_is_taken(self):
+        self.plan.run(**self.args)
+        self.assertIs(self.plan._last.form, self.form)
+        self.plan.run(**self.args)
+        self.assertEqual(self.plan.checked, 1)
+
+    def test_optional_arguments_and_layout_change_the_form(self):
+        # each argument given besides (or taken away from) the remembered
+        # call's, over the same tensors: a new form, checked, its own
+        # pointers reaching C
+        pool = support.PointerPool(start=0x7A0000000000)
+        schedule = FakeTorchTensor(pool.take(512), (512,), "uint8")
+        scale = FakeTorchTensor(pool.take(4), (), "float32")
+        whole = FakeTorchTensor(pool.take(3 * 2 * 16 * 576 * 2), (3, 2, 16, 576), "bfloat16")
+        pair = (FakeTorchTensor(pool.take(3 * 2 * 16 * 512 * 2), (3, 2, 16, 512), "bfloat16"),
+                FakeTorchTensor(pool.take(3 * 2 * 16 * 64 * 2), (3, 2, 16, 64), "bfloat16"))
+        changes = [dict(schedule=schedule), dict(kv_scale=None if self.kv_scale else scale),
+                   dict(q=whole if self.pair else pair), dict(lse_layout="tokens_first"), dict(workspace=None)]
+        for change in changes:
+            self.plan.run(**self.args)
+            args = dict(self.args, **change)
+            checked = self.plan.checked
+            try:
+                self.plan.run(**args)
+            except mlatune.Error as e:  # C refuses a missing workspace: the package checked it first
+                self.assertEqual(change, dict(workspace=None), e.message)
+                self.assertIn("workspace", e.message)
+            self.assertEqual(self.plan.checked, checked + 1, f"{change}: not checked")
+            if "workspace" in change:
+                continue
+            got = self.last_args()
+            q = args["q"]
+            self.assertEqual(got.q, (q[0] if isinstance(q, (tuple, list)) else q).ptr, change)
+            self.assertEqual(got.q_pe or 0, q[1].ptr if isinstance(q, (tuple, list)) else 0, change)
+            self.assertEqual(got.schedule or 0, args["schedule"].ptr if args.get("schedule") else 0, change)
+            self.assertEqual(got.kv_scale_device or 0, args["kv_scale"].ptr if args.get("kv_scale") else 0, change)
+
+    def test_a_list_pair_has_the_tuple_pair_form(self):
+        # a list is not spelled out: _form() makes the same form of it
+        if not self.pair:
+            self.skipTest("q whole")
+        self.plan.run(**self.args)
+        self.plan.run(**dict(self.args, q=list(self.args["q"])))
+        self.assertEqual(self.plan.checked, 1)
+
+
+class ContiguousFormTest(_EngineForm, RememberedLayoutTest):
+    """q whole and contiguous, a workspace (the README's call, bench's run)."""
+    form = plan_module._WS
+    pair = kv_scale = False
+
+
+class ContiguousFormThroughGuardsTest(_EngineForm, RememberedLayoutThroughGuardsTest):
+    form = plan_module._WS
+    pair = kv_scale = False
+
+
+class PairFormTest(_EngineForm, RememberedLayoutTest):
+    """vLLM's pair and a workspace (the example's bf16 KV call)."""
+    form = plan_module._PAIR_WS
+    kv_scale = False
+
+
+class PairFormThroughGuardsTest(_EngineForm, RememberedLayoutThroughGuardsTest):
+    form = plan_module._PAIR_WS
+    kv_scale = False
+
+
+class PairScaleFormTest(_EngineForm, RememberedLayoutTest):
+    """vLLM's pair, a workspace and the kv scale tensor (fp8 KV)."""
+    form = plan_module._PAIR_WS_KS
+
+
+class PairScaleFormThroughGuardsTest(_EngineForm, RememberedLayoutThroughGuardsTest):
+    form = plan_module._PAIR_WS_KS
 
 
 class NotTorchShapedTest(unittest.TestCase):
