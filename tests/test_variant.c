@@ -131,6 +131,38 @@ int main(void) {
         a.values[MT_P_GROUPS_PER_CU] = 1, a.values[MT_P_KV_GRANULARITY] = 64;
         CHECK_STATUS(mt_variant_validate(&a, &s16, &sm90), MT_ERR_INVALID_ARGUMENT);
     }
+    /* wg_schedule (issue 28): written only when 1, so older texts stay;
+     * valid on the 64-row mma=2 path on sm_90 with D >= Dl + 64 only; its
+     * own source file and shared-memory layout */
+    {
+        const char *g = "tile_q=64,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,kv_stages=2,"
+                        "split_reduce=1,groups_per_cu=0";
+        mt_variant a, b;
+        CHECK_OK(mt_variant_parse(f, g, &a));
+        CHECK(a.values[MT_P_WG_SCHEDULE] == 0);
+        mt_problem_static s64 = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+        CHECK_OK(mt_variant_validate(&a, &s64, &sm90));
+        size_t plain = mt_mla_decode_shared_bytes(a.values, &s64, 32);
+        a.values[MT_P_WG_SCHEDULE] = 1;
+        mt_variant_format(&a, text, sizeof text);
+        CHECK_MSG(strstr(text, "groups_per_cu=0,wg_schedule=1") != NULL, "%s", text);
+        CHECK_OK(mt_variant_parse(f, text, &b));
+        CHECK(memcmp(a.values, b.values, sizeof a.values) == 0);
+        CHECK_OK(mt_variant_validate(&a, &s64, &sm90));
+        size_t seesaw = mt_mla_decode_shared_bytes(a.values, &s64, 32);
+        CHECK_MSG(seesaw < plain && seesaw <= sm90.shared_max, "%zu vs %zu", seesaw, plain);
+        const char *names[MT_MAX_SOURCES];
+        int n_src = f->sources(&a, 32, names), found = 0;
+        for (int i = 0; i < n_src; i++) found += strcmp(names[i], "mla_decode/wgmma64_seesaw.cu") == 0;
+        CHECK(found == 1);
+        mt_problem_static nope = s64;
+        nope.d = 512;
+        CHECK_STATUS(mt_variant_validate(&a, &nope, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "needs D >= Dl + 64") != NULL, "%s", mt_last_error());
+        a.values[MT_P_TILE_Q] = 16, a.values[MT_P_NUM_SPLITS] = 1, a.values[MT_P_SPLIT_REDUCE] = 0;
+        CHECK_STATUS(mt_variant_validate(&a, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "wg_schedule=1 (overlapped warpgroups)") != NULL, "%s", mt_last_error());
+    }
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "'kv_granularity' missing") != NULL);
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16,tile_q=8,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32", &w),

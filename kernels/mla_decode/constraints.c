@@ -133,6 +133,24 @@ static mt_status check_length_aware(const int *values) {
     return MT_OK;
 }
 
+/* wg_schedule=1: the overlapped schedule of the 64-row warpgroup path
+ * (wgmma64_seesaw.cu): Hopper, tile_q 64; each chunk's P goes in its last
+ * 64-column block, which only the scores read (the rope part), so D must
+ * exceed Dl by a block.  The rest of the path's rules follow in
+ * check_wgmma. */
+static mt_status check_wg_schedule(const int *values, const mt_problem_static *s, const mt_target *t) {
+    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 ||
+        (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: wg_schedule=1 (overlapped warpgroups) exists on the 64-row mma=2 path on sm_90 "
+                       "only (got mma=%d, tile_q=%d on %s)", values[MT_P_MMA], values[MT_P_TILE_Q], t->arch);
+    if (s->d < s->dl + 64)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: wg_schedule=1 keeps P in a chunk's rope block: needs D >= Dl + 64 (D=%d, Dl=%d)",
+                       s->d, s->dl);
+    return MT_OK;
+}
+
 /* mma=1 on 32-wide warps: mma.sync (NVIDIA sm_80+). */
 static mt_status check_mma_sync(const int *values, const mt_problem_static *s, const mt_target *t) {
     int threads = values[MT_P_BLOCK_THREADS];
@@ -212,6 +230,10 @@ mt_status mt_mla_decode_check(const int *values, const mt_problem_static *s, con
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",
                        values[MT_P_KV_GRANULARITY]);
+    if (values[MT_P_WG_SCHEDULE]) {
+        st = check_wg_schedule(values, s, t);
+        if (st != MT_OK) return st;
+    }
     if (values[MT_P_SPLIT_REDUCE]) {
         st = check_split_reduce(values, s);
         if (st != MT_OK) return st;

@@ -40,6 +40,14 @@
  *                   request's edge moves to the edge, uncut
  *                   (both read by mla_schedule at run time: variants that
  *                   differ in them alone share a code object)
+ *   wg_schedule     the 64-row mma=2 path's schedule: 0, warpgroup 0
+ *                   computes every chunk's scores and softmax, then both
+ *                   their halves of P V (wgmma64.cu); 1, overlapped: the
+ *                   warpgroups compute the scores of alternate chunks, the
+ *                   rows' maxima chained through shared memory, so one's
+ *                   softmax runs under the other's products
+ *                   (wgmma64_seesaw.cu; needs D >= Dl + 64: P goes in a
+ *                   chunk's rope block)
  *
  * Constraints (constraints.c; checked before compiling, and on every value
  * read from a DB):
@@ -82,6 +90,9 @@ static const mt_param_desc mla_decode_params[] = {
      "length-aware: keys charged per request when the schedule balances the stretches", 1, 1, 1},
     {"snap_keys", "SNAP_KEYS", {0, 64, 256, 512, 1024}, 5, MT_SCHEDULE_SNAP_KEYS,
      "length-aware: a stretch end this close (plus share / 16) to a request's edge moves to it", 1, 1, 1},
+    {"wg_schedule", "WG_SCHEDULE", {0, 1}, 2, 0,
+     "64-row mma=2 path: 0 warpgroup 0 computes the scores and softmax of every chunk; 1 overlapped (the "
+     "warpgroups take alternate chunks' scores, maxima chained, one's softmax under the other's products)", 1, 0, 1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
@@ -102,6 +113,13 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s,
         size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 + 16 * (size_t)s->d * 2 : 0;
         return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
                16 * 4 + 8 * 4 + stages * 8 + merge;
+    }
+    if (values[MT_P_MMA] == 2 && values[MT_P_WG_SCHEDULE]) {
+        /* must match the overlapped path's layout in wgmma64_seesaw.cu: up
+         * to 1023 bytes to a 1024-byte boundary, Q and two stages of 64 rows
+         * x d (16-bit; P lives in a stage's rope block), the rows' maxima
+         * of both warpgroups, row limits, an mbarrier per stage and part */
+        return 1024 + 3 * 128 * (size_t)s->d + 3 * 64 * 4 + 4 * 8;
     }
     if (values[MT_P_MMA] == 2) {
         /* must match the warpgroup path's layout in wgmma64.cu: up to
@@ -166,7 +184,7 @@ static int mla_decode_sources(const mt_variant *v, int warp_size, const char *na
     names[n++] = "mla_decode/common.cuh";
     if (path != MT_PATH_SIMT) names[n++] = "mla_decode/mma_common.cuh";
     if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA_T16) names[n++] = "mla_decode/wgmma_common.cuh";
-    names[n++] = path_file[path];
+    names[n++] = path == MT_PATH_WGMMA64 && x[MT_P_WG_SCHEDULE] ? "mla_decode/wgmma64_seesaw.cu" : path_file[path];
     if (x[MT_P_GROUPS_PER_CU]) names[n++] = "mla_decode/schedule.cu";
     if (has_reduce(x)) names[n++] = "mla_decode/reduce.cu";
     return n;
