@@ -11,7 +11,9 @@
  *   - a bad prefill key in a DB is refused when read;
  *   - dispatch: causal calls take the causal keys' winners, non-causal
  *     ones the non-causal keys', the nearest by requests and new tokens;
- *     with no key for a mask, the family's rule; explain says which.
+ *     with no key for a mask, the family's rule; explain says which;
+ *   - through the public API on the stub driver (tests/stub_libcuda.c): a
+ *     prefill plan reads the fake sweep's rows and explains the choice.
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -21,6 +23,7 @@
 #include "test_folder.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 #include "runtime/api/prefill_dispatch.h"
+#include "runtime/include/mlatune.h"
 #include "tuner/config.h"
 #include "tuner/prefill_key.h"
 
@@ -106,6 +109,54 @@ static int problems(const char *db, const char *where) {
     return count(db, sql);
 }
 
+/* The public API on the stub driver (tests/stub_libcuda.c: an H100 of 132
+ * SMs, launches that do nothing, and an NVRTC that compiles nothing): a
+ * plan reads the prefill rows of the fake sweep's DB (recorded with the
+ * stub's compiler: the validators hold) and says so. */
+static void test_runtime_dispatch(const char *db) {
+    mlt_runtime_options o;
+    mlt_runtime_options_default(&o);
+    o.user_db = db;
+    o.cache_dir = "";
+    o.log_level = MLT_LOG_QUIET;
+    mlt_runtime *rt = NULL;
+    mlt_status st = mlt_runtime_create(&o, &rt);
+    CHECK_MSG(st == MLT_OK, "runtime on the stub: %s", mlt_last_error());
+    if (st != MLT_OK) return;
+    mlt_prefill_problem p;
+    mlt_prefill_problem_default(&p);
+    mlt_prefill_plan *plan = NULL;
+    CHECK_MSG(mlt_prefill_plan_create(rt, &p, &plan) == MLT_OK, "%s", mlt_last_error());
+    mlt_choice_info c;
+    CHECK(mlt_prefill_plan_explain_call(plan, 4, 512, 1, &c) == MLT_OK);
+    CHECK_MSG(c.reason == MLT_CHOICE_EXACT_KEY && strcmp(c.source, "user") == 0 &&
+                  strcmp(c.variant, "tile_q=64,kv_tile=64,block_threads=128,mma=1") == 0 && c.key_batch == 4 &&
+                  c.key_seq_len == 512 && c.key_max_seq_len == 512 && strcmp(c.key_lengths, "causal") == 0 &&
+                  c.measured_ms > 0,
+              "%d %s %s: %s", (int)c.reason, c.source, c.variant, c.why);
+    CHECK(mlt_prefill_plan_explain_call(plan, 4, 512, 0, &c) == MLT_OK);
+    CHECK_MSG(c.reason == MLT_CHOICE_NEAREST_KEY && c.key_max_seq_len == 2048 &&
+                  strstr(c.why, "non-causal prefill key (4 requests x 512 new tokens over 2048 keys; distance 2.00)"),
+              "%s", c.why);
+    /* a call runs (the stub launches nothing) through either table */
+    mlt_prefill_args a = {.batch = 4, .max_seqlen_q = 512, .causal = 1, .cu_seqlens_q = (const int32_t *)0x1000,
+                          .cu_seqlens_k = (const int32_t *)0x2000, .q = (const void *)0x3000,
+                          .k = (const void *)0x4000, .v = (const void *)0x5000, .out = (void *)0x6000,
+                          .lse = (float *)0x7000};
+    CHECK_MSG(mlt_prefill_run(plan, &a, NULL) == MLT_OK, "%s", mlt_last_error());
+    a.causal = 0;
+    CHECK_MSG(mlt_prefill_run(plan, &a, NULL) == MLT_OK, "%s", mlt_last_error());
+    mlt_prefill_plan_destroy(plan);
+    /* heads the DB has no key for: the rule */
+    p.n_heads = 64;
+    CHECK_MSG(mlt_prefill_plan_create(rt, &p, &plan) == MLT_OK, "%s", mlt_last_error());
+    CHECK(mlt_prefill_plan_explain(plan, &c) == MLT_OK);
+    CHECK_MSG(c.reason == MLT_CHOICE_HEURISTIC && strcmp(c.source, "heuristic") == 0 &&
+                  strstr(c.why, "no causal prefill key"), "%s", c.why);
+    mlt_prefill_plan_destroy(plan);
+    mlt_runtime_destroy(rt);
+}
+
 static void test_fake_sweep(void) {
     char out[65536];
     write_file("spaces/sm_90.yaml", "arch: sm_90\nfamilies:\n  mla_prefill:\n    tile_q: [16, 64]\n"
@@ -150,6 +201,7 @@ static void test_fake_sweep(void) {
     /* show and lookup read the prefill rows without refusing the DB */
     rc = run("show --db pf.db", out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "mla_prefill:tile_q=64") && strstr(out, "[non-causal]"), "show: %s", out);
+    if (getenv("MLA_TUNE_STUB_CUDA")) test_runtime_dispatch(path);
     /* spaces without the prefill family: refused naming the kind */
     write_file("pf-wrong.yaml", "name: pf\nspaces: decode-spaces\nproblems:\n  - kind: mla_prefill\n    heads: 16\n"
                                 "    tokens: 64\n    requests: 1\n");
@@ -247,6 +299,16 @@ int main(void) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/spaces' '%s/decode-spaces'", dir, dir);
     CHECK(system(cmd) == 0);
+    const char *stub = getenv("MLA_TUNE_STUB_CUDA");
+    if (stub) {
+        /* the runtime on the stub driver and NVRTC; the fake sweep (a
+         * child) records the stub's compiler, so its rows are valid there */
+        setenv("MLA_TUNE_CUDA_DRIVER", stub, 1);
+        setenv("MLA_TUNE_NVRTC", stub, 1);
+        setenv("MLA_TUNE_HIP_RUNTIME", "/nonexistent/libamdhip64.so", 1);
+        unsetenv("MLA_TUNE_DB");
+        unsetenv("MLA_TUNE_SYSTEM_DB");
+    }
     test_plan_keys();
     test_dispatch();
     if (bin) test_fake_sweep();

@@ -97,7 +97,8 @@ static void usage(FILE *to) {
             "  --json             one JSON object instead of the table: device, ceilings,\n"
             "                     rows (params as objects, null where not measured), error\n"
             "  --device N         GPU ordinal (default 0)\n"
-            "  --cache-dir DIR    code-object cache (default as the runtime)\n");
+            "  --cache-dir DIR    code-object cache (default as the runtime)\n\n"
+            "  --prefill          prefill attention instead (mla-tune bench --prefill --help)\n");
 }
 
 static int parse_list(const char *text, int_list *out, int is_dtype) {
@@ -325,6 +326,8 @@ int cmd_bench(int argc, char **argv) {
     bench_opts o = {.heads = {{16}, 1}, .sq = {{1}, 1}, .batch = {{1, 8, 32, 128}, 4}, .seq_len = {{4096, 16384}, 2},
                     .kv = {{MT_BF16}, 1}, .q_dtype = MT_BF16, .page_size = 64, .warmup = 5, .reps = 30,
                     .ceilings = 1};
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--prefill") == 0) return cmd_bench_prefill(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {

@@ -33,4 +33,9 @@ const mt_target *mt_runtime_target(const mlt_runtime *rt);
 mlt_status mt_plan_create_pinned(mlt_runtime *rt, const mlt_decode_problem *problem, const mt_variant *v,
                                  mlt_plan **out);
 
+/* A prefill plan that runs `v` for every call of either mask (validated
+ * for the problem and this GPU like a DB entry): bench --prefill --variant. */
+mlt_status mt_prefill_plan_create_pinned(mlt_runtime *rt, const mlt_prefill_problem *problem, const mt_variant *v,
+                                         mlt_prefill_plan **out);
+
 #endif

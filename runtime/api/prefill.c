@@ -77,7 +77,11 @@ void mlt_prefill_plan_destroy(mlt_prefill_plan *plan) {
     free(plan);
 }
 
-mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *problem, mlt_prefill_plan **out) {
+/* A plan whose tables come from `choices` (the runtime's, or one pinned
+ * variant's); pinned (a variant, not NULL) is checked for this problem
+ * and GPU first. */
+static mlt_status plan_create(mlt_runtime *rt, const mlt_prefill_problem *problem, const mt_variant *pinned,
+                              mlt_prefill_plan **out) {
     if (!rt || !problem || !out)
         return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_prefill_plan_create: null argument (%s)",
                                      !rt ? "rt" : !problem ? "problem" : "out"));
@@ -94,6 +98,22 @@ mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *p
     int n_choices;
     mt_runtime_choices(rt, &choices, &sources, &n_choices);
     mt_status st = problem_to_shape(problem, &plan->shape);
+    mt_choice one[2];
+    if (st == MT_OK && pinned) {
+        /* every call of either mask to the one variant: a key per mask */
+        st = mt_variant_validate(pinned, &plan->shape.s, target);
+        for (int m = 0; m < 2; m++) {
+            memset(&one[m], 0, sizeof one[m]);
+            snprintf(one[m].arch, sizeof one[m].arch, "%s", target->arch);
+            one[m].compute_units = info->compute_units;
+            one[m].key = plan->shape;
+            one[m].key.batch = one[m].key.sq = one[m].key.seq_len = one[m].key.max_len = 1;
+            snprintf(one[m].key.lengths, sizeof one[m].key.lengths, "%s", m ? MT_PREFILL_CAUSAL : MT_PREFILL_NON_CAUSAL);
+            snprintf(one[m].family, sizeof one[m].family, "%s", pinned->family->name);
+            mt_variant_format(pinned, one[m].params, sizeof one[m].params);
+        }
+        choices = one, sources = NULL, n_choices = 2;
+    }
     if (st == MT_OK)
         st = mt_prefill_dispatch_build(choices, sources, n_choices, &plan->shape, target, info->compute_units,
                                        &plan->dispatch);
@@ -116,6 +136,16 @@ mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *p
     }
     *out = plan;
     return MLT_OK;
+}
+
+mlt_status mlt_prefill_plan_create(mlt_runtime *rt, const mlt_prefill_problem *problem, mlt_prefill_plan **out) {
+    return plan_create(rt, problem, NULL, out);
+}
+
+mlt_status mt_prefill_plan_create_pinned(mlt_runtime *rt, const mlt_prefill_problem *problem, const mt_variant *v,
+                                         mlt_prefill_plan **out) {
+    if (!v) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_prefill_plan_create_pinned: null variant"));
+    return plan_create(rt, problem, v, out);
 }
 
 static mt_prefill_view view_of(const void *p, const int64_t strides[2]) {
