@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "json.h"
 #include "runtime/gpu/backend.h"
+#include "runtime/gpu/blaslt.h"
 
 static void json_device(int i, const mt_device_info *d) {
     printf("%s\n    {\"index\": %d, \"backend\": ", i ? "," : "", i);
@@ -30,6 +31,24 @@ static int json_error(const char *message) {
     mt_json_string(stdout, message);
     printf("}\n");
     return 1;
+}
+
+/* The vendor BLAS the MHA/MQA crossover needs (issue 29), found or not. */
+static void blas_line(mt_backend *b) {
+    mt_device_info info;
+    if (mt_backend_device_info(b, 0, &info) != MT_OK) {
+        mt_clear_error();
+        return;
+    }
+    mt_blaslt_vendor v = strcmp(info.backend, "hip") == 0 ? MT_BLASLT_HIPBLASLT : MT_BLASLT_CUBLASLT;
+    mt_blaslt lt;
+    if (mt_blaslt_open(v, &lt) == MT_OK) {
+        printf("vendor BLAS: %s %zu (%s)\n", mt_blaslt_vendor_name(v), lt.version, lt.library);
+        mt_blaslt_close(&lt);
+    } else {
+        printf("vendor BLAS: %s\n", mt_last_error());
+        mt_clear_error();
+    }
 }
 
 int cmd_devices(int argc, char **argv) {
@@ -74,6 +93,7 @@ int cmd_devices(int argc, char **argv) {
                    info.shared_per_group_max, info.clock_khz / 1000, info.name, info.driver_version);
     }
     if (json) printf("%s], \"error\": %s}\n", shown ? "\n  " : "", failed ? "\"a device could not be read\"" : "null");
+    else if (shown || count) blas_line(b);
     mt_backend_close(b);
     return failed;
 }
