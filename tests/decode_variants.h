@@ -3,7 +3,7 @@
  * kernels draw decode variants: the length-aware schedule's two costs
  * (request_cost, snap_keys) share a code object, and a full space lists
  * them at their defaults (mt_space_full), so a length-aware draw then takes
- * its costs at random.
+ * its costs at random; likewise the 64-row path's wg_schedule.
  */
 #ifndef MT_TEST_DECODE_VARIANTS_H
 #define MT_TEST_DECODE_VARIANTS_H
@@ -18,6 +18,31 @@ static inline void decode_draw_schedule_costs(mt_variant *v, uint64_t r) {
     const mt_param_desc *snap = &mt_family_mla_decode.params[MT_P_SNAP_KEYS];
     v->values[MT_P_REQUEST_COST] = cost->values[r % (uint64_t)cost->n_values];
     v->values[MT_P_SNAP_KEYS] = snap->values[(r / 16) % (uint64_t)snap->n_values];
+}
+
+/* wg_schedule (a later parameter, which mt_space_full keeps at 0): a
+ * 64-row warpgroup variant takes 1 in every other case (by the case's
+ * number, so no draw of the random sequence moves), where it is valid. */
+static inline void decode_draw_wg_schedule(mt_variant *v, const mt_problem_static *s, const mt_target *t, int i) {
+    if (v->values[MT_P_MMA] != 2 || v->values[MT_P_TILE_Q] != 64 || (i / 4) % 2 == 0) return;
+    mt_variant w = *v;
+    w.values[MT_P_WG_SCHEDULE] = 1;
+    if (mt_variant_validate(&w, s, t) == MT_OK) *v = w;
+    else mt_clear_error();
+}
+
+/* MLA_TUNE_TEST_FOCUS=wgmma64: a case whose shape the 64-row warpgroup
+ * path serves draws its variant from that path's points (items[0..n)),
+ * so a GPU run checks it (and, by the rule above, wg_schedule 0 and 1)
+ * on many shapes; returns 0 (and leaves *out) where it does not exist. */
+static inline int decode_pick_wgmma64(const mt_variant *items, int n, uint64_t r, mt_variant *out) {
+    int count = 0;
+    for (int k = 0; k < n; k++) count += items[k].values[MT_P_MMA] == 2 && items[k].values[MT_P_TILE_Q] == 64;
+    if (count == 0) return 0;
+    int pick = (int)(r % (uint64_t)count);
+    for (int k = 0; k < n; k++)
+        if (items[k].values[MT_P_MMA] == 2 && items[k].values[MT_P_TILE_Q] == 64 && pick-- == 0) *out = items[k];
+    return 1;
 }
 
 #endif

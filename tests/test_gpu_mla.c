@@ -267,6 +267,9 @@ int main(void) {
     /* MLA_TUNE_TEST_ONLY=i: draw every case as usual, run case i only */
     const char *only_env = getenv("MLA_TUNE_TEST_ONLY");
     const int only = only_env ? atoi(only_env) : -1;
+    /* MLA_TUNE_TEST_FOCUS=wgmma64: the 64-row warpgroup path wherever it runs (decode_variants.h) */
+    const char *focus_env = getenv("MLA_TUNE_TEST_FOCUS");
+    const int focus_wg64 = focus_env && strcmp(focus_env, "wgmma64") == 0;
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL);
     int n_cases = cases_env ? atoi(cases_env) : 144;
     rng_state = seed * 2654435761u + 1;
@@ -320,6 +323,8 @@ int main(void) {
         } else {
             tc->v = vl->items[rnd() % (uint64_t)vl->n];
         }
+        if (focus_wg64) decode_pick_wgmma64(vl->items, vl->n, rnd(), &tc->v);
+        decode_draw_wg_schedule(&tc->v, &tc->s, &target, i);
         int rows = tc->sq * tc->n_heads;
         double per_key = (double)rows * (576 + dl);
         int lmax = lmax_class[(i / 3) % 4];
