@@ -7,15 +7,16 @@
 # Issue 28: the 64-row warpgroup path's overlapped schedule (wg_schedule=1,
 # kernels/mla_decode/wgmma64_seesaw.cu) against today's (wg_schedule=0).
 #   tests  test_gpu_mla as the suite runs it (its draw gives wg_schedule=1 to
-#          every other 64-row case), then again with MLA_TUNE_TEST_FOCUS=wgmma64
-#          (every case the 64-row path serves takes it: ~half of those with
-#          wg_schedule=1) and more cases
+#          every other 64-row case)
+#   focus  test_gpu_mla with MLA_TUNE_TEST_FOCUS=wgmma64: every case the
+#          64-row path serves takes it, about half of those wg_schedule=1
+#          (FOCUS_CASES cases, default 160)
 #   bench  mla-tune bench, the shipped H100 DBs for the tuned choice, then the
 #          same 64-row variants forced with wg_schedule 0 and 1 (and a few
 #          split counts for 1): 128 heads B=32x16384, B=128x4096, B=8x16384,
 #          B=128x1024; 16 heads Sq=8 B=32x16384 against Sq=1
-# Usage: tests/gpu-issue28.sh [all|tests|bench]   (default all; each part
-# fits one 10-minute device command).  Logs and CSVs go to $OUT.
+# Usage: tests/gpu-issue28.sh [all|tests|focus|bench]   (default all; each
+# part alone fits one 10-minute device command, all together may not).  Logs and CSVs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/mla-tune-out}
 mkdir -p "$OUT"
@@ -31,15 +32,17 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 status=0
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
-  # the suite's draw (144 cases, a fresh seed: the log prints it)
+  # the suite's draw (144 cases, a fresh seed: the log prints it; ~3 min)
   build/tests/test_gpu_mla > "$OUT/test_gpu_mla.txt" 2>&1 || status=1
   tail -3 "$OUT/test_gpu_mla.txt"
-  # the 64-row path wherever it runs, half of it overlapped
-  MLA_TUNE_TEST_FOCUS=wgmma64 MLA_TUNE_TEST_CASES=${FOCUS_CASES:-240} build/tests/test_gpu_mla \
+  echo "cases with wg_schedule=1 (suite draw): $(grep -c '^case.*wg_schedule=1' "$OUT/test_gpu_mla.txt")"
+fi
+if [ "$what" = all ] || [ "$what" = focus ]; then
+  # the 64-row path wherever it runs, half of it overlapped (MLA_TUNE_TEST_SEED=N repeats a draw)
+  MLA_TUNE_TEST_FOCUS=wgmma64 MLA_TUNE_TEST_CASES=${FOCUS_CASES:-160} build/tests/test_gpu_mla \
     > "$OUT/test_gpu_mla-wgmma64.txt" 2>&1 || status=1
   tail -3 "$OUT/test_gpu_mla-wgmma64.txt"
-  echo "cases with wg_schedule=1: $(grep -c 'wg_schedule=1' "$OUT/test_gpu_mla-wgmma64.txt") (focus run)," \
-       "$(grep -c 'wg_schedule=1' "$OUT/test_gpu_mla.txt") (suite draw)"
+  echo "cases with wg_schedule=1 (focus run): $(grep -c '^case.*wg_schedule=1' "$OUT/test_gpu_mla-wgmma64.txt")"
 fi
 
 if [ "$what" = all ] || [ "$what" = bench ]; then
