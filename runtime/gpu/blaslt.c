@@ -65,8 +65,10 @@ mt_status mt_blaslt_open(mt_blaslt_vendor v, mt_blaslt *out) {
                    override ? "" : cuda ? " (set MLA_TUNE_CUBLASLT to its path)" : " (set MLA_TUNE_HIPBLASLT to its path)");
 }
 
+/* The library is not dlclosed, as the backends keep theirs: its global
+ * state (libstdc++'s, loaded with it) outlives any one user, and a later
+ * open finds it loaded. */
 void mt_blaslt_close(mt_blaslt *lt) {
     if (!lt) return;
-    if (lt->lib) dlclose(lt->lib);
     memset(lt, 0, sizeof *lt);
 }

@@ -65,6 +65,7 @@ const char *mt_blaslt_entry_name(mt_blaslt_vendor v, int entry);
  * library, every name tried and why each failed, and that the crossover
  * needs it; *out is left closed. */
 mt_status mt_blaslt_open(mt_blaslt_vendor v, mt_blaslt *out);
+/* Forgets *lt; the library stays loaded for the process (blaslt.c). */
 void mt_blaslt_close(mt_blaslt *lt);
 
 #endif
