@@ -56,6 +56,7 @@
 #include "commands.h"
 #include "heuristic_gain.h"
 #include "kernels/build.h"
+#include "prefill_key.h"
 #include "protocol.h"
 #include "recorded.h"
 #include "runtime/api/validators.h"
@@ -743,6 +744,7 @@ static void print_plan(const sweep *sw) {
 }
 
 static double key_bytes(const mt_problem_key *k) {
+    if (strcmp(k->kind, "mla_prefill") == 0) return mt_prefill_bytes(k);  /* q, k, v per head; out, lse */
     double rows = (double)k->sq * k->n_heads;
     return (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
                                rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
