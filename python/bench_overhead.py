@@ -33,7 +33,9 @@ GPU mode (the default; needs torch with CUDA and libmlatune):
 
 prints, per path, the median of many calls of
   host us     wall time of the call on the host (time.perf_counter_ns):
-              the cost a Python engine pays per call;
+              the cost a Python engine pays per call; the paths take
+              turns of 100 calls (synchronised before each turn), so that
+              a drift of the host during the run reaches them alike;
   idle us     CUDA events around the call on an idle GPU (synchronised
               before each call), so host time before the launch shows too;
   flushed us  the C bench's method (mla-tune bench: an L2 read-flush before
@@ -65,18 +67,24 @@ import mlatune  # noqa: E402
 from mlatune import plan as plan_module  # noqa: E402
 
 
-def median_ns(fn, calls, between=None):
-    """Median wall time of fn() in ns over `calls` calls; `between` (if
-    any) runs every 100 calls, outside the timing."""
+def interleaved_median_ns(paths, calls, between=None, turn=100):
+    """Median wall time per call in ns of each path's fn(), `calls` calls
+    each, the paths taking turns of `turn` calls (`between`, if any, runs
+    before each turn, outside the timing): a drift of the host while it
+    runs (clock, other load) reaches every path alike, so the differences
+    between paths are the paths'."""
     perf = time.perf_counter_ns
-    times = []
-    for i in range(calls):
-        if between is not None and i % 100 == 0:
-            between()
-        t0 = perf()
-        fn()
-        times.append(perf() - t0)
-    return statistics.median(times)
+    times = {name: [] for name, _ in paths}
+    for _ in range(max(1, calls // turn)):
+        for name, fn in paths:
+            if between is not None:
+                between()
+            own = times[name]
+            for _ in range(turn):
+                t0 = perf()
+                fn()
+                own.append(perf() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def cpu_ns(fn, calls, batches=20):
@@ -155,7 +163,7 @@ def gpu(opts):
     pair = (ql_nope.transpose(0, 1), pe_rows[..., 128:])
     out_bn, lse_bn = out.view(b, n, 512), lse.view(b, n)  # vLLM's [B, N, ...] forms, made once
     k_scale = torch.ones((), dtype=torch.float32, device=dev)  # vLLM's layer._k_scale
-    hints = dict(seq_len_hint=length, max_seq_len_hint=length)
+    L = length  # the hints, passed as keywords as an engine passes them (a ** dict would cost its unpacking)
     stream = torch.cuda.current_stream().cuda_stream
     raw_args = (b, q.data_ptr(), kv.data_ptr(), bt.data_ptr(), lens.data_ptr(), out.data_ptr(), lse.data_ptr(),
                 ws.data_ptr(), ws.numel(), blocks, length, length, 0, stream)
@@ -168,15 +176,18 @@ def gpu(opts):
     paths = [
         ("C call", c_call(plan, packed, stream)),
         ("run_raw", lambda: plan.run_raw(*raw_args)),
-        ("run", lambda: plan.run(q, kv, bt, lens, out, lse, ws, **hints)),
-        ("run, checked", checked_every_call(plan, lambda: plan.run(q, kv, bt, lens, out, lse, ws, **hints))),
+        ("run", lambda: plan.run(q, kv, bt, lens, out, lse, ws, seq_len_hint=L, max_seq_len_hint=L)),
+        ("run, checked", checked_every_call(plan, lambda: plan.run(q, kv, bt, lens, out, lse, ws, seq_len_hint=L,
+                                                                   max_seq_len_hint=L))),
         ("C call/views", c_call(vplan, packed, stream)),
         ("run_raw/views", lambda: vplan.run_raw(*raw_args)),
-        ("run/views", lambda: vplan.run(q, kv, bt, lens, out, lse, ws, **hints)),
+        ("run/views", lambda: vplan.run(q, kv, bt, lens, out, lse, ws, seq_len_hint=L, max_seq_len_hint=L)),
         ("C call, vLLM", c_call(vplan, vpacked, stream)),
-        ("run/views, vLLM", lambda: vplan.run(pair, kv, bt, lens, out_bn, lse_bn, ws, kv_scale=k_scale, **hints)),
+        ("run/views, vLLM", lambda: vplan.run(pair, kv, bt, lens, out_bn, lse_bn, ws, kv_scale=k_scale,
+                                              seq_len_hint=L, max_seq_len_hint=L)),
         ("vLLM, checked", checked_every_call(vplan, lambda: vplan.run(pair, kv, bt, lens, out_bn, lse_bn, ws,
-                                                                      kv_scale=k_scale, **hints))),
+                                                                      kv_scale=k_scale, seq_len_hint=L,
+                                                                      max_seq_len_hint=L))),
     ]
     flush_buf = torch.empty((256 << 20) // 4, dtype=torch.float32, device=dev).fill_(1.0)
     sink = torch.empty((1,), dtype=torch.float32, device=dev)
@@ -193,13 +204,15 @@ def gpu(opts):
     print(f"shape: heads {n}, batch {b}, seq_len {length}, page {page}, bf16; variant: "
           f"{plan.explain(b, length, length).variant} (views plan: {vplan.explain(b, length, length).variant})")
     print(f"{'path':16s} {'host us':>9s} {'idle us':>9s} {'flushed us':>11s}")
-    results = {}
     for name, fn in paths:
         for _ in range(50):
             fn()
-        torch.cuda.synchronize()
-        host = median_ns(fn, opts.calls, between=torch.cuda.synchronize) / 1e3
-        torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    results = {name: ns / 1e3 for name, ns in
+               interleaved_median_ns(paths, opts.calls, between=torch.cuda.synchronize).items()}
+    torch.cuda.synchronize()
+    for name, fn in paths:
+        host = results[name]
         idle = []
         for _ in range(opts.reps):
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -219,7 +232,6 @@ def gpu(opts):
             pairs.append((e0, e1))
         torch.cuda.synchronize()
         flushed = statistics.median(e0.elapsed_time(e1) * 1e3 for e0, e1 in pairs)
-        results[name] = host
         print(f"{name:16s} {host:9.2f} {statistics.median(idle):9.2f} {flushed:11.2f}")
     print(f"run over the C call (host): {results['run'] - results['C call']:.2f} us; "
           f"run_raw over the C call: {results['run_raw'] - results['C call']:.2f} us; "
