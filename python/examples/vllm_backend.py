@@ -87,6 +87,8 @@ class MlaTuneDecodeImpl:
         self.kv_cache_dtype, self.block_size = kv_cache_dtype, block_size
         self.max_num_seqs, self.q_dtype = max_num_seqs, q_dtype
         self.device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+        self._device_index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        self._fp8 = kv_cache_dtype.startswith("fp8")
         self.runtime = runtime or mlatune.Runtime(device=self.device.index)
         self._plans = {}
         self._workspace = None
@@ -96,7 +98,7 @@ class MlaTuneDecodeImpl:
         self._plan(max_query_len, 1.0)
 
     def _kv_dtype(self):
-        return "fp8_e4m3" if self.kv_cache_dtype.startswith("fp8") else self.q_dtype
+        return "fp8_e4m3" if self._fp8 else self.q_dtype
 
     def _plan(self, sq, kv_scale):
         """One plan per (Sq, host-side fp8 scale); heads, dtypes and page
@@ -124,10 +126,11 @@ class MlaTuneDecodeImpl:
         layer's device tensor is read by the kernels at run time (a
         captured graph follows its changes); without one, the host float
         becomes a plan constant."""
-        if not self.kv_cache_dtype.startswith("fp8"):
+        if not self._fp8:
             return 1.0, None
         device_scale = getattr(layer, "_k_scale", None)
-        if isinstance(device_scale, torch.Tensor) and device_scale.device == self.device:
+        # get_device(): an int, cheaper per call than comparing torch.device objects
+        if isinstance(device_scale, torch.Tensor) and device_scale.get_device() == self._device_index:
             return 1.0, device_scale
         host_scale = getattr(layer, "_k_scale_float", None)
         # without the host copy, read the scalar (a synchronisation: once
@@ -136,7 +139,7 @@ class MlaTuneDecodeImpl:
 
     def forward_mqa(self, q, kv_c_and_k_pe_cache, attn_metadata, layer):
         decode = attn_metadata.decode
-        batch = decode.seq_lens.shape[0]
+        batch = attn_metadata.num_decodes  # seq_lens.shape[0], an int already (run() checks seq_lens)
         tokens = attn_metadata.num_decode_tokens
         plan_scale, device_scale = self._kv_scale(layer)
         plan = self._plan(tokens // batch, plan_scale)
