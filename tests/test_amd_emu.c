@@ -37,6 +37,11 @@
  *   - encoding: fnuz KV data run by a variant compiled for OCP e4m3 (the
  *     data decoded as the wrong encoding) must FAIL.
  *
+ * The length-aware schedule (mla_schedule, on 64-lane wavefronts): per
+ * target, a length-aware unit builds SCHEDULE_BATCHES schedules alone
+ * (batch 1..300; uniform, ragged, zeros, one long request; drawn costs),
+ * each equal to the host's (kernels/mla_decode/schedule.c) word for word.
+ *
  * MLA_TUNE_TEST_SEED (default 24), MLA_TUNE_EMU_UNITS (variants per target
  * and path, default 12).
  */
@@ -54,9 +59,10 @@
 #include "kernels/sources.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/mla_reference.h"
+#include "kernels/mla_decode/schedule.h"
 #include "runtime/gpu/jit.h"
 
-enum { CASES_PER_UNIT = 5, MAX_UNITS = 256, MAX_CASES = MAX_UNITS * CASES_PER_UNIT };
+enum { CASES_PER_UNIT = 5, MAX_UNITS = 256, MAX_CASES = MAX_UNITS * CASES_PER_UNIT, SCHEDULE_BATCHES = 40 };
 
 static uint64_t rng_state;
 static uint64_t rnd(void) {
@@ -353,12 +359,65 @@ static void run_parallel(void *(*fn)(void *)) {
     for (long i = 0; i < n; i++) pthread_join(th[i], NULL);
 }
 
+/* mla_schedule alone on the emulated target (file comment): the schedules
+ * of SCHEDULE_BATCHES drawn batches against the host's.  Returns how many
+ * matched. */
+static int schedule_check(target_ctx *t, const unit *u) {
+    mt_kernels fns;
+    mt_status st = mt_build_load(t->jit, u->obj, &u->v, &u->s, &t->target, &fns);
+    CHECK_MSG(st == MT_OK, "%s: loading the length-aware unit: %s", t->arch, mt_last_error());
+    if (st != MT_OK) return 0;
+    enum { MAX_BATCH = 300 };
+    int32_t lens[MAX_BATCH];
+    mt_devptr dlens = 0, dsched = 0;
+    const size_t sched_bytes = mt_mla_decode_schedule_bytes(&u->v, 1023);
+    CHECK_OK(mt_backend_mem_alloc(t->b, sizeof lens, &dlens));
+    CHECK_OK(mt_backend_mem_alloc(t->b, sched_bytes, &dsched));
+    int matched = 0;
+    for (int i = 0; i < SCHEDULE_BATCHES; i++) {
+        mt_variant v = u->v;
+        decode_draw_schedule_costs(&v, rnd());
+        /* heads = tile_q: one row tile, so the most stretches (a thread each) */
+        const int batch = i < 4 ? 1 + i : rnd_int(1, MAX_BATCH), mix = i % 4;
+        const int n_heads = i % 3 ? v.values[MT_P_TILE_Q] : 128;
+        for (int r = 0; r < batch; r++)
+            lens[r] = mix == 0 ? 4096                                      /* uniform */
+                      : mix == 1 ? rnd_int(0, 9) == 0 ? 0 : rnd_int(1, 8192) /* ragged, some empty */
+                      : mix == 2 ? (r == batch / 2 ? 32768 : 1024)           /* one long */
+                                 : rnd_int(0, 200);                          /* short: shares below a page */
+        /* the schedule alone: any compute-unit count (the emulated device has 4), up to the most stretches */
+        static const int cus[] = {132, 304, 4, 1023};
+        const int cu = cus[i % 4];
+        mt_mla_decode_args a = {.batch = batch, .n_heads = n_heads, .sq = 1, .seq_lens = dlens, .compute_units = cu};
+        mt_schedule_shape sh = mt_mla_decode_schedule_shape(&v, batch, n_heads, 1, cu);
+        const int stretches = mt_schedule_stretches(&sh);
+        const size_t entry_bytes = mt_schedule_entry_bytes(stretches);
+        int32_t *want = malloc(entry_bytes), *got = malloc(entry_bytes);
+        CHECK_OK(mt_schedule_build(&sh, lens, want));
+        CHECK_OK(mt_backend_copy_to_device(t->b, dlens, lens, sizeof(int32_t) * (size_t)batch, NULL));
+        CHECK_OK(mt_backend_mem_set(t->b, dsched, 0xff, sched_bytes, NULL));
+        CHECK_OK(mt_mla_decode_schedule(t->b, &fns, &v, &a, dsched, NULL));
+        CHECK_OK(mt_backend_copy_to_host(t->b, got, dsched, entry_bytes, NULL));
+        const size_t words = 4 * (size_t)(2 + stretches + want[1]);
+        int first_diff = -1;
+        for (size_t w = 0; w < words && first_diff < 0; w++)
+            if (got[w] != want[w]) first_diff = (int)w;
+        CHECK_MSG(first_diff < 0, "%s schedule %d (batch %d, mix %d, %d stretches, %d cut): word %d GPU %d, host %d",
+                  t->arch, i, batch, mix, stretches, want[1], first_diff, first_diff >= 0 ? got[first_diff] : 0,
+                  first_diff >= 0 ? want[first_diff] : 0);
+        matched += first_diff < 0;
+        free(want), free(got);
+    }
+    mt_backend_mem_free(t->b, dlens), mt_backend_mem_free(t->b, dsched);
+    return matched;
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *seed_env = getenv("MLA_TUNE_TEST_SEED"), *units_env = getenv("MLA_TUNE_EMU_UNITS");
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : 24;
     int per_path = units_env ? atoi(units_env) : 12;
-    if (per_path < 1 || 4 * per_path + 2 > MAX_UNITS) per_path = 12;
+    if (per_path < 1 || 4 * per_path + 8 > MAX_UNITS) /* + a length-aware unit and 3 controls per target */ per_path = 12;
     rng_state = seed * 2654435761u + 1;
 
     for (int ti = 0; ti < 2; ti++) {
@@ -413,6 +472,24 @@ int main(void) {
                 }
                 free(vl.items);
             }
+    /* a length-aware unit per target (its cases, and the schedule check) */
+    for (int ti = 0; ti < 2; ti++) {
+        mt_problem_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+        variant_list vl = {0};
+        mt_space sp;
+        mt_space_full(&mt_family_mla_decode, &sp);
+        CHECK_OK(mt_space_list(&sp, &s, &targets[ti].target, &vl.items, &vl.n, NULL));
+        int n_aware = 0;
+        for (int i = 0; i < vl.n; i++) n_aware += vl.items[i].values[MT_P_GROUPS_PER_CU] > 0;
+        CHECK_MSG(n_aware > 0, "%s has no length-aware variant", targets[ti].arch);
+        for (int i = 0, pick = n_aware ? (int)(rnd() % (uint64_t)n_aware) : -1; i < vl.n; i++)
+            if (vl.items[i].values[MT_P_GROUPS_PER_CU] > 0 && pick-- == 0) {
+                unit *u = &units[n_units++];
+                u->v = vl.items[i], u->arch = ti, u->s = s, u->data_kv = s.kv_dtype;
+                decode_draw_schedule_costs(&u->v, rnd());
+            }
+        free(vl.items);
+    }
     /* the negative controls (file comment), each a copy of the last
      * matrix-core unit of its target that fits it */
     const int n_plain = n_units;
@@ -461,6 +538,14 @@ int main(void) {
            js0.compiles + js1.compiles, js0.disk_hits + js1.disk_hits);
     run_parallel(run_worker);
     double t2 = now();
+    for (int ti = 0; ti < 2; ti++)
+        for (int i = 0; i < n_units; i++)
+            if (units[i].arch == ti && !units[i].control && units[i].v.values[MT_P_GROUPS_PER_CU] > 0 &&
+                units[i].status == MT_OK) {
+                printf("%s: %d/%d length-aware schedules built by mla_schedule equal the host's\n", targets[ti].arch,
+                       schedule_check(&targets[ti], &units[i]), SCHEDULE_BATCHES);
+                break;
+            }
 
     int passed = 0, counted = 0, by[2][2] = {{0}}, by_splits = 0, by_pages[3] = {0}, by_kv[N_KV] = {0}, by_sq[9] = {0};
     int by_kv_target_path[2][2][2] = {{{0}}}, pv_k32 = 0;
