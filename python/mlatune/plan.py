@@ -446,7 +446,10 @@ class Plan:
         make_guard = self._make_guard
         torch_call = type(tensors[0]) in _TORCH_TYPES
         if make_guard is _UNSET:
-            make_guard = self._make_guard = tensor_guards() if torch_call else None  # torch-shaped: read in Python
+            if torch_call:
+                make_guard = self._make_guard = tensor_guards()
+            else:
+                make_guard = None  # torch-shaped objects: read in Python (a later torch call still looks)
         views = ptrs[-1]
         # a call with no view packs 13 values (_PLAIN); else the view
         # strides, the same for the same layouts, are packed here once

@@ -371,6 +371,25 @@ class NotTorchShapedTest(unittest.TestCase):
             _layouts.read_layouts([args["q"]])
 
 
+class TorchShapedFirstTest(unittest.TestCase):
+
+    def test_torch_shaped_objects_leave_the_guards_to_a_torch_call(self):
+        # a first call of torch-shaped objects (not torch tensors) is read
+        # in Python, and does not decide for the plan's later torch calls
+        lib = support.stub_library()
+        if lib is None:
+            self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
+        rt = mlatune.Runtime(library=lib)
+        self.addCleanup(rt.close)
+        plan = rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=0.0417,
+                       max_batch=8)
+        args = support.stub_call_args(plan, batch=3, torch_shaped=True)
+        del args["schedule"]
+        plan.run(**args)
+        self.assertIsNotNone(plan._last.key)
+        self.assertIs(plan._make_guard, plan_module._UNSET)
+
+
 class TorchGuardsTest(unittest.TestCase):
     """_layouts.tensor_guards() with the installed torch: where torch has
     TensorGuards, they must be taken (the self-test passed); without
