@@ -135,9 +135,14 @@ static void test_runtime_dispatch(const char *db) {
                   c.measured_ms > 0,
               "%d %s %s: %s", (int)c.reason, c.source, c.variant, c.why);
     CHECK(mlt_prefill_plan_explain_call(plan, 4, 512, 0, &c) == MLT_OK);
-    CHECK_MSG(c.reason == MLT_CHOICE_NEAREST_KEY && c.key_max_seq_len == 2048 &&
-                  strstr(c.why, "non-causal prefill key (4 requests x 512 new tokens over 2048 keys; distance 2.00)"),
+    CHECK_MSG(c.reason == MLT_CHOICE_EXACT_KEY && c.key_max_seq_len == 2048 &&
+                  strstr(c.why, "matching non-causal prefill key (4 requests x 512 new tokens over 2048 keys; "
+                                "distance 0.00)"),
               "%s", c.why);
+    CHECK(mlt_prefill_plan_explain_call(plan, 2, 512, 1, &c) == MLT_OK);
+    CHECK_MSG(c.reason == MLT_CHOICE_NEAREST_KEY && c.key_batch == 1 && c.distance == 1.0 &&
+                  strstr(c.why, "nearest causal prefill key (1 requests x 2048 new tokens") == NULL,
+              "%d %d %g: %s", (int)c.reason, c.key_batch, c.distance, c.why);
     /* a call runs (the stub launches nothing) through either table */
     mlt_prefill_args a = {.batch = 4, .max_seqlen_q = 512, .causal = 1, .cu_seqlens_q = (const int32_t *)0x1000,
                           .cu_seqlens_k = (const int32_t *)0x2000, .q = (const void *)0x3000,
@@ -239,25 +244,26 @@ static void test_dispatch(void) {
     const char *a = "tile_q=64,kv_tile=64,block_threads=128,mma=1", *b = "tile_q=32,kv_tile=32,block_threads=64,mma=1",
                *c = "tile_q=32,kv_tile=64,block_threads=128,mma=0", *x = "tile_q=8,kv_tile=16,block_threads=64,mma=0";
     mt_choice choices[] = {
+        prefill_choice(128, 1, 8192, 2048, 1, c, 0.5), /* causal, 1 x 8192 after 2048: more context than the next */
         prefill_choice(128, 1, 8192, 0, 1, a, 1.0),    /* causal, 1 x 8192 */
         prefill_choice(128, 8, 1024, 0, 1, b, 2.0),    /* causal, 8 x 1024 */
-        prefill_choice(128, 8, 1024, 4096, 1, x, 3.0), /* causal, 8 x 1024 after 4096: not nearest for a call */
+        prefill_choice(128, 8, 1024, 4096, 1, x, 3.0), /* causal, 8 x 1024 after 4096: the one before stands for it */
         prefill_choice(128, 8, 1024, 4096, 0, c, 4.0), /* non-causal chunk */
         prefill_choice(16, 1, 8192, 0, 1, x, 5.0),     /* other heads: not this plan's */
     };
-    mt_choice_source from[] = {MT_FROM_USER_DB, MT_FROM_USER_DB, MT_FROM_USER_DB, MT_FROM_SYSTEM_DB,
-                               MT_FROM_USER_DB};
+    mt_choice_source from[] = {MT_FROM_USER_DB, MT_FROM_USER_DB, MT_FROM_USER_DB, MT_FROM_USER_DB,
+                               MT_FROM_SYSTEM_DB, MT_FROM_USER_DB};
     /* a decode choice beside them: ignored by a prefill plan */
-    mt_choice all[6];
+    mt_choice all[7];
     memcpy(all, choices, sizeof choices);
-    all[5] = choices[0];
-    snprintf(all[5].key.kind, sizeof all[5].key.kind, "mla_decode");
-    mt_choice_source all_from[6];
+    all[6] = choices[1];
+    snprintf(all[6].key.kind, sizeof all[6].key.kind, "mla_decode");
+    mt_choice_source all_from[7];
     memcpy(all_from, from, sizeof from);
-    all_from[5] = MT_FROM_USER_DB;
+    all_from[6] = MT_FROM_USER_DB;
     mt_problem_key shape = {.kind = "mla_prefill", .s = {.d = 192, .dl = 128, .page_size = 1}, .n_heads = 128, .sq = 1};
     mt_prefill_dispatch d;
-    CHECK_OK(mt_prefill_dispatch_build(all, all_from, 5, &shape, &t, 132, &d));
+    CHECK_OK(mt_prefill_dispatch_build(all, all_from, 7, &shape, &t, 132, &d));
     mt_dispatch_result r;
     char name[200], why[300];
 #define PICK(batch, q, causal)                                                                  \
@@ -271,12 +277,12 @@ static void test_dispatch(void) {
     CHECK(strcmp(PICK(8, 900, 1), b) == 0 && !r.exact);
     CHECK_MSG(strstr(why, "nearest causal prefill key (8 requests x 1024 new tokens"), "%s", why);
     CHECK(strcmp(PICK(2, 8192, 1), a) == 0 && !r.exact);
-    CHECK(strcmp(PICK(8, 1024, 0), c) == 0);
-    CHECK_MSG(strstr(why, "non-causal prefill key (8 requests x 1024 new tokens over 4096 keys") &&
-              strstr(why, "system DB"), "%s", why);
+    CHECK(strcmp(PICK(8, 1024, 0), c) == 0 && r.exact);
+    CHECK_MSG(strstr(why, "matching non-causal prefill key (8 requests x 1024 new tokens over 4096 keys; "
+                          "distance 0.00)") && strstr(why, "system DB"), "%s", why);
     mt_prefill_dispatch_free(&d);
     /* no non-causal key: the rule for those calls, the DB for causal ones */
-    CHECK_OK(mt_prefill_dispatch_build(choices, from, 3, &shape, &t, 132, &d));
+    CHECK_OK(mt_prefill_dispatch_build(choices, from, 4, &shape, &t, 132, &d));
     CHECK(strcmp(PICK(8, 1024, 1), b) == 0);
     mt_variant dflt;
     char dflt_name[200];

@@ -204,7 +204,7 @@ mlt_status mlt_prefill_plan_explain_call(const mlt_prefill_plan *plan, int batch
         /* requests, new tokens per request, keys per request */
         out->key_batch = e->batch;
         out->key_seq_len = e->seq_len;
-        out->key_max_seq_len = e->max_len;
+        out->key_max_seq_len = mt_prefill_dispatch_entry_keys(&plan->dispatch, causal, e);
         out->distance = r.distance;
         out->measured_ms = e->median_ms;
         snprintf(out->key_lengths, sizeof out->key_lengths, "%s", e->lengths);

@@ -9,6 +9,14 @@
 
 #include "kernels/mla_prefill/mla_prefill.h"
 
+/* c and o are one prefill key but for their context (seq_len)? */
+static int same_but_context(const mt_choice *c, const mt_choice *o) {
+    return strcmp(c->arch, o->arch) == 0 && c->compute_units == o->compute_units &&
+           strcmp(c->key.kind, o->key.kind) == 0 && strcmp(c->key.lengths, o->key.lengths) == 0 &&
+           memcmp(&c->key.s, &o->key.s, sizeof c->key.s) == 0 && c->key.n_heads == o->key.n_heads &&
+           c->key.sq == o->key.sq && c->key.batch == o->key.batch;
+}
+
 mt_status mt_prefill_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
                                     const mt_problem_key *shape, const mt_target *t, int compute_units,
                                     mt_prefill_dispatch *out) {
@@ -18,16 +26,35 @@ mt_status mt_prefill_dispatch_build(const mt_choice *choices, const mt_choice_so
     mt_status st = mine && from ? MT_OK : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int causal = 0; st == MT_OK && causal < 2; causal++) {
         const char *mask = causal ? MT_PREFILL_CAUSAL : MT_PREFILL_NON_CAUSAL;
+        mt_prefill_key_keys *keys = calloc((size_t)n + 1, sizeof *keys);
+        if (!keys) {
+            st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+            break;
+        }
+        out->keys[causal] = keys;
         int m = 0;
         for (int i = 0; i < n; i++) {
             const mt_choice *c = &choices[i];
             if (strcmp(c->key.kind, shape->kind) != 0 || strcmp(c->key.lengths, mask) != 0) continue;
-            /* the key in the dispatcher's terms (the header says why) */
+            /* of the keys with these requests and new tokens, the least
+             * context (a call's is not known on the host) */
+            int shadowed = 0;
+            for (int j = 0; j < n && !shadowed; j++)
+                shadowed = j != i && same_but_context(c, &choices[j]) &&
+                           (choices[j].key.seq_len < c->key.seq_len ||
+                            (choices[j].key.seq_len == c->key.seq_len && j < i));
+            if (shadowed) continue;
+            /* the key in the dispatcher's terms: batch = requests, mean =
+             * longest = new tokens (the distance is over those two) */
             mine[m] = *c;
             mine[m].key.sq = shape->sq;
-            mine[m].key.seq_len = c->key.sq;
-            mine[m].key.max_len = c->key.seq_len > c->key.sq ? c->key.seq_len : c->key.sq;
+            mine[m].key.seq_len = mine[m].key.max_len = c->key.sq;
             from[m++] = sources ? sources[i] : MT_FROM_USER_DB;
+            if (c->key.n_heads == shape->n_heads && memcmp(&c->key.s, &shape->s, sizeof c->key.s) == 0 &&
+                strcmp(c->arch, t->arch) == 0)
+                keys[out->n_keys[causal]++] = (mt_prefill_key_keys){.compute_units = c->compute_units,
+                                                                    .batch = c->key.batch, .tokens = c->key.sq,
+                                                                    .keys = c->key.seq_len};
         }
         st = mt_dispatch_build(mine, from, m, shape, t, compute_units, &out->table[causal]);
     }
@@ -36,17 +63,28 @@ mt_status mt_prefill_dispatch_build(const mt_choice *choices, const mt_choice_so
     return st;
 }
 
+int mt_prefill_dispatch_entry_keys(const mt_prefill_dispatch *d, int causal, const mt_dispatch_entry *e) {
+    const mt_dispatch_table *t = &d->table[causal != 0];
+    for (int i = 0; e && i < d->n_keys[causal != 0]; i++) {
+        const mt_prefill_key_keys *k = &d->keys[causal != 0][i];
+        if (k->compute_units == t->key_compute_units && k->batch == e->batch && k->tokens == e->seq_len)
+            return k->keys;
+    }
+    return 0;
+}
+
 void mt_prefill_dispatch_free(mt_prefill_dispatch *d) {
-    mt_dispatch_free(&d->table[0]);
-    mt_dispatch_free(&d->table[1]);
+    for (int m = 0; m < 2; m++) {
+        mt_dispatch_free(&d->table[m]);
+        free(d->keys[m]);
+        d->keys[m] = NULL;
+        d->n_keys[m] = 0;
+    }
 }
 
 void mt_prefill_dispatch_lookup(const mt_prefill_dispatch *d, int batch, int max_q, int causal,
                                 mt_dispatch_result *r) {
     mt_dispatch_lookup(&d->table[causal != 0], batch, max_q > 0 ? max_q : 1, 0, r);
-    /* the call's keys are not known on the host: a key with the same
-     * requests and new tokens and no context is as close as it gets */
-    r->exact = r->entry && r->distance == 0;
 }
 
 void mt_prefill_dispatch_explain(const mt_prefill_dispatch *d, int causal, const mt_dispatch_result *r, char *buf,
@@ -64,6 +102,6 @@ void mt_prefill_dispatch_explain(const mt_prefill_dispatch *d, int causal, const
         snprintf(device, sizeof device, " on the nearest device (%d CUs; this one %d)", t->key_compute_units,
                  t->compute_units);
     snprintf(buf, size, "%s %s prefill key (%d requests x %d new tokens over %d keys; distance %.2f) from the %s DB%s",
-             r->exact ? "matching" : "nearest", causal ? "causal" : "non-causal", e->batch, e->seq_len, e->max_len,
-             r->distance, e->source == MT_FROM_USER_DB ? "user" : "system", device);
+             r->exact ? "matching" : "nearest", causal ? "causal" : "non-causal", e->batch, e->seq_len,
+             mt_prefill_dispatch_entry_keys(d, causal, e), r->distance, e->source == MT_FROM_USER_DB ? "user" : "system", device);
 }

@@ -362,8 +362,8 @@ mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_arg
 
 /* Which variant mlt_prefill_run runs for a call of `batch` requests, at
  * most `max_seqlen_q` new tokens each, causal or not, and why: an exact
- * key (same requests and new tokens, no context), the nearest key, or
- * the built-in rule (MLT_CHOICE_HEURISTIC).  For a key, key_batch is its
+ * key (the same requests and new tokens; of several, the least context),
+ * the nearest key, or the built-in rule (MLT_CHOICE_HEURISTIC).  For a key, key_batch is its
  * requests, key_seq_len its new tokens per request, key_max_seq_len its
  * keys per request, key_lengths its mask ("causal", "non-causal"). */
 mlt_status mlt_prefill_plan_explain_call(const mlt_prefill_plan *plan, int batch, int max_seqlen_q, int causal,
