@@ -18,7 +18,9 @@ BUILD=${BUILD:-build}
 PLAN=${PLAN:-configs/plans/prefill-h100-small.yaml}
 OUT=${OUT:-/tmp/mla-tune-out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/.deps/lib/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# .deps: libyaml and cmark-gfm; the build tree's own library too (a tree
+# built elsewhere, e.g. from `git archive`, has its run path there)
+export LD_LIBRARY_PATH="$PWD/$BUILD:$PWD/.deps/lib/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # the build tree was configured at /work/main: make that path valid here
 if [ "$(cd /work/main 2>/dev/null && pwd -P)" != "$(pwd -P)" ]; then
   mkdir -p /work && rm -rf /work/main && ln -s "$(pwd -P)" /work/main

@@ -7,7 +7,8 @@
  * stored - and the runtime's dispatch by what it stored.  Every variant of
  * the small space must verify (SIMT and MFMA, causal with and without
  * context, non-causal over a chunk); a wrong worker (rows misplaced, the
- * wrong keys seen by a sampled row, the mask mixed up) fails them.
+ * wrong keys seen by a sampled row, the mask mixed up) fails them, and
+ * kernels made wrong on purpose (scores 5% off) fail on every variant.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -49,7 +50,7 @@ int main(void) {
         printf("SKIP: no CPU emulation here: %s\n", out);
         return CHECK_SKIP_CODE;
     }
-    char cmd[600];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/spaces'", dir);
     CHECK(system(cmd) == 0);
     /* SIMT and MFMA (16 rows per wave, one wave), two key tiles */
@@ -75,6 +76,30 @@ int main(void) {
              "--warmup 1 --no-ceilings", out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "matching non-causal prefill key (2 requests x 24 new tokens over 40 keys"),
               "bench: %d: %s", rc, out);
+    /* the control: kernels whose scores are 5% off (MLA_TUNE_KERNEL_DIR)
+     * fail verification on every variant, whole and sampled, and none is
+     * chosen */
+    snprintf(cmd, sizeof cmd,
+             "cp -r '%s/kernels' '%s/broken' && sed -i 's/p.scale \\* PF_LOG2E;/p.scale * PF_LOG2E * 1.05f;/' "
+             "'%s/broken/mla_prefill/simt.cu' '%s/broken/mla_prefill/mfma.cu' && "
+             "grep -q '1.05f' '%s/broken/mla_prefill/simt.cu' && grep -q '1.05f' '%s/broken/mla_prefill/mfma.cu'",
+             MT_SOURCE_DIR, dir, dir, dir, dir, dir);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
+    const char *plans[] = {"whole.yaml", "sampled.yaml"};
+    for (int i = 0; i < 2; i++) {
+        char args[900];
+        snprintf(args, sizeof args, "sweep --config %s --db broken-%d.db --job-timeout 300", plans[i], i);
+        char env_args[2048];
+        snprintf(env_args, sizeof env_args, "MLA_TUNE_KERNEL_DIR='%s/broken' '%s' %s", dir, bin, args);
+        snprintf(cmd, sizeof cmd, "cd '%s' && MLA_TUNE_BACKEND=hip-cpu %s 2>&1", dir, env_args);
+        run_capture(cmd, out, sizeof out);
+        char db[32];
+        snprintf(db, sizeof db, "broken-%d.db", i);
+        int all = count(db, "SELECT count(*) FROM measurements");
+        int wrong = count(db, "SELECT count(*) FROM measurements WHERE status = 'wrong-result'");
+        CHECK_MSG(all >= 12 && wrong == all, "%s with broken kernels: %d of %d wrong: %s", plans[i], wrong, all, out);
+        CHECK(count(db, "SELECT count(*) FROM choices") == 0);
+    }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return check_summary("test_prefill_sweep_emu");
