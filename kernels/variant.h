@@ -16,7 +16,7 @@
 
 #include "runtime/base/error.h"
 
-enum { MT_MAX_PARAMS = 12, MT_MAX_VALUES = 16 };
+enum { MT_MAX_PARAMS = 16, MT_MAX_VALUES = 16 };
 
 /* The same numbers as the public mlt_dtype (runtime/include/mlatune.h):
  * MT_FP8_E4M3 is OCP e4m3 "fn", MT_FP8_E4M3_FNUZ e4m3 "fnuz" (kernels/dtype.h). */
