@@ -20,8 +20,9 @@
 #          all): test_gpu_mla focused on the 64-row path (MC_CASES cases,
 #          default 64; about a quarter of them row_multicast=1, those with
 #          128+ rows in clusters), then the bench of row_multicast 0 vs 1 on
-#          the same variants: 128 heads B=32x16384, B=128x4096 and x1024,
-#          B=8x16384; 16 heads Sq=8 B=32x16384; and the tuned choice
+#          the same variants (splits merged by the reduce kernel or in the
+#          cluster): 128 heads B=32x16384, B=128x4096 and x1024, B=8x16384;
+#          16 heads Sq=8 B=32x16384; and the tuned choices
 # Usage: tests/gpu-issue28.sh [all|tests|focus|bench|multicast]   (default
 # all, which leaves multicast out; each part alone fits one 10-minute device
 # command, all together may not).  Logs and CSVs go to $OUT.
@@ -126,6 +127,10 @@ if [ "$what" = multicast ]; then
   }
   {
     bench "tuned, 128 heads B=32x16384 (today: split_reduce=1 splits 2, 272 us)" --heads 128 --batch 32 --seq-len 16384
+    for m in 0 1; do
+      bench "128 heads B=32x16384, splits 2 merged in the cluster (split_reduce=1), row_multicast=$m" --no-ceilings \
+        --heads 128 --batch 32 --seq-len 16384 --variant "$(vmc 2 $m 1)"
+    done
     for sp in 2 1; do
       for m in 0 1; do
         bench "128 heads B=32x16384, splits $sp (reduce kernel), row_multicast=$m" --no-ceilings --heads 128 --batch 32 \
@@ -140,10 +145,14 @@ if [ "$what" = multicast ]; then
       for m in 0 1; do
         bench "128 heads B=8x16384, splits $sp (reduce kernel), row_multicast=$m" --no-ceilings --heads 128 --batch 8 \
           --seq-len 16384 --variant "$(vmc $sp $m)"
+        bench "128 heads B=8x16384, splits $sp in the cluster (split_reduce=1), row_multicast=$m" --no-ceilings \
+          --heads 128 --batch 8 --seq-len 16384 --variant "$(vmc $sp $m 1)"
       done
     done
-    for sp in 2 1; do
-      for m in 0 1; do
+    for m in 0 1; do
+      bench "16 heads Sq=8 B=32x16384, splits 2 in the cluster (split_reduce=1), row_multicast=$m" --no-ceilings \
+        --heads 16 --sq 8 --batch 32 --seq-len 16384 --variant "$(vmc 2 $m 1)"
+      for sp in 2 1; do
         bench "16 heads Sq=8 B=32x16384, splits $sp (reduce kernel), row_multicast=$m" --no-ceilings --heads 16 --sq 8 \
           --batch 32 --seq-len 16384 --variant "$(vmc $sp $m)"
       done

@@ -191,14 +191,17 @@ int main(void) {
         mt_problem_static p16 = s64;
         p16.page_size = 16;
         CHECK_OK(mt_variant_validate(&a, &p16, &sm90));
-        static const int excluded[][2] = {{MT_P_SPLIT_REDUCE, 1}, {MT_P_WG_SCHEDULE, 1}, {MT_P_GROUPS_PER_CU, 1}};
-        for (int i = 0; i < 3; i++) {
+        static const int excluded[][2] = {{MT_P_WG_SCHEDULE, 1}, {MT_P_GROUPS_PER_CU, 1}};
+        for (int i = 0; i < 2; i++) {
             mt_variant x = a;
             x.values[excluded[i][0]] = excluded[i][1];
             if (excluded[i][0] == MT_P_GROUPS_PER_CU) x.values[MT_P_NUM_SPLITS] = 1;
             CHECK_STATUS(mt_variant_validate(&x, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
-            CHECK_MSG(strstr(mt_last_error(), "row_multicast=1 takes split_reduce 0") != NULL, "%s", mt_last_error());
+            CHECK_MSG(strstr(mt_last_error(), "row_multicast=1 takes groups_per_cu 0") != NULL, "%s", mt_last_error());
         }
+        mt_variant sr = a; /* with the splits' cluster merge: the cluster holds both */
+        sr.values[MT_P_SPLIT_REDUCE] = 1;
+        CHECK_OK(mt_variant_validate(&sr, &s64, &sm90));
         mt_variant x = a;
         x.values[MT_P_TILE_Q] = 16;
         CHECK_STATUS(mt_variant_validate(&x, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
@@ -206,12 +209,15 @@ int main(void) {
         x = a, x.values[MT_P_MMA] = 1;
         CHECK_STATUS(mt_variant_validate(&x, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
         CHECK_STATUS(mt_variant_validate(&a, &s64, &gfx942), MT_ERR_INVALID_ARGUMENT);
-        /* blocks per cluster: the tiles (rows / 64) up to 4, else their largest divisor below */
-        static const int cases[][2] = {{16, 1}, {64, 1}, {65, 2}, {128, 2}, {256, 4}, {384, 3}, {512, 4},
-                                       {640, 2}, {768, 4}, {896, 2}, {1024, 4}, {320, 1}};
+        /* blocks per cluster: the tiles (rows / 64) up to 4, else their
+         * largest divisor below; with the splits in the cluster, 16 blocks at most */
+        static const int cases[][3] = {{16, 1, 1}, {64, 1, 1}, {65, 1, 2}, {128, 1, 2}, {256, 1, 4}, {384, 1, 3},
+                                       {512, 1, 4}, {640, 1, 2}, {768, 1, 4}, {896, 1, 2}, {1024, 1, 4},
+                                       {320, 1, 1}, {128, 8, 2}, {128, 16, 1}, {256, 8, 2}, {256, 4, 4},
+                                       {1024, 16, 1}};
         for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
-            CHECK_MSG(mt_mla_decode_multicast_ctas(cases[i][0]) == cases[i][1], "%d rows: %d", cases[i][0],
-                      mt_mla_decode_multicast_ctas(cases[i][0]));
+            CHECK_MSG(mt_mla_decode_multicast_ctas(cases[i][0], cases[i][1]) == cases[i][2], "%d rows, %d splits: %d",
+                      cases[i][0], cases[i][1], mt_mla_decode_multicast_ctas(cases[i][0], cases[i][1]));
     }
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "'kv_granularity' missing") != NULL);
@@ -459,6 +465,17 @@ int main(void) {
         dependent_launches = 0;
         CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &rm, &s, &ra, NULL));
         CHECK(cluster_launches == 2 && launches == 1 && last_grid[0] == 1);
+        /* with split_reduce=1: tiles x splits in one cluster, no reduce; 16 heads: the splits alone */
+        rm.values[MT_P_SPLIT_REDUCE] = 1;
+        CHECK_OK(mt_variant_validate(&rm, &s, &sm90));
+        ra.n_heads = 128, launches = dependent_launches = 0;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &(mt_kernels){{(mt_function)1, NULL, NULL}}, &rm, &s, &ra, NULL));
+        CHECK(cluster_launches == 3 && launches == 0 && dependent_launches == 0);
+        CHECK_MSG(cluster_seen[0] == 2 && cluster_seen[1] == (unsigned)splits && cluster_seen[2] == 1, "%u x %u",
+                  cluster_seen[0], cluster_seen[1]);
+        ra.n_heads = 16;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &(mt_kernels){{(mt_function)1, NULL, NULL}}, &rm, &s, &ra, NULL));
+        CHECK(cluster_launches == 4 && cluster_seen[0] == 1 && cluster_seen[1] == (unsigned)splits);
         launches = dependent_launches = 0;
     }
 

@@ -152,13 +152,12 @@ static mt_status check_wg_schedule(const int *values, const mt_problem_static *s
 }
 
 /* row_multicast=1: a request's row tiles as one cluster, each KV chunk
- * multicast into all of them (wgmma64.cu).  Written for the 64-row mma=2
- * path's plain schedule with fixed splits; not (yet) combined with the
- * other cluster or schedule forms: split_reduce=1 already makes clusters
- * of a tile's splits (the two would need 2-D clusters and a merge that
- * skips the row-tile peers), the length-aware form's work-groups run
- * stretches whose items differ per tile, and the overlapped schedule
- * (wg_schedule=1) refills its stages in halves on barriers of its own. */
+ * multicast into all of them (wgmma64_multicast.cu).  Written for the
+ * 64-row mma=2 path's plain schedule with fixed splits (merged by the
+ * reduce kernel, or in the cluster: split_reduce=1); not combined with the
+ * length-aware form, whose work-groups run stretches with items that
+ * differ per tile, nor with the overlapped schedule (wg_schedule=1), which
+ * refills its stages in halves on barriers of its own. */
 static mt_status check_row_multicast(const int *values, const mt_target *t) {
     if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 ||
         (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0))
@@ -166,11 +165,11 @@ static mt_status check_row_multicast(const int *values, const mt_target *t) {
                        "mla_decode: row_multicast=1 (row tiles in a cluster, KV multicast) exists on the 64-row mma=2 "
                        "path on sm_90 only (got mma=%d, tile_q=%d on %s)", values[MT_P_MMA], values[MT_P_TILE_Q],
                        t->arch);
-    if (values[MT_P_SPLIT_REDUCE] || values[MT_P_GROUPS_PER_CU] || values[MT_P_WG_SCHEDULE])
+    if (values[MT_P_GROUPS_PER_CU] || values[MT_P_WG_SCHEDULE])
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: row_multicast=1 takes split_reduce 0, groups_per_cu 0 and wg_schedule 0: not "
-                       "combined with the split clusters, the length-aware form or the overlapped schedule (got %d, "
-                       "%d, %d)", values[MT_P_SPLIT_REDUCE], values[MT_P_GROUPS_PER_CU], values[MT_P_WG_SCHEDULE]);
+                       "mla_decode: row_multicast=1 takes groups_per_cu 0 and wg_schedule 0: not combined with the "
+                       "length-aware form or the overlapped schedule (got %d, %d)", values[MT_P_GROUPS_PER_CU],
+                       values[MT_P_WG_SCHEDULE]);
     return MT_OK;
 }
 

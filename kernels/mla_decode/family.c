@@ -55,8 +55,10 @@
  *                   mt_mla_decode_multicast_ctas) and each chunk is copied
  *                   once into all of them (tensor copies multicast, each
  *                   block issuing its share of the boxes), so the keys
- *                   cross L2 once per request instead of once per tile;
- *                   fixed splits merged by the reduce kernel only
+ *                   cross L2 once per request instead of once per tile
+ *                   (wgmma64_multicast.cu); with split_reduce=1 the
+ *                   cluster holds the tiles' splits too (16 blocks at
+ *                   most); fixed splits only
  *
  * Constraints (constraints.c; checked before compiling, and on every value
  * read from a DB):

@@ -198,14 +198,15 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
     return mt_backend_launch_dependent(b, k->fn[MT_REDUCE_FN], rgrid, rblock, 0, stream, args);
 }
 
-/* Four blocks at most: a cluster's blocks take the chunks in step (each
+/* Four tiles at most: a cluster's blocks take the chunks in step (each
  * waits for the slowest to free a stage), and with one 218 KB block per SM
  * a larger cluster leaves more of a GPC's SMs idle (a GPC of 18 SMs holds
- * four clusters of 4 but two of 8).  The 128-head Sq=1 and 16-head Sq=8
- * calls have 2 tiles. */
-int mt_mla_decode_multicast_ctas(int rows) {
+ * four clusters of 4 but two of 8).  With split_reduce=1 the cluster holds
+ * the splits too, at most 16 blocks (H100).  The 128-head Sq=1 and 16-head
+ * Sq=8 calls have 2 tiles. */
+int mt_mla_decode_multicast_ctas(int rows, int cluster_splits) {
     int tiles = (rows + 63) / 64, n = tiles < 4 ? tiles : 4;
-    while (n > 1 && tiles % n != 0) n--;
+    while (n > 1 && (tiles % n != 0 || n * cluster_splits > 16)) n--;
     return n < 1 ? 1 : n;
 }
 
@@ -244,18 +245,16 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
     if (length_aware)
         return launch_length_aware(b, k, v, s, a, stream, &p, args, block, shared);
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
-    int multicast = v->values[MT_P_ROW_MULTICAST] ? mt_mla_decode_multicast_ctas(rows) : 1;
-    if (multicast > 1) {
-        /* row_multicast: consecutive row tiles of a request (and split) are
-         * one cluster, each KV chunk copied once into all of them
-         * (wgmma64.cu); one tile, or the plain variant, launches as usual */
-        unsigned cluster[3] = {(unsigned)multicast, 1, 1};
+    int multicast = v->values[MT_P_ROW_MULTICAST] ? mt_mla_decode_multicast_ctas(rows, in_cluster ? splits : 1) : 1;
+    if (multicast > 1 || in_cluster) {
+        /* split_reduce=1: the splits of a row tile are one cluster (y) and
+         * merge among themselves (cluster_merge in wgmma_common.cuh);
+         * row_multicast=1: consecutive row tiles of a request (and split)
+         * are one cluster (x), each KV chunk copied once into all of them
+         * (wgmma64_multicast.cu); one tile, or neither, launches as usual */
+        unsigned cluster[3] = {(unsigned)multicast, in_cluster ? (unsigned)splits : 1u, 1};
         st = mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
-    } else if (in_cluster) {
-        /* the splits of a row tile are one cluster; they merge among
-         * themselves (cluster_merge in wgmma_common.cuh) */
-        unsigned cluster[3] = {1, (unsigned)splits, 1};
-        return mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
+        if (in_cluster) return st; /* no reduce */
     } else {
         st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
     }

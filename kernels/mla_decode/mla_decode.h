@@ -104,8 +104,10 @@ size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_problem_stati
 
 /* row_multicast=1: blocks per cluster along the row tiles of a call with
  * `rows` query rows per request (Sq x N): the largest divisor of the tiles
- * (rows / 64, rounded up) up to 4; 1 (no cluster) for a single tile. */
-int mt_mla_decode_multicast_ctas(int rows);
+ * (rows / 64, rounded up) up to 4, and up to 16 / cluster_splits (the
+ * splits in the cluster too: split_reduce=1); 1 (no multicast) for a
+ * single tile. */
+int mt_mla_decode_multicast_ctas(int rows, int cluster_splits);
 
 /* Work-groups of a length-aware variant on a device of `compute_units`
  * (0 for other variants). */

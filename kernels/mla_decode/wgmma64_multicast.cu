@@ -35,8 +35,10 @@
  *   - cluster barriers: after the mbarriers are initialised (a peer's copy
  *     may signal them), and at the end (no block may exit while a peer may
  *     still arrive on its barriers).
- * Splits are merged by the reduce kernel (split_reduce = 1 would need 2-D
- * clusters and a merge that skips the row-tile peers: not done), and the
+ * With split_reduce = 1 the cluster is 2-D: `ctas` row tiles (x) by the
+ * splits (y, at most 16 blocks in all), the multicast going to the blocks
+ * of one split, and the splits of a tile merging as in wgmma_common.cuh's
+ * cluster_merge, their peers ctas ranks apart (cluster_merge_tiles).  The
  * length-aware form is not combined with it (constraints.c).
  *
  * Shared memory: wgmma64.cu's layout, then
@@ -50,8 +52,8 @@
     KV_FP8 || Q_CONVERT
 #error "mma=2 takes tile_q 64, 256 threads, 64-key chunks, 2 stages, Dl 512, D % 64 == 0, q and KV of one 16-bit type"
 #endif
-#if SPLIT_REDUCE || GROUPS_PER_CU
-#error "row_multicast=1 takes split_reduce 0 and groups_per_cu 0"
+#if GROUPS_PER_CU
+#error "row_multicast=1 takes groups_per_cu 0"
 #endif
 #define WG_BLOCK_BYTES (64 * 128)               /* 64 rows x 64 16-bit columns */
 #define WG_TILE_BYTES ((D / 64) * WG_BLOCK_BYTES) /* 64 rows x D */
@@ -59,10 +61,16 @@
 
 /* ---- clusters and multicast copies (sm_90a; see the note above on why
  * these are not in prelude.h) ---- */
-/* Blocks of the cluster along x (1 when launched without a cluster). */
+/* Blocks of the cluster along x (1 when launched without a cluster), and
+ * this block's x within it (mt_cluster_rank is x + y * that size). */
 __device__ __forceinline__ unsigned mt_cluster_dim_x(void) {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ unsigned mt_cluster_x(void) {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(r));
     return r;
 }
 /* mt_tma_load_2d multicast: the box lands at dst's offset in every block
@@ -95,22 +103,77 @@ __device__ __forceinline__ void mt_mbar_wait_cluster(mt_u64 *bar, unsigned parit
     } while (!done);
 }
 
-/* The copies of the chunk starting at key k0 into `stage` of every block
- * of the cluster: this block's share (boxes rank, rank + ctas, ... of the
- * column blocks x page pieces holding keys below `end`); `full` is told
- * to expect the whole chunk. */
+/* The copies of the chunk starting at key k0 into `stage` of the `ctas`
+ * blocks of the cluster from rank peer0 on (this block's row of tiles):
+ * this block's share (boxes rank, rank + ctas, ... of the column blocks x
+ * page pieces holding keys below `end`); `full` is told to expect the
+ * whole chunk. */
 __device__ __forceinline__ void issue_chunk_multicast(unsigned char *stage, const mt_tensor_map *map,
                                                       const int *pages, int k0, int end, mt_u64 *full,
-                                                      unsigned rank, unsigned ctas) {
+                                                      unsigned rank, unsigned ctas, unsigned peer0) {
     const int boxes = min(64 / BOX_ROWS, (end - k0 + BOX_ROWS - 1) / BOX_ROWS) * (D / 64);
     mt_mbar_expect_tx(full, (unsigned)(boxes * BOX_ROWS * 128));
-    const unsigned short mask = (unsigned short)((1u << ctas) - 1u);
+    const unsigned short mask = (unsigned short)(((1u << ctas) - 1u) << peer0);
     for (int i = (int)rank; i < boxes; i += (int)ctas) {
         const int bx = i / (D / 64), blk = i - bx * (D / 64), key = k0 + bx * BOX_ROWS;
         const int row = pages[key / PAGE_SIZE] * PAGE_SIZE + key % PAGE_SIZE;
         mt_tma_load_2d_multicast(stage + blk * 64 * 128 + bx * BOX_ROWS * 128, map, blk * 64, row, full, mask);
     }
 }
+
+#if SPLIT_REDUCE
+/* cluster_merge (wgmma_common.cuh: the reduce kernel's weights, through
+ * distributed shared memory) in a cluster of `ctas` row tiles (x) by
+ * NUM_SPLITS splits (y): this tile's splits are blocks x + sp * ctas, and
+ * this block's split, its cluster y, picks the columns it merges. */
+__device__ __forceinline__ void cluster_merge_tiles(const mt_views &prm, const float *o_red, const float *lse_red,
+                                                    float *wts, mt_u16 *out, float *lse, int b, int rows, int row0,
+                                                    int rows_here, int tid, unsigned x, unsigned ctas) {
+    const unsigned split = mt_cluster_rank() / ctas;
+    mt_cluster_sync(); /* every block's o_red and lse_red are written */
+    for (int i = tid; i < NUM_SPLITS * rows_here; i += 256) {
+        const int sp = i / rows_here, r = i - sp * rows_here;
+        wts[sp * 64 + r] = mt_dsmem_load(mt_dsmem_addr(lse_red + r, x + (unsigned)sp * ctas));
+    }
+    __syncthreads();
+    if (tid < rows_here) {
+        float m = MT_NEG_INF, total = 0.0f;
+        for (int sp = 0; sp < NUM_SPLITS; sp++) m = fmaxf(m, wts[sp * 64 + tid]);
+        for (int sp = 0; sp < NUM_SPLITS; sp++) {
+            const float l = wts[sp * 64 + tid], w = split_weight(l, m);
+            wts[sp * 64 + tid] = w, total += w;
+        }
+        const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+        for (int sp = 0; sp < NUM_SPLITS; sp++) wts[sp * 64 + tid] *= inv;
+        if (split == 0) *lse_at(prm, lse, b, row0 + tid) = merged_lse(m, total);
+    }
+    __syncthreads();
+    unsigned peer[NUM_SPLITS]; /* o_red in each split's block of this tile */
+#pragma unroll
+    for (int sp = 0; sp < NUM_SPLITS; sp++) peer[sp] = mt_dsmem_addr(o_red, x + (unsigned)sp * ctas);
+    const int cols = DL / NUM_SPLITS, quads = cols / 4;
+    for (int i = tid; i < rows_here * quads; i += 256) {
+        const int r = i / quads, col = (int)split * cols + (i - r * quads) * 4;
+        const unsigned off = (unsigned)(r * RED_STRIDE + col) * 4u;
+        float4 v[NUM_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) v[sp] = mt_dsmem_load4(peer[sp] + off);
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma unroll
+        for (int sp = 0; sp < NUM_SPLITS; sp++) {
+            const float w = wts[sp * 64 + r]; /* 0 for a split without keys: its o is not used */
+            if (w != 0.0f) a0 += w * v[sp].x, a1 += w * v[sp].y, a2 += w * v[sp].z, a3 += w * v[sp].w;
+        }
+        mt_u16 *o = out_row(prm, out, b, row0 + r) + col;
+#if Q_DTYPE == 0
+        *(uint2 *)o = make_uint2(mt_pack_bf16x2(a0, a1), mt_pack_bf16x2(a2, a3));
+#else
+        *(uint2 *)o = make_uint2(mt_pack_f16x2(a0, a1), mt_pack_f16x2(a2, a3));
+#endif
+    }
+    mt_cluster_sync(); /* the others have read this block's shared memory */
+}
+#endif
 
 /* O rows r0 / r1 of this thread *= a0 / a1, skipped while the whole warp's
  * rows keep their max (the factor is then exactly 1). */
@@ -131,7 +194,7 @@ __device__ __forceinline__ void rescale_rows(float *acc, float a0, float a1) {
  * says why), and fp32 partial rows when there are more than 32 of them
  * (128 heads with splits: B=8 x 1024 52 -> 39 us); 16 heads' 16 partial
  * rows and results going to out lost 1-6% staged. */
-#define W64_ALWAYS_STAGED (VIEWS && NUM_SPLITS == 1) /* with splits, views place no partial row */
+#define W64_ALWAYS_STAGED (VIEWS && NUM_SPLITS == 1 && !SPLIT_REDUCE) /* with splits, views place no partial row */
 #define W64_ROW_FLOATS (DL + 8) /* a staged row, padded: a warp's float2 stores (8 rows x 4 lanes) meet a bank at most twice */
 
 __device__ __forceinline__ void
@@ -148,7 +211,10 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     int *row_limit = (int *)(row_alpha + 64);
     mt_u64 *stage_full = (mt_u64 *)(row_limit + 64);
     mt_u64 *stage_empty = stage_full + 2;
-    const unsigned ctas = mt_cluster_dim_x(), rank = mt_cluster_rank(); /* 1, 0 without a cluster */
+    /* the cluster: ctas row tiles (x; 1 without a cluster) by the splits
+     * with split_reduce=1 (y); this block's tile in it, and the rank of
+     * the first block of its split's row of tiles */
+    const unsigned ctas = mt_cluster_dim_x(), rank = mt_cluster_x(), peer0 = mt_cluster_rank() - rank;
 
     mt_grid_launch_dependents(); /* the reduce may be scheduled now; it waits for our results */
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
@@ -190,7 +256,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     const int kb0 = k_begin & ~63;
     auto issue_chunk = [&](int k0, int buf) {
         if (ctas > 1) {
-            issue_chunk_multicast(kv_s + buf * WG_TILE_BYTES, &kv_map, pages, k0, tile_end, &stage_full[buf], rank, ctas);
+            issue_chunk_multicast(kv_s + buf * WG_TILE_BYTES, &kv_map, pages, k0, tile_end, &stage_full[buf], rank, ctas,
+                                  peer0);
             return;
         }
         issue_chunk_copies<128>(kv_s + buf * WG_TILE_BYTES, &kv_map, pages, k0, tile_end, &stage_full[buf]);
@@ -220,7 +287,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
          * of them are (only where a chunk ci+1 follows: every block skips
          * alike, so the phases stay in step) */
         if (ctas > 1 && tid == 128 && ci >= 1 && ci + 1 < n_chunks) {
-            for (unsigned r = 0; r < ctas; r++) mt_mbar_arrive_cluster(&stage_empty[buf ^ 1], r);
+            for (unsigned r = 0; r < ctas; r++) mt_mbar_arrive_cluster(&stage_empty[buf ^ 1], peer0 + r);
             mt_mbar_wait_cluster(&stage_empty[buf ^ 1], (unsigned)((cc - 1) >> 1) & 1u);
         }
         if (tid == 128 && ci + 1 < n_chunks) issue_chunk(k0 + 64, buf ^ 1);
@@ -319,24 +386,40 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
      * row and writes lse; then both write their halves of O */
     mt_cp_async_wait<0>(); /* nothing may be in flight at exit */
     __syncthreads();       /* warpgroup 1 has read the last alpha */
+#if SPLIT_REDUCE
+    /* the stages and Q are free now: the partial result and the merge
+     * weights go there (cluster_merge_tiles) */
+    float *o_red = (float *)kv_s, *lse_red = o_red + 64 * RED_STRIDE, *wts = (float *)q_s;
+#endif
     if (wg == 0) {
         l0 += mt_shfl_xor(l0, 1), l1 += mt_shfl_xor(l1, 1);
         l0 += mt_shfl_xor(l0, 2), l1 += mt_shfl_xor(l1, 2);
         if (quad == 0) {
             row_alpha[r0] = l0 > 0.0f ? kv_scale / l0 : 0.0f;
             row_alpha[r1] = l1 > 0.0f ? kv_scale / l1 : 0.0f;
+#if SPLIT_REDUCE
+            lse_red[r0] = row_lse(m0, l0), lse_red[r1] = row_lse(m1, l1);
+#else
             if (row0 + r0 < rows) store_lse(prm, lse, lse_part, b, split, rows, row0 + r0, row_lse(m0, l0));
             if (row0 + r1 < rows) store_lse(prm, lse, lse_part, b, split, rows, row0 + r1, row_lse(m1, l1));
+#endif
         }
     }
     __syncthreads();
     const float inv0 = row_alpha[r0], inv1 = row_alpha[r1];
     const int g0 = row0 + r0, g1 = row0 + r1;
+#if !SPLIT_REDUCE
     const bool staged = W64_ALWAYS_STAGED || (!DEST_DIRECT(split) && q_rows_here > 32);
     float *o_rows = (float *)kv_s; /* every chunk of the item is consumed: the stages are idle */
+#endif
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         const int col = wg * 256 + j * 8 + quad * 2;
+#if SPLIT_REDUCE
+        if (g0 < rows) *(float2 *)(o_red + r0 * RED_STRIDE + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+        if (g1 < rows)
+            *(float2 *)(o_red + r1 * RED_STRIDE + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+#else
         if (staged) {
             *(float2 *)(o_rows + r0 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
             *(float2 *)(o_rows + r1 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
@@ -344,7 +427,11 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
             if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
         }
+#endif
     }
+#if SPLIT_REDUCE
+    cluster_merge_tiles(prm, o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, rank, ctas);
+#else
     if (staged) { /* the same for the whole work-group */
         __syncthreads();
         for (int k = tid; k < q_rows_here * (DL / 8); k += 256) {
@@ -353,9 +440,12 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             store_o8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
         }
     }
+#endif
     chunk_base += n_chunks;
     } /* items */
+#if !SPLIT_REDUCE /* (the merge ends with a cluster barrier) */
     if (ctas > 1) mt_cluster_sync(); /* no block of the cluster still arrives on this one's barriers */
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)
