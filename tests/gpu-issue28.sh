@@ -17,7 +17,8 @@
 #          B=128x1024; 16 heads Sq=8 B=32x16384 against Sq=1
 #   multicast  row_multicast=1 (kernels/mla_decode/wgmma64_multicast.cu: a
 #          request's row tiles in one cluster, each KV chunk multicast into
-#          all): test_gpu_mla focused on the 64-row path (MC_CASES cases,
+#          all): a smoke call of each cluster form first (90 s limit: a
+#          hang stops the part), test_gpu_mla focused on the 64-row path (MC_CASES cases,
 #          default 64; about a quarter of them row_multicast=1, those with
 #          128+ rows in clusters), then the bench of row_multicast 0 vs 1 on
 #          the same variants (splits merged by the reduce kernel or in the
@@ -105,8 +106,21 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
 fi
 
 if [ "$what" = multicast ]; then
+  # first a smoke call of each cluster form under a time limit: a cluster
+  # whose blocks wait on each other forever must not eat the device command
+  vsmoke() { echo "tile_q=64,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,kv_stages=2,split_reduce=$1,groups_per_cu=0,row_multicast=1"; }
+  for sr in 0 1; do
+    timeout 90 "$bin" bench --no-ceilings --heads 128 --batch 4 --seq-len 1000 --warmup 1 --reps 3 \
+      --variant "$(vsmoke $sr)" > "$OUT/smoke-multicast-$sr.txt" 2>&1
+    rc=$?
+    tail -2 "$OUT/smoke-multicast-$sr.txt"
+    if [ "$rc" -ne 0 ]; then
+      echo "row_multicast=1 split_reduce=$sr: smoke call failed (rc $rc; 124 = hung past 90 s); stopping"
+      exit 1
+    fi
+  done
   # the 64-row path wherever it runs; row_multicast=1 on every other case it leaves at wg_schedule=0
-  MLA_TUNE_TEST_FOCUS=wgmma64 MLA_TUNE_TEST_CASES=${MC_CASES:-64} build/tests/test_gpu_mla \
+  MLA_TUNE_TEST_FOCUS=wgmma64 MLA_TUNE_TEST_CASES=${MC_CASES:-64} timeout 300 build/tests/test_gpu_mla \
     > "$OUT/test_gpu_mla-multicast.txt" 2>&1 || status=1
   tail -3 "$OUT/test_gpu_mla-multicast.txt"
   echo "cases with row_multicast=1: $(grep -c '^case.*row_multicast=1' "$OUT/test_gpu_mla-multicast.txt")," \
@@ -123,7 +137,7 @@ if [ "$what" = multicast ]; then
     local label=$1; shift
     n=$((n + 1))
     echo "== $label"
-    "$bin" bench "${dbs[@]}" --reps 20 "$@" --csv "$OUT/bench-$n.csv"
+    timeout 60 "$bin" bench "${dbs[@]}" --reps 20 "$@" --csv "$OUT/bench-$n.csv"
   }
   {
     bench "tuned, 128 heads B=32x16384 (today: split_reduce=1 splits 2, 272 us)" --heads 128 --batch 32 --seq-len 16384
