@@ -203,6 +203,20 @@ static void test_fake_sweep(void) {
     /* resume: nothing measured twice */
     rc = run("sweep --config pf.yaml --db pf.db --fake-device ''", out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, " 0 measured"), "resume: %s", out);
+    /* lookup --prefill answers as a plan would */
+    rc = run("lookup --prefill --arch sm_90 --heads 128 --tokens 2048 --requests 4 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "mla_prefill:tile_q=64,kv_tile=64,block_threads=128,mma=1") &&
+                  strstr(out, "matching causal prefill key (4 requests x 512 new tokens over 512 keys"),
+              "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 128 --tokens 2048 --requests 4 --non-causal --db pf.db", out,
+             sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "matching non-causal prefill key (4 requests x 512 new tokens over 2048 keys"),
+              "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 64 --tokens 512 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "no causal prefill key in the DBs") && strstr(out, "built-in default"),
+              "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --tokens 100 --requests 3 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "do not split evenly"), "lookup: %d: %s", rc, out);
     /* show and lookup read the prefill rows without refusing the DB */
     rc = run("show --db pf.db", out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "mla_prefill:tile_q=64") && strstr(out, "[non-causal]"), "show: %s", out);

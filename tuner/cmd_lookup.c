@@ -42,7 +42,8 @@ static void usage(FILE *to) {
                 "  --max-distance X   warn when the nearest measured key is farther (default %.1f:\n"
                 "                     the sum of |log2| ratios of batch, mean and spread)\n"
                 "  --json             one JSON object instead of text\n"
-                "  --db FILE, --system-db FILE   as the runtime (default paths otherwise)\n",
+                "  --db FILE, --system-db FILE   as the runtime (default paths otherwise)\n"
+                "  --prefill          a prefill call instead (mla-tune lookup --prefill --help)\n",
             DEFAULT_MAX_DISTANCE);
 }
 
@@ -100,6 +101,8 @@ static void what_is_missing(const mt_choice *c, int n, const mt_problem_key *k, 
 }
 
 int cmd_lookup(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--prefill") == 0) return cmd_lookup_prefill(argc, argv);
     mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
     const char *arch = NULL, *user = NULL, *sys = NULL;
     int batch = 0, len = -2, max_len = 0, cus = 0, json = 0;
