@@ -3,8 +3,7 @@
  * kernels draw decode variants: the length-aware schedule's two costs
  * (request_cost, snap_keys) share a code object, and a full space lists
  * them at their defaults (mt_space_full), so a length-aware draw then takes
- * its costs at random; likewise the 64-row path's wg_schedule and
- * row_multicast.
+ * its costs at random; likewise the 64-row path's wg_schedule.
  */
 #ifndef MT_TEST_DECODE_VARIANTS_H
 #define MT_TEST_DECODE_VARIANTS_H
@@ -28,20 +27,6 @@ static inline void decode_draw_wg_schedule(mt_variant *v, const mt_problem_stati
     if (v->values[MT_P_MMA] != 2 || v->values[MT_P_TILE_Q] != 64 || (i / 4) % 2 == 0) return;
     mt_variant w = *v;
     w.values[MT_P_WG_SCHEDULE] = 1;
-    if (mt_variant_validate(&w, s, t) == MT_OK) *v = w;
-    else mt_clear_error();
-}
-
-/* row_multicast (a later parameter, kept at 0 by mt_space_full): a 64-row
- * warpgroup variant left at wg_schedule=0 by the rule above takes 1 in
- * every other such case (by the case's number again), with its splits'
- * merge as drawn (split_reduce 0 or 1: a 2-D cluster); where it is not
- * valid (the length-aware form) the variant stays. */
-static inline void decode_draw_row_multicast(mt_variant *v, const mt_problem_static *s, const mt_target *t, int i) {
-    if (v->values[MT_P_MMA] != 2 || v->values[MT_P_TILE_Q] != 64 || v->values[MT_P_WG_SCHEDULE] || (i / 8) % 2 == 0)
-        return;
-    mt_variant w = *v;
-    w.values[MT_P_ROW_MULTICAST] = 1;
     if (mt_variant_validate(&w, s, t) == MT_OK) *v = w;
     else mt_clear_error();
 }

@@ -15,18 +15,8 @@
 #          same 64-row variants forced with wg_schedule 0 and 1 (and a few
 #          split counts for 1): 128 heads B=32x16384, B=128x4096, B=8x16384,
 #          B=128x1024; 16 heads Sq=8 B=32x16384 against Sq=1
-#   multicast  row_multicast=1 (kernels/mla_decode/wgmma64_multicast.cu: a
-#          request's row tiles in one cluster, each KV chunk multicast into
-#          all): a smoke call of each cluster form first (90 s limit: a
-#          hang stops the part), test_gpu_mla focused on the 64-row path (MC_CASES cases,
-#          default 64; about a quarter of them row_multicast=1, those with
-#          128+ rows in clusters), then the bench of row_multicast 0 vs 1 on
-#          the same variants (splits merged by the reduce kernel or in the
-#          cluster): 128 heads B=32x16384, B=128x4096 and x1024, B=8x16384;
-#          16 heads Sq=8 B=32x16384; and the tuned choices
-# Usage: tests/gpu-issue28.sh [all|tests|focus|bench|multicast]   (default
-# all, which leaves multicast out; each part alone fits one 10-minute device
-# command, all together may not).  Logs and CSVs go to $OUT.
+# Usage: tests/gpu-issue28.sh [all|tests|focus|bench]   (default all; each
+# part alone fits one 10-minute device command, all together may not).  Logs and CSVs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/mla-tune-out}
 mkdir -p "$OUT"
@@ -102,77 +92,6 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
       done
     done
   } 2>&1 | tee "$OUT/bench-issue28.txt"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-fi
-
-if [ "$what" = multicast ]; then
-  # first a smoke call of each cluster form under a time limit: a cluster
-  # whose blocks wait on each other forever must not eat the device command
-  vsmoke() { echo "tile_q=64,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,kv_stages=2,split_reduce=$1,groups_per_cu=0,row_multicast=1"; }
-  for sr in 0 1; do
-    timeout 90 "$bin" bench --no-ceilings --heads 128 --batch 4 --seq-len 1000 --warmup 1 --reps 3 \
-      --variant "$(vsmoke $sr)" > "$OUT/smoke-multicast-$sr.txt" 2>&1
-    rc=$?
-    tail -2 "$OUT/smoke-multicast-$sr.txt"
-    if [ "$rc" -ne 0 ]; then
-      echo "row_multicast=1 split_reduce=$sr: smoke call failed (rc $rc; 124 = hung past 90 s); stopping"
-      exit 1
-    fi
-  done
-  # the 64-row path wherever it runs; row_multicast=1 on every other case it leaves at wg_schedule=0
-  MLA_TUNE_TEST_FOCUS=wgmma64 MLA_TUNE_TEST_CASES=${MC_CASES:-64} timeout 300 build/tests/test_gpu_mla \
-    > "$OUT/test_gpu_mla-multicast.txt" 2>&1 || status=1
-  tail -3 "$OUT/test_gpu_mla-multicast.txt"
-  echo "cases with row_multicast=1: $(grep -c '^case.*row_multicast=1' "$OUT/test_gpu_mla-multicast.txt")," \
-       "with 128+ rows (clusters): $(grep '^case.*row_multicast=1' "$OUT/test_gpu_mla-multicast.txt" |
-         awk '{ for (i = 1; i <= NF; i++) { if ($i == "N=") n = $(i + 1); else if ($i ~ /^N=/) n = substr($i, 3)
-                                            if ($i ~ /^Sq=/) q = substr($i, 4) } }
-              n * q > 64 { c++ } END { print c + 0 }')"
-  dbs=(--system-db reports/h100/fast-decode/tuning.db --db reports/h100/ragged/tuning.db)
-  vmc() { # splits row_multicast [split_reduce]
-    echo "tile_q=64,kv_granularity=16,num_splits=$1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2,split_reduce=${3:-0},groups_per_cu=0,row_multicast=$2"
-  }
-  n=100
-  bench() { # label, then bench arguments
-    local label=$1; shift
-    n=$((n + 1))
-    echo "== $label"
-    timeout 60 "$bin" bench "${dbs[@]}" --reps 20 "$@" --csv "$OUT/bench-$n.csv"
-  }
-  {
-    bench "tuned, 128 heads B=32x16384 (today: split_reduce=1 splits 2, 272 us)" --heads 128 --batch 32 --seq-len 16384
-    for m in 0 1; do
-      bench "128 heads B=32x16384, splits 2 merged in the cluster (split_reduce=1), row_multicast=$m" --no-ceilings \
-        --heads 128 --batch 32 --seq-len 16384 --variant "$(vmc 2 $m 1)"
-    done
-    for sp in 2 1; do
-      for m in 0 1; do
-        bench "128 heads B=32x16384, splits $sp (reduce kernel), row_multicast=$m" --no-ceilings --heads 128 --batch 32 \
-          --seq-len 16384 --variant "$(vmc $sp $m)"
-      done
-    done
-    for m in 0 1; do
-      bench "128 heads B=128x1024 and x4096, splits 1, row_multicast=$m" --no-ceilings --heads 128 --batch 128 \
-        --seq-len 1024,4096 --variant "$(vmc 1 $m)"
-    done
-    for sp in 8 4; do
-      for m in 0 1; do
-        bench "128 heads B=8x16384, splits $sp (reduce kernel), row_multicast=$m" --no-ceilings --heads 128 --batch 8 \
-          --seq-len 16384 --variant "$(vmc $sp $m)"
-        bench "128 heads B=8x16384, splits $sp in the cluster (split_reduce=1), row_multicast=$m" --no-ceilings \
-          --heads 128 --batch 8 --seq-len 16384 --variant "$(vmc $sp $m 1)"
-      done
-    done
-    for m in 0 1; do
-      bench "16 heads Sq=8 B=32x16384, splits 2 in the cluster (split_reduce=1), row_multicast=$m" --no-ceilings \
-        --heads 16 --sq 8 --batch 32 --seq-len 16384 --variant "$(vmc 2 $m 1)"
-      for sp in 2 1; do
-        bench "16 heads Sq=8 B=32x16384, splits $sp (reduce kernel), row_multicast=$m" --no-ceilings --heads 16 --sq 8 \
-          --batch 32 --seq-len 16384 --variant "$(vmc $sp $m)"
-      done
-    done
-    bench "tuned, 16 heads Sq=8 B=32x16384" --no-ceilings --heads 16 --sq 8 --batch 32 --seq-len 16384
-  } 2>&1 | tee "$OUT/bench-multicast.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 exit $status

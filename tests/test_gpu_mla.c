@@ -325,7 +325,6 @@ int main(void) {
         }
         if (focus_wg64) decode_pick_wgmma64(vl->items, vl->n, rnd(), &tc->v);
         decode_draw_wg_schedule(&tc->v, &tc->s, &target, i);
-        decode_draw_row_multicast(&tc->v, &tc->s, &target, i);
         int rows = tc->sq * tc->n_heads;
         double per_key = (double)rows * (576 + dl);
         int lmax = lmax_class[(i / 3) % 4];

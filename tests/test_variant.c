@@ -163,62 +163,6 @@ int main(void) {
         CHECK_STATUS(mt_variant_validate(&a, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(mt_last_error(), "wg_schedule=1 (overlapped warpgroups)") != NULL, "%s", mt_last_error());
     }
-    /* row_multicast (issue 28): written only when 1; the 64-row mma=2 path
-     * on sm_90 with fixed splits merged by the reduce kernel, the plain
-     * schedule; two more mbarriers; the cluster size per row count */
-    {
-        const char *g = "tile_q=64,kv_granularity=16,num_splits=2,block_threads=256,kv_chunk=64,mma=2,kv_stages=2,"
-                        "split_reduce=0,groups_per_cu=0";
-        mt_variant a, b;
-        CHECK_OK(mt_variant_parse(f, g, &a));
-        CHECK(a.values[MT_P_ROW_MULTICAST] == 0);
-        mt_variant_format(&a, text, sizeof text);
-        CHECK_MSG(strcmp(text, g) == 0, "%s", text);
-        mt_problem_static s64 = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
-        size_t plain = mt_mla_decode_shared_bytes(a.values, &s64, 32);
-        a.values[MT_P_ROW_MULTICAST] = 1;
-        mt_variant_format(&a, text, sizeof text);
-        CHECK_MSG(strstr(text, "groups_per_cu=0,row_multicast=1") != NULL, "%s", text);
-        CHECK_OK(mt_variant_parse(f, text, &b));
-        CHECK(memcmp(a.values, b.values, sizeof a.values) == 0);
-        CHECK_OK(mt_variant_validate(&a, &s64, &sm90));
-        size_t mc = mt_mla_decode_shared_bytes(a.values, &s64, 32);
-        CHECK_MSG(mc == plain + 16 && mc <= sm90.shared_max, "%zu vs %zu", mc, plain);
-        const char *names[MT_MAX_SOURCES];
-        int n_src = f->sources(&a, 32, names), found = 0;
-        for (int i = 0; i < n_src; i++) found += strcmp(names[i], "mla_decode/wgmma64_multicast.cu") == 0;
-        CHECK(found == 1);
-        mt_problem_static p16 = s64;
-        p16.page_size = 16;
-        CHECK_OK(mt_variant_validate(&a, &p16, &sm90));
-        static const int excluded[][2] = {{MT_P_WG_SCHEDULE, 1}, {MT_P_GROUPS_PER_CU, 1}};
-        for (int i = 0; i < 2; i++) {
-            mt_variant x = a;
-            x.values[excluded[i][0]] = excluded[i][1];
-            if (excluded[i][0] == MT_P_GROUPS_PER_CU) x.values[MT_P_NUM_SPLITS] = 1;
-            CHECK_STATUS(mt_variant_validate(&x, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
-            CHECK_MSG(strstr(mt_last_error(), "row_multicast=1 takes groups_per_cu 0") != NULL, "%s", mt_last_error());
-        }
-        mt_variant sr = a; /* with the splits' cluster merge: the cluster holds both */
-        sr.values[MT_P_SPLIT_REDUCE] = 1;
-        CHECK_OK(mt_variant_validate(&sr, &s64, &sm90));
-        mt_variant x = a;
-        x.values[MT_P_TILE_Q] = 16;
-        CHECK_STATUS(mt_variant_validate(&x, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "row_multicast=1 (row tiles in a cluster") != NULL, "%s", mt_last_error());
-        x = a, x.values[MT_P_MMA] = 1;
-        CHECK_STATUS(mt_variant_validate(&x, &s64, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_STATUS(mt_variant_validate(&a, &s64, &gfx942), MT_ERR_INVALID_ARGUMENT);
-        /* blocks per cluster: the tiles (rows / 64) up to 4, else their
-         * largest divisor below; with the splits in the cluster, 16 blocks at most */
-        static const int cases[][3] = {{16, 1, 1}, {64, 1, 1}, {65, 1, 2}, {128, 1, 2}, {256, 1, 4}, {384, 1, 3},
-                                       {512, 1, 4}, {640, 1, 2}, {768, 1, 4}, {896, 1, 2}, {1024, 1, 4},
-                                       {320, 1, 1}, {128, 8, 2}, {128, 16, 1}, {256, 8, 2}, {256, 4, 4},
-                                       {1024, 16, 1}};
-        for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
-            CHECK_MSG(mt_mla_decode_multicast_ctas(cases[i][0], cases[i][1]) == cases[i][2], "%d rows, %d splits: %d",
-                      cases[i][0], cases[i][1], mt_mla_decode_multicast_ctas(cases[i][0], cases[i][1]));
-    }
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16", &w), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "'kv_granularity' missing") != NULL);
     CHECK_STATUS(mt_variant_parse(f, "tile_q=16,tile_q=8,kv_granularity=16,num_splits=4,block_threads=256,kv_chunk=32", &w),
@@ -445,37 +389,6 @@ int main(void) {
                      MT_ERR_INVALID_ARGUMENT);
         CHECK(strstr(mt_last_error(), "not a multiple of the cluster's") != NULL);
         CHECK(cluster_launches == 1);
-        launches = dependent_launches = 0;
-        /* row_multicast=1: 128 heads, two tiles per request in a cluster of
-         * 2 along x, then the reduce; 16 heads (one tile) launch as usual */
-        mt_variant rm = w;
-        rm.values[MT_P_ROW_MULTICAST] = 1;
-        CHECK_OK(mt_variant_validate(&rm, &s, &sm90));
-        mt_mla_decode_args ra = {.batch = 3, .n_heads = 128, .sq = 1, .max_blocks = 4, .page_size = 64, .warp_size = 32,
-                                 .scale = 0.04f, .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000,
-                                 .seq_lens = 0x4000, .out = 0x5000, .lse = 0x6000, .workspace = 0x7000,
-                                 .workspace_bytes = 1 << 24};
-        int splits = w.values[MT_P_NUM_SPLITS];
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &rm, &s, &ra, NULL));
-        CHECK_MSG(cluster_launches == 2 && launches == 0 && dependent_launches == (splits > 1), "%d %d %d",
-                  cluster_launches, launches, dependent_launches);
-        CHECK(cluster_seen[0] == 2 && cluster_seen[1] == 1 && cluster_seen[2] == 1);
-        CHECK(cluster_grid[0] == 2 && cluster_grid[1] == (unsigned)splits && cluster_grid[2] == 3);
-        ra.n_heads = 16;
-        dependent_launches = 0;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &rm, &s, &ra, NULL));
-        CHECK(cluster_launches == 2 && launches == 1 && last_grid[0] == 1);
-        /* with split_reduce=1: tiles x splits in one cluster, no reduce; 16 heads: the splits alone */
-        rm.values[MT_P_SPLIT_REDUCE] = 1;
-        CHECK_OK(mt_variant_validate(&rm, &s, &sm90));
-        ra.n_heads = 128, launches = dependent_launches = 0;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &(mt_kernels){{(mt_function)1, NULL, NULL}}, &rm, &s, &ra, NULL));
-        CHECK(cluster_launches == 3 && launches == 0 && dependent_launches == 0);
-        CHECK_MSG(cluster_seen[0] == 2 && cluster_seen[1] == (unsigned)splits && cluster_seen[2] == 1, "%u x %u",
-                  cluster_seen[0], cluster_seen[1]);
-        ra.n_heads = 16;
-        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &(mt_kernels){{(mt_function)1, NULL, NULL}}, &rm, &s, &ra, NULL));
-        CHECK(cluster_launches == 4 && cluster_seen[0] == 1 && cluster_seen[1] == (unsigned)splits);
         launches = dependent_launches = 0;
     }
 

@@ -151,28 +151,6 @@ static mt_status check_wg_schedule(const int *values, const mt_problem_static *s
     return MT_OK;
 }
 
-/* row_multicast=1: a request's row tiles as one cluster, each KV chunk
- * multicast into all of them (wgmma64_multicast.cu).  Written for the
- * 64-row mma=2 path's plain schedule with fixed splits (merged by the
- * reduce kernel, or in the cluster: split_reduce=1); not combined with the
- * length-aware form, whose work-groups run stretches with items that
- * differ per tile, nor with the overlapped schedule (wg_schedule=1), which
- * refills its stages in halves on barriers of its own. */
-static mt_status check_row_multicast(const int *values, const mt_target *t) {
-    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 ||
-        (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0))
-        return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: row_multicast=1 (row tiles in a cluster, KV multicast) exists on the 64-row mma=2 "
-                       "path on sm_90 only (got mma=%d, tile_q=%d on %s)", values[MT_P_MMA], values[MT_P_TILE_Q],
-                       t->arch);
-    if (values[MT_P_GROUPS_PER_CU] || values[MT_P_WG_SCHEDULE])
-        return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: row_multicast=1 takes groups_per_cu 0 and wg_schedule 0: not combined with the "
-                       "length-aware form or the overlapped schedule (got %d, %d)", values[MT_P_GROUPS_PER_CU],
-                       values[MT_P_WG_SCHEDULE]);
-    return MT_OK;
-}
-
 /* mma=1 on 32-wide warps: mma.sync (NVIDIA sm_80+). */
 static mt_status check_mma_sync(const int *values, const mt_problem_static *s, const mt_target *t) {
     int threads = values[MT_P_BLOCK_THREADS];
@@ -254,10 +232,6 @@ mt_status mt_mla_decode_check(const int *values, const mt_problem_static *s, con
                        values[MT_P_KV_GRANULARITY]);
     if (values[MT_P_WG_SCHEDULE]) {
         st = check_wg_schedule(values, s, t);
-        if (st != MT_OK) return st;
-    }
-    if (values[MT_P_ROW_MULTICAST]) {
-        st = check_row_multicast(values, t);
         if (st != MT_OK) return st;
     }
     if (values[MT_P_SPLIT_REDUCE]) {

@@ -48,17 +48,6 @@
  *                   softmax runs under the other's products
  *                   (wgmma64_seesaw.cu; needs D >= Dl + 64: P goes in a
  *                   chunk's rope block)
- *   row_multicast   the 64-row mma=2 path (wg_schedule 0): 0, every row
- *                   tile's work-group copies each KV chunk from L2 itself;
- *                   1, the row tiles of a request (and split) run as one
- *                   thread-block cluster (up to 4 tiles:
- *                   mt_mla_decode_multicast_ctas) and each chunk is copied
- *                   once into all of them (tensor copies multicast, each
- *                   block issuing its share of the boxes), so the keys
- *                   cross L2 once per request instead of once per tile
- *                   (wgmma64_multicast.cu); with split_reduce=1 the
- *                   cluster holds the tiles' splits too (16 blocks at
- *                   most); fixed splits only
  *
  * Constraints (constraints.c; checked before compiling, and on every value
  * read from a DB):
@@ -104,9 +93,6 @@ static const mt_param_desc mla_decode_params[] = {
     {"wg_schedule", "WG_SCHEDULE", {0, 1}, 2, 0,
      "64-row mma=2 path: 0 warpgroup 0 computes the scores and softmax of every chunk; 1 overlapped (the "
      "warpgroups take alternate chunks' scores, maxima chained, one's softmax under the other's products)", 1, 0, 1},
-    {"row_multicast", "ROW_MULTICAST", {0, 1}, 2, 0,
-     "64-row mma=2 path: 1 runs a request's row tiles as one cluster, each KV chunk copied once into all of them "
-     "(TMA multicast)", 1, 0, 1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
@@ -136,13 +122,11 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s,
         return 1024 + 3 * 128 * (size_t)s->d + 3 * 64 * 4 + 4 * 8;
     }
     if (values[MT_P_MMA] == 2) {
-        /* must match the warpgroup path's layout in wgmma64.cu (and
-         * wgmma64_multicast.cu): up to 1023 bytes to reach a 1024-byte
-         * boundary, Q and two stages of 64 rows x d (16-bit), P (64 x 64),
-         * row alpha and row limits, an mbarrier per stage (row_multicast:
-         * and one per stage the cluster's blocks arrive on when done) */
-        return 1024 + 3 * 128 * (size_t)s->d + 64 * 128 + 64 * 4 + 64 * 4 + 2 * 8 +
-               (values[MT_P_ROW_MULTICAST] ? 2 * 8 : 0);
+        /* must match the warpgroup path's layout in wgmma64.cu: up to
+         * 1023 bytes to reach a 1024-byte boundary, Q and two stages of
+         * 64 rows x d (16-bit), P (64 x 64), row alpha and row limits, an
+         * mbarrier per stage */
+        return 1024 + 3 * 128 * (size_t)s->d + 64 * 128 + 64 * 4 + 64 * 4 + 2 * 8;
     }
     if (values[MT_P_MMA] && warp_size == 64) {
         /* must match the AMD matrix-core path's layout in mfma.cu:
@@ -200,9 +184,7 @@ static int mla_decode_sources(const mt_variant *v, int warp_size, const char *na
     names[n++] = "mla_decode/common.cuh";
     if (path != MT_PATH_SIMT) names[n++] = "mla_decode/mma_common.cuh";
     if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA_T16) names[n++] = "mla_decode/wgmma_common.cuh";
-    if (path == MT_PATH_WGMMA64 && x[MT_P_WG_SCHEDULE]) names[n++] = "mla_decode/wgmma64_seesaw.cu";
-    else if (path == MT_PATH_WGMMA64 && x[MT_P_ROW_MULTICAST]) names[n++] = "mla_decode/wgmma64_multicast.cu";
-    else names[n++] = path_file[path];
+    names[n++] = path == MT_PATH_WGMMA64 && x[MT_P_WG_SCHEDULE] ? "mla_decode/wgmma64_seesaw.cu" : path_file[path];
     if (x[MT_P_GROUPS_PER_CU]) names[n++] = "mla_decode/schedule.cu";
     if (has_reduce(x)) names[n++] = "mla_decode/reduce.cu";
     return n;

@@ -198,18 +198,6 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
     return mt_backend_launch_dependent(b, k->fn[MT_REDUCE_FN], rgrid, rblock, 0, stream, args);
 }
 
-/* Four tiles at most: a cluster's blocks take the chunks in step (each
- * waits for the slowest to free a stage), and with one 218 KB block per SM
- * a larger cluster leaves more of a GPC's SMs idle (a GPC of 18 SMs holds
- * four clusters of 4 but two of 8).  With split_reduce=1 the cluster holds
- * the splits too, at most 16 blocks (H100).  The 128-head Sq=1 and 16-head
- * Sq=8 calls have 2 tiles. */
-int mt_mla_decode_multicast_ctas(int rows, int cluster_splits) {
-    int tiles = (rows + 63) / 64, n = tiles < 4 ? tiles : 4;
-    while (n > 1 && (tiles % n != 0 || n * cluster_splits > 16)) n--;
-    return n < 1 ? 1 : n;
-}
-
 mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v,
                                const mt_problem_static *s, const mt_mla_decode_args *a, mt_stream stream) {
     mt_status st = mt_mla_decode_check_args(v, s, a);
@@ -245,19 +233,13 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
     if (length_aware)
         return launch_length_aware(b, k, v, s, a, stream, &p, args, block, shared);
     unsigned grid[3] = {(unsigned)((rows + tile_q - 1) / tile_q), (unsigned)splits, (unsigned)a->batch};
-    int multicast = v->values[MT_P_ROW_MULTICAST] ? mt_mla_decode_multicast_ctas(rows, in_cluster ? splits : 1) : 1;
-    if (multicast > 1 || in_cluster) {
-        /* split_reduce=1: the splits of a row tile are one cluster (y) and
-         * merge among themselves (cluster_merge in wgmma_common.cuh);
-         * row_multicast=1: consecutive row tiles of a request (and split)
-         * are one cluster (x), each KV chunk copied once into all of them
-         * (wgmma64_multicast.cu); one tile, or neither, launches as usual */
-        unsigned cluster[3] = {(unsigned)multicast, in_cluster ? (unsigned)splits : 1u, 1};
-        st = mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
-        if (in_cluster) return st; /* no reduce */
-    } else {
-        st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
+    if (in_cluster) {
+        /* the splits of a row tile are one cluster; they merge among
+         * themselves (cluster_merge in wgmma_common.cuh) */
+        unsigned cluster[3] = {1, (unsigned)splits, 1};
+        return mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
     }
+    st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
     /* the reduce's shape in reduce.cu: with 2 or 4 splits, REDUCE_ROWS
      * (4) rows of 32 threads each; with 8 or more, REDUCE_GROUPS (8) x 32

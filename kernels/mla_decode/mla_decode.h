@@ -25,8 +25,7 @@ extern const mt_family mt_family_mla_decode;
 
 /* parameter positions in mt_variant.values for this family */
 enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES,
-       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU, MT_P_REQUEST_COST, MT_P_SNAP_KEYS, MT_P_WG_SCHEDULE,
-       MT_P_ROW_MULTICAST };
+       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU, MT_P_REQUEST_COST, MT_P_SNAP_KEYS, MT_P_WG_SCHEDULE };
 
 /* The kernel code a variant runs: one source file each (family.c). */
 typedef enum mt_decode_path {
@@ -101,13 +100,6 @@ void mt_mla_decode_fill_views(const mt_problem_static *s, const mt_mla_decode_ar
  * schedule and their partial results, at most two per work-group). */
 size_t mt_mla_decode_workspace_bytes(const mt_variant *v, const mt_problem_static *s, int batch,
                                      int n_heads, int sq, int compute_units);
-
-/* row_multicast=1: blocks per cluster along the row tiles of a call with
- * `rows` query rows per request (Sq x N): the largest divisor of the tiles
- * (rows / 64, rounded up) up to 4, and up to 16 / cluster_splits (the
- * splits in the cluster too: split_reduce=1); 1 (no multicast) for a
- * single tile. */
-int mt_mla_decode_multicast_ctas(int rows, int cluster_splits);
 
 /* Work-groups of a length-aware variant on a device of `compute_units`
  * (0 for other variants). */
