@@ -25,14 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_gpu.h"
 #include "ceilings.h"
 #include "timing.h"
 #include "commands.h"
 #include "json.h"
 #include "lengths.h"
 #include "kernels/dtype.h"
-#include "kernels/sources.h"
-#include "tuner/kernels/tuner_kernels.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/api_internal.h"
 
@@ -121,13 +120,6 @@ static int parse_list(const char *text, int_list *out, int is_dtype) {
     return out->n > 0 ? 0 : -1;
 }
 
-typedef struct bench_gpu {
-    mlt_runtime *rt;
-    mt_backend *b;
-    mt_function fill;
-    mt_l2_flush flush;
-} bench_gpu;
-
 /* One timed call: the plan run as an engine makes it. */
 typedef struct plan_call { mlt_plan *plan; const mlt_decode_args *a; void *schedule; } plan_call;
 static mt_status run_plan(void *arg, mt_stream s) {
@@ -143,14 +135,6 @@ static mt_status run_schedule(void *arg, mt_stream s) {
                ? MT_OK : mt_fail(MT_ERR_VENDOR, "schedule: %s", mlt_last_error());
 }
 
-static mt_status fill_random(bench_gpu *g, mt_devptr p, size_t n, mt_dtype t, unsigned seed) {
-    unsigned long long count = n;
-    int dtype = (int)t;
-    void *args[] = {&p, &count, &dtype, &seed};
-    unsigned grid[3] = {1024, 1, 1}, block[3] = {256, 1, 1};
-    return mt_backend_launch(g->b, g->fill, grid, block, 0, NULL, args);
-}
-
 typedef struct shape_result {
     double median_us, p10_us, p90_us, gbps, tflops;
     double schedule_us; /* the step's schedule alone (--schedule step, length-aware variants), else 0 */
@@ -160,7 +144,7 @@ typedef struct shape_result {
 
 /* Builds the inputs of one batch (lens: its requests' lengths) on the GPU,
  * runs it, frees everything. */
-static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int sq, int batch, const int32_t *lens,
+static mt_status bench_shape(mt_bench_gpu *g, const bench_opts *o, int heads, int sq, int batch, const int32_t *lens,
                              mt_dtype kv_dtype, shape_result *r) {
     const int d = 576, dl = 512, page = o->page_size;
     mlt_decode_problem p = {.n_heads = heads, .sq = sq, .d = d, .dl = dl, .page_size = page,
@@ -203,8 +187,8 @@ static mt_status bench_shape(bench_gpu *g, const bench_opts *o, int heads, int s
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, out_bytes, &dout);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, rows * sizeof(float), &dlse);
     if (st == MT_OK && ws) st = mt_backend_mem_alloc(g->b, ws, &dws);
-    if (st == MT_OK) st = fill_random(g, dq, rows * d, o->q_dtype, 1);
-    if (st == MT_OK) st = fill_random(g, dkv, pages * page * d, kv_dtype, 2);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dq, rows * d, o->q_dtype, 1);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dkv, pages * page * d, kv_dtype, 2);
     if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dtable, table, sizeof(int32_t) * batch * blocks, NULL);
     if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dlens, lens, sizeof(int32_t) * batch, NULL);
     mlt_decode_args a = {.batch = batch, .seq_len_hint = hint, .max_seq_len_hint = max_hint,
@@ -409,27 +393,17 @@ int cmd_bench(int argc, char **argv) {
     mlt_runtime_options_default(&ro);
     ro.device = o.device, ro.user_db = o.user_db, ro.system_db = o.system_db, ro.cache_dir = o.cache_dir;
     ro.log_level = MLT_LOG_QUIET;
-    bench_gpu g = {0};
+    mt_bench_gpu g = {0};
     if (mlt_runtime_create(&ro, &g.rt) != MLT_OK) {
         mt_cli_error("bench: %s", mlt_last_error());
         return o.json ? json_failed_start(mlt_last_error()) : 1;
     }
-    g.b = mt_runtime_backend(g.rt);
+    mt_status st = mt_bench_gpu_open(&g, o.flush_write);
     const mt_device_info *info = mt_runtime_device(g.rt);
-    char *src = NULL;
-    const mt_code_object *obj = NULL;
-    mt_status st = mt_kernel_source(mt_tuner_kernel_files, "bench_kernels.cu", &src);
-    mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = info->arch};
-    if (st == MT_OK) st = mt_jit_compile(mt_runtime_jit(g.rt), &req, &obj, NULL);
-    if (st == MT_OK) st = mt_jit_function(mt_runtime_jit(g.rt), obj, "mt_fill_random", &g.fill);
-    if (st == MT_OK)
-        st = mt_l2_flush_create(g.b, mt_runtime_jit(g.rt), info->arch, (size_t)256 << 20,
-                                o.flush_write ? MT_FLUSH_WRITE : MT_FLUSH_READ, &g.flush);
-    free(src);
     if (st != MT_OK) {
         mt_cli_error("bench: %s", mt_last_error());
         int rc = o.json ? json_failed_start(mt_last_error()) : 1;
-        mlt_runtime_destroy(g.rt);
+        mt_bench_gpu_close(&g);
         return rc;
     }
     double copy = 0, mma = 0, mma_sync = 0, wgmma = 0;
@@ -454,8 +428,7 @@ int cmd_bench(int argc, char **argv) {
         char message[1200];
         snprintf(message, sizeof message, "cannot write %s", o.csv);
         int rc = o.json ? json_failed_start(message) : 1;
-        mt_l2_flush_destroy(&g.flush);
-        mlt_runtime_destroy(g.rt);
+        mt_bench_gpu_close(&g);
         return rc;
     }
     if (csv)
@@ -586,7 +559,6 @@ done:
         printf("}\n");
     }
     if (csv) fclose(csv);
-    mt_l2_flush_destroy(&g.flush);
-    mlt_runtime_destroy(g.rt);
+    mt_bench_gpu_close(&g);
     return failures ? 1 : 0;
 }

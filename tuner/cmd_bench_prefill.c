@@ -22,15 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_gpu.h"
 #include "ceilings.h"
 #include "commands.h"
 #include "prefill_key.h"
 #include "timing.h"
 #include "kernels/dtype.h"
 #include "kernels/mla_prefill/mla_prefill.h"
-#include "kernels/sources.h"
 #include "runtime/api/api_internal.h"
-#include "tuner/kernels/tuner_kernels.h"
 
 enum { MAX_LIST = 16 };
 
@@ -85,13 +84,6 @@ static int parse_list(const char *text, int_list *out, int lo) {
     return out->n > 0 ? 0 : -1;
 }
 
-typedef struct pf_gpu {
-    mlt_runtime *rt;
-    mt_backend *b;
-    mt_function fill;
-    mt_l2_flush flush;
-} pf_gpu;
-
 typedef struct pf_call { mlt_prefill_plan *plan; const mlt_prefill_args *a; } pf_call;
 static mt_status run_call(void *arg, mt_stream s) {
     pf_call *c = arg;
@@ -100,21 +92,13 @@ static mt_status run_call(void *arg, mt_stream s) {
                                                           : mt_fail(MT_ERR_VENDOR, "run: %s", mlt_last_error());
 }
 
-static mt_status fill_random(pf_gpu *g, mt_devptr p, size_t n, mt_dtype t, unsigned seed) {
-    unsigned long long count = n;
-    int dtype = (int)t;
-    void *args[] = {&p, &count, &dtype, &seed};
-    unsigned grid[3] = {1024, 1, 1}, block[3] = {256, 1, 1};
-    return mt_backend_launch(g->b, g->fill, grid, block, 0, NULL, args);
-}
-
 typedef struct pf_result {
     double median_us, p10_us, p90_us, tflops;
     long non_finite;
     mlt_choice_info choice;
 } pf_result;
 
-static mt_status bench_one(pf_gpu *g, const pf_opts *o, const mt_problem_key *k, pf_result *r) {
+static mt_status bench_one(mt_bench_gpu *g, const pf_opts *o, const mt_problem_key *k, pf_result *r) {
     mlt_prefill_problem p;
     mlt_prefill_problem_default(&p);
     p.n_heads = k->n_heads, p.q_dtype = (mlt_dtype)o->q_dtype, p.kv_dtype = (mlt_dtype)o->kv_dtype;
@@ -148,9 +132,9 @@ static mt_status bench_one(pf_gpu *g, const pf_opts *o, const mt_problem_key *k,
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, lse_bytes, &dlse);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, cu_bytes, &dcq);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, cu_bytes, &dck);
-    if (st == MT_OK) st = fill_random(g, dq, q_bytes / 2, o->q_dtype, 1);
-    if (st == MT_OK) st = fill_random(g, dk, k_bytes / 2, o->kv_dtype, 2);
-    if (st == MT_OK) st = fill_random(g, dv, v_bytes / 2, o->kv_dtype, 3);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dq, q_bytes / 2, o->q_dtype, 1);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dk, k_bytes / 2, o->kv_dtype, 2);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dv, v_bytes / 2, o->kv_dtype, 3);
     if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dcq, cu_q, cu_bytes, NULL);
     if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dck, cu_k, cu_bytes, NULL);
     if (st == MT_OK) st = mt_backend_mem_set(g->b, dout, 0xff, out_bytes, NULL);  /* NaN: unwritten shows */
@@ -268,29 +252,18 @@ int cmd_bench_prefill(int argc, char **argv) {
     mlt_runtime_options_default(&ro);
     ro.device = o.device, ro.user_db = o.user_db, ro.system_db = o.system_db, ro.cache_dir = o.cache_dir;
     ro.log_level = MLT_LOG_QUIET;
-    pf_gpu g = {0};
+    mt_bench_gpu g = {0};
     if (mlt_runtime_create(&ro, &g.rt) != MLT_OK) {
         mt_cli_error("bench --prefill: %s", mlt_last_error());
         return 1;
     }
-    g.b = mt_runtime_backend(g.rt);
+    mt_status st = mt_bench_gpu_open(&g, o.flush_write);
     const mt_device_info *info = mt_runtime_device(g.rt);
-    char *src = NULL;
-    const mt_code_object *obj = NULL;
-    mt_status st = mt_kernel_source(mt_tuner_kernel_files, "bench_kernels.cu", &src);
-    mt_jit_request req = {.source = src, .source_name = "bench_kernels.cu", .arch = info->arch};
-    if (st == MT_OK) st = mt_jit_compile(mt_runtime_jit(g.rt), &req, &obj, NULL);
-    if (st == MT_OK) st = mt_jit_function(mt_runtime_jit(g.rt), obj, "mt_fill_random", &g.fill);
-    if (st == MT_OK)
-        st = mt_l2_flush_create(g.b, mt_runtime_jit(g.rt), info->arch, (size_t)256 << 20,
-                                o.flush_write ? MT_FLUSH_WRITE : MT_FLUSH_READ, &g.flush);
-    free(src);
     FILE *csv = st == MT_OK && o.csv ? fopen(o.csv, "w") : NULL;
     if (st == MT_OK && o.csv && !csv) st = mt_fail(MT_ERR_IO, "cannot write %s", o.csv);
     if (st != MT_OK) {
         mt_cli_error("bench --prefill: %s", mt_last_error());
-        mt_l2_flush_destroy(&g.flush);
-        mlt_runtime_destroy(g.rt);
+        mt_bench_gpu_close(&g);
         return 1;
     }
     printf("device: %s (%s, %d CUs)\n", info->name, info->arch, info->compute_units);
@@ -354,7 +327,6 @@ int cmd_bench_prefill(int argc, char **argv) {
                     }
 done:
     if (csv) fclose(csv);
-    mt_l2_flush_destroy(&g.flush);
-    mlt_runtime_destroy(g.rt);
+    mt_bench_gpu_close(&g);
     return failures ? 1 : 0;
 }
