@@ -160,6 +160,18 @@ static void test_handout_order(void) {
      * to the worker free first.  5,4,3,3,3 on two: 5 | 4, then 3 to the
      * second (7), 3 to the first (8), 3 to the second (10); one worker: the
      * sum; as many workers as keys: the costliest key */
+    /* shards (--shard I/N): the two costliest keys at odd indices went to
+     * one shard by index (3 against 11 here); costliest first to the least
+     * loaded shard: 1 and 3 apart, then the cheap ones alternate: 7 and 7 */
+    const double costly_odd[] = {1, 5, 1, 5, 1, 1};
+    int owner[6], want_owner[] = {0, 0, 1, 1, 0, 1};
+    CHECK(mt_sweep_shard_keys(costly_odd, 6, 2, owner) == 0);
+    CHECK_MSG(memcmp(owner, want_owner, sizeof owner) == 0, "owners %d %d %d %d %d %d", owner[0], owner[1],
+              owner[2], owner[3], owner[4], owner[5]);
+    int one[6];
+    CHECK(mt_sweep_shard_keys(costly_odd, 6, 1, one) == 0);
+    for (int i = 0; i < 6; i++) CHECK(one[i] == 0);
+    CHECK(mt_sweep_shard_keys(costly_odd, 6, 0, one) == -1);
     const double five[] = {3, 5, 3, 4, 3};
     CHECK(fabs(mt_sweep_handout_makespan(five, 5, 2) - 10) < 1e-12);
     CHECK(fabs(mt_sweep_handout_makespan(five, 5, 1) - 18) < 1e-12);

@@ -587,7 +587,9 @@ static void usage(FILE *to) {
             "                         search and timing from --config (default: the quick plan's)\n"
             "  --db FILE              tuning database to write (created if missing)\n"
             "  --devices all|0,1,...  GPUs to use, one worker process each (default 0)\n"
-            "  --shard I/N            take only keys k with k %% N == I (0 <= I < N)\n"
+            "  --shard I/N            take shard I of N (0 <= I < N): the plan's keys split costliest first,\n"
+            "                         each to the shard with the least estimated work (every shard\n"
+            "                         computes the same split)\n"
             "  --force                re-measure what the database already has\n"
             "  --dry-run              print the plan after pruning and exit; needs no GPU\n"
             "  --arch ARCH            the architecture for --dry-run (default sm_90)\n"
@@ -627,11 +629,46 @@ static mt_status load_key_spaces(sweep *sw, const char *arch) {
     return MT_OK;
 }
 
+/* The shard of every plan key (mt_sweep_shard_keys), from estimates that
+ * every shard computes alike from the plan: the candidates counted with an
+ * H100's compute units (the count only moves the built-in rule's variant
+ * in or out of a key's list), so that hosts with other GPUs of the same
+ * architecture split the plan the same way.  NULL without memory. */
+enum { SHARD_COMPUTE_UNITS = 132 };
+static int *shard_owners(const sweep *sw, int shards) {
+    const size_t n = (size_t)(sw->plan.n_keys > 0 ? sw->plan.n_keys : 1);
+    int *owner = calloc(n, sizeof *owner);
+    double *seconds = calloc(n, sizeof *seconds);
+    int rc = owner && seconds ? 0 : -1;
+    for (int k = 0; rc == 0 && k < sw->plan.n_keys; k++) {
+        const mt_problem_key *key = &sw->plan.keys[k];
+        mt_variant *candidates = NULL;
+        int heuristic = -1;
+        int nc = mt_sweep_candidates(&sw->plan, space_for_kind(&sw->spaces, key->kind), key, &sw->target,
+                                     SHARD_COMPUTE_UNITS, k, &candidates, &heuristic);
+        free(candidates);
+        seconds[k] = mt_plan_key_seconds(&sw->plan, key, mt_sweep_job_count(&sw->plan, nc > 0 ? nc : 0));
+    }
+    if (rc == 0) rc = mt_sweep_shard_keys(seconds, sw->plan.n_keys, shards, owner);
+    free(seconds);
+    if (rc != 0) {
+        free(owner);
+        return NULL;
+    }
+    return owner;
+}
+
 static int plan_keys(sweep *sw, int shard, int shards) {
-    sw->keys = calloc((size_t)sw->plan.n_keys, sizeof *sw->keys);
+    int *owner = shards > 1 ? shard_owners(sw, shards) : NULL;
+    sw->keys = calloc((size_t)(sw->plan.n_keys > 0 ? sw->plan.n_keys : 1), sizeof *sw->keys);
     sw->n_keys = 0;
+    if ((shards > 1 && !owner) || !sw->keys) {
+        free(owner);
+        mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory for the keys of %d", sw->plan.n_keys);
+        return -1;
+    }
     for (int k = 0; k < sw->plan.n_keys; k++) {
-        if (k % shards != shard) continue;
+        if (owner && owner[k] != shard) continue;
         sweep_key *sk = &sw->keys[sw->n_keys++];
         sk->key = sw->plan.keys[k];
         sk->space = space_for_kind(&sw->spaces, sk->key.kind);  /* there is one: load_key_spaces */
@@ -643,6 +680,7 @@ static int plan_keys(sweep *sw, int shard, int shards) {
                    (sw->plan.strategy == MT_SEARCH_HALVING && sk->heuristic >= 0);
         sw->jobs_total += sk->jobs;
     }
+    free(owner);
     /* the hand-out order; without memory for it the sweep cannot start */
     size_t slots = (size_t)(sw->n_keys > 0 ? sw->n_keys : 1);
     sw->order = calloc(slots, sizeof *sw->order);

@@ -31,6 +31,12 @@ void mt_sweep_handout_order(const double *seconds, int n, int *order);
  * several GPUs (at least the costliest key's seconds). */
 double mt_sweep_handout_makespan(const double *seconds, int n, int workers);
 
+/* Which of `shards` shards takes each of n keys (owner[i]): costliest
+ * first, each to the shard with the least estimated seconds so far (the
+ * lowest index on a tie), so that every shard computes the same split from
+ * the same estimates.  0, or -1 without memory. */
+int mt_sweep_shard_keys(const double *seconds, int n, int shards, int *owner);
+
 int cmd_sweep(int argc, char **argv);
 
 #endif
