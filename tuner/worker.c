@@ -47,6 +47,7 @@
 #include "kernels/mla_decode/mla_reference.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 #include "prefill_key.h"
+#include "worker_job.h"
 #include "worker_prefill.h"
 #include "ceilings.h"
 #include "timing.h"
@@ -383,19 +384,6 @@ static mt_status prepare_key(gpu_worker *w, const mt_job *job) {
     return MT_OK;
 }
 
-/* One timed call: the decode launch (and its reduce) as the runtime makes it. */
-typedef struct launch_job {
-    gpu_worker *w;
-    const mt_kernels *fns;
-    const mt_variant *v;
-    const mt_problem_static *s;
-    const mt_mla_decode_args *a;
-} launch_job;
-static mt_status run_launch(void *arg, mt_stream s) {
-    launch_job *j = arg;
-    return j->v->family->launch(j->w->b, j->fns, j->v, j->s, j->a, s);
-}
-
 /* Returns 1 when the worker must exit (its GPU context cannot be trusted). */
 static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     memset(r, 0, sizeof *r);
@@ -436,37 +424,13 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
         snprintf(r->error, sizeof r->error, "%s", mt_last_error());
         return st != MT_ERR_INVALID_ARGUMENT;
     }
-    double tol = k->key.s.q_dtype == MT_BF16 ? 1e-2 : 5e-3;
     double e_out = mt_relative_error(w->got_out, k->ref_out, (long)k->out_elems);
     double e_lse = mt_relative_error(w->got_lse, k->ref_lse, (long)k->lse_elems);
-    if (!(e_out < tol) || !(e_lse < 1e-3)) {
-        r->status = MT_MEASURE_WRONG_RESULT;
-        snprintf(r->error, sizeof r->error, "against the %s: out error %.3e (limit %.0e), lse error %.3e%s",
-                 k->ref_source, e_out, tol, e_lse, isinf(e_out) || isinf(e_lse) ? " (NaN or unwritten output)" : "");
-        return 0;
-    }
-    /* time: warm-up, then per run an L2 flush and the launch between events */
-    size_t ws = key_workspace_bytes(w, &job->variant);
-    mt_mla_decode_args a = key_args(w, ws);
-    int reps = job->reps;
-    double *ms = calloc((size_t)reps, sizeof *ms);
-    launch_job lj = {w, &fns, &job->variant, &k->key.s, &a};
-    if (st == MT_OK) st = ms ? mt_time_runs(w->b, w->stream, &w->flush, job->warmup, reps, run_launch, &lj, ms)
-                             : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (st != MT_OK) {
-        free(ms);
-        r->status = MT_MEASURE_LAUNCH_FAILED;
-        snprintf(r->error, sizeof r->error, "while timing: %s", mt_last_error());
-        return 1;
-    }
-    r->status = MT_MEASURE_OK;
-    r->reps = reps;
-    r->median_ms = mt_sorted_median(ms, reps);
-    r->min_ms = ms[0];
-    r->max_ms = ms[reps - 1];
-    r->spread_ms = mt_sorted_percentile(ms, reps, 90) - mt_sorted_percentile(ms, reps, 10);
-    free(ms);
-    return 0;
+    if (mt_job_judge(r, k->key.s.q_dtype, e_out, e_lse, k->ref_source)) return 0;
+    /* time: warm-up, then per run an L2 flush and the launch (and its reduce) between events */
+    mt_mla_decode_args a = key_args(w, key_workspace_bytes(w, &job->variant));
+    return mt_job_time_launch(w->b, w->stream, &w->flush, &fns, &job->variant, &k->key.s, &a, job->warmup,
+                              job->reps, r);
 }
 
 int cmd_worker(int argc, char **argv) {

@@ -29,6 +29,7 @@
 #include "kernels/mla_prefill/mla_prefill.h"
 #include "kernels/mla_prefill/prefill_reference.h"
 #include "prefill_key.h"
+#include "worker_job.h"
 
 enum { SAMPLES = 64 };
 
@@ -197,19 +198,6 @@ static mt_status run_once(mt_prefill_key_state *k, const mt_worker_gpu *g, const
     return MT_OK;
 }
 
-typedef struct timed_call {
-    const mt_worker_gpu *g;
-    const mt_kernels *fns;
-    const mt_variant *v;
-    const mt_problem_static *s;
-    const mt_mla_prefill_args *a;
-} timed_call;
-
-static mt_status launch_timed(void *arg, mt_stream s) {
-    timed_call *c = arg;
-    return c->v->family->launch(c->g->b, c->fns, c->v, c->s, c->a, s);
-}
-
 int mt_prefill_worker_job(mt_prefill_key_state **state, const mt_worker_gpu *g, const mt_job *job, mt_job_result *r) {
     memset(r, 0, sizeof *r);
     mt_prefill_key_state *k = *state;
@@ -237,32 +225,10 @@ int mt_prefill_worker_job(mt_prefill_key_state **state, const mt_worker_gpu *g, 
         snprintf(r->error, sizeof r->error, "%s", mt_last_error());
         return st != MT_ERR_INVALID_ARGUMENT;
     }
-    double tol = k->key.s.q_dtype == MT_BF16 ? 1e-2 : 5e-3;
     double e_out = mt_relative_error(k->got_out, k->ref_out, k->n_rows * k->key.s.dl);
     double e_lse = mt_relative_error(k->got_lse, k->ref_lse, k->n_rows);
-    if (!(e_out < tol) || !(e_lse < 1e-3)) {
-        r->status = MT_MEASURE_WRONG_RESULT;
-        snprintf(r->error, sizeof r->error, "against the %s: out error %.3e (limit %.0e), lse error %.3e%s",
-                 k->ref_source, e_out, tol, e_lse, isinf(e_out) || isinf(e_lse) ? " (NaN or unwritten output)" : "");
-        return 0;
-    }
+    if (mt_job_judge(r, k->key.s.q_dtype, e_out, e_lse, k->ref_source)) return 0;
     mt_mla_prefill_args a = call_args(k);
-    timed_call c = {g, &fns, &job->variant, &k->key.s, &a};
-    double *ms = calloc((size_t)job->reps, sizeof *ms);
-    st = ms ? mt_time_runs(g->b, g->stream, g->flush, job->warmup, job->reps, launch_timed, &c, ms)
-            : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (st != MT_OK) {
-        free(ms);
-        r->status = MT_MEASURE_LAUNCH_FAILED;
-        snprintf(r->error, sizeof r->error, "while timing: %s", mt_last_error());
-        return 1;
-    }
-    r->status = MT_MEASURE_OK;
-    r->reps = job->reps;
-    r->median_ms = mt_sorted_median(ms, job->reps);
-    r->min_ms = ms[0];
-    r->max_ms = ms[job->reps - 1];
-    r->spread_ms = mt_sorted_percentile(ms, job->reps, 90) - mt_sorted_percentile(ms, job->reps, 10);
-    free(ms);
-    return 0;
+    return mt_job_time_launch(g->b, g->stream, g->flush, &fns, &job->variant, &k->key.s, &a, job->warmup,
+                              job->reps, r);
 }
