@@ -217,6 +217,12 @@ static void test_fake_sweep(void) {
               "lookup: %d: %s", rc, out);
     rc = run("lookup --prefill --arch sm_90 --tokens 100 --requests 3 --db pf.db", out, sizeof out);
     CHECK_MSG(rc == 2 && strstr(out, "do not split evenly"), "lookup: %d: %s", rc, out);
+    /* bench --prefill refuses a head count past 128 wherever it stands in
+     * the list (only the last entry was checked), before opening a GPU */
+    rc = run("bench --prefill --heads 256,16 --tokens 64", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "bad value '256,16' for --heads"), "bench --prefill: %d: %s", rc, out);
+    rc = run("bench --prefill --heads 16 --tokens 64,0", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "bad value '64,0' for --tokens"), "bench --prefill: %d: %s", rc, out);
     /* show and lookup read the prefill rows without refusing the DB */
     rc = run("show --db pf.db", out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "mla_prefill:tile_q=64") && strstr(out, "[non-causal]"), "show: %s", out);

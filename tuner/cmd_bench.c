@@ -27,6 +27,7 @@
 
 #include "bench_gpu.h"
 #include "ceilings.h"
+#include "int_list.h"
 #include "timing.h"
 #include "commands.h"
 #include "json.h"
@@ -35,14 +36,12 @@
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/api_internal.h"
 
-enum { MAX_LIST = 16 };
 
-typedef struct int_list { int v[MAX_LIST]; int n; } int_list;
 
 enum { MAX_MIXES = 8 };
 
 typedef struct bench_opts {
-    int_list heads, sq, batch, seq_len, kv;  /* kv: mt_dtype values */
+    mt_int_list heads, sq, batch, seq_len, kv;  /* kv: mt_dtype values */
     mt_dtype q_dtype;
     int page_size, warmup, reps, device, ceilings;
     mt_lengths_mix mixes[MAX_MIXES];
@@ -100,22 +99,16 @@ static void usage(FILE *to) {
             "  --prefill          prefill attention instead (mla-tune bench --prefill --help)\n");
 }
 
-static int parse_list(const char *text, int_list *out, int is_dtype) {
+/* A list of numbers (1..10^7) or, for --kv-dtype, of dtype names. */
+static int parse_list(const char *text, mt_int_list *out, int is_dtype) {
+    if (!is_dtype) return mt_int_list_parse(text, out, 1, 10000000);
     out->n = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (out->n == MAX_LIST) return -1;
-        if (is_dtype) {
-            mt_dtype t;
-            if (mt_dtype_parse(tok, &t) != MT_OK) return -1;
-            out->v[out->n++] = (int)t;
-        } else {
-            char *end = NULL;
-            long n = strtol(tok, &end, 10);
-            if (!end || *end || n < 1 || n > 10000000) return -1;
-            out->v[out->n++] = (int)n;
-        }
+        mt_dtype t;
+        if (out->n == MT_INT_LIST_MAX || mt_dtype_parse(tok, &t) != MT_OK) return -1;
+        out->v[out->n++] = (int)t;
     }
     return out->n > 0 ? 0 : -1;
 }

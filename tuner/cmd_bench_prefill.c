@@ -24,6 +24,7 @@
 
 #include "bench_gpu.h"
 #include "ceilings.h"
+#include "int_list.h"
 #include "commands.h"
 #include "prefill_key.h"
 #include "timing.h"
@@ -31,12 +32,8 @@
 #include "kernels/mla_prefill/mla_prefill.h"
 #include "runtime/api/api_internal.h"
 
-enum { MAX_LIST = 16 };
-
-typedef struct int_list { int v[MAX_LIST]; int n; } int_list;
-
 typedef struct pf_opts {
-    int_list heads, tokens, requests, context;
+    mt_int_list heads, tokens, requests, context;
     int masks[2], n_masks;  /* 1: causal, 0: non-causal */
     mt_dtype q_dtype, kv_dtype;
     int warmup, reps, device, ceilings, flush_write;
@@ -69,19 +66,6 @@ static void usage(FILE *to) {
             "  --csv FILE         also write the rows as CSV\n"
             "  --device N         GPU ordinal (default 0)\n"
             "  --cache-dir DIR    code-object cache (default as the runtime)\n");
-}
-
-static int parse_list(const char *text, int_list *out, int lo) {
-    out->n = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", text);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *end = NULL;
-        long n = strtol(tok, &end, 10);
-        if (out->n == MAX_LIST || !end || *end || n < lo || n > MT_PREFILL_MAX_TOKENS) return -1;
-        out->v[out->n++] = (int)n;
-    }
-    return out->n > 0 ? 0 : -1;
 }
 
 typedef struct pf_call { mlt_prefill_plan *plan; const mlt_prefill_args *a; } pf_call;
@@ -190,10 +174,10 @@ static int parse_opts(int argc, char **argv, pf_opts *o) {
         }
         i++;
         int bad = 0;
-        if (strcmp(a, "--heads") == 0) bad = parse_list(v, &o->heads, 1) || o->heads.v[o->heads.n - 1] > 128;
-        else if (strcmp(a, "--tokens") == 0) bad = parse_list(v, &o->tokens, 1);
-        else if (strcmp(a, "--requests") == 0) bad = parse_list(v, &o->requests, 1);
-        else if (strcmp(a, "--context") == 0) bad = parse_list(v, &o->context, 0);
+        if (strcmp(a, "--heads") == 0) bad = mt_int_list_parse(v, &o->heads, 1, 128);
+        else if (strcmp(a, "--tokens") == 0) bad = mt_int_list_parse(v, &o->tokens, 1, MT_PREFILL_MAX_TOKENS);
+        else if (strcmp(a, "--requests") == 0) bad = mt_int_list_parse(v, &o->requests, 1, MT_PREFILL_MAX_TOKENS);
+        else if (strcmp(a, "--context") == 0) bad = mt_int_list_parse(v, &o->context, 0, MT_PREFILL_MAX_TOKENS);
         else if (strcmp(a, "--q-dtype") == 0 || strcmp(a, "--kv-dtype") == 0) {
             mt_dtype t;
             bad = mt_dtype_parse(v, &t) != MT_OK || (t != MT_BF16 && t != MT_FP16);
