@@ -354,16 +354,23 @@ class PairScaleFormThroughGuardsTest(_EngineForm, RememberedLayoutThroughGuardsT
     form = plan_module._PAIR_WS_KS
 
 
-class NotTorchShapedTest(unittest.TestCase):
+class _StubPlan(unittest.TestCase):
+    """A plan of the stub library, nothing remembered yet."""
 
-    def test_cuda_array_interface_objects_are_checked_every_call(self):
+    def setUp(self):
         lib = support.stub_library()
         if lib is None:
             self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
         rt = mlatune.Runtime(library=lib)
         self.addCleanup(rt.close)
-        plan = rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=0.0417,
-                       max_batch=8)
+        self.plan = rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=0.0417,
+                            max_batch=8)
+
+
+class NotTorchShapedTest(_StubPlan):
+
+    def test_cuda_array_interface_objects_are_checked_every_call(self):
+        plan = self.plan
         args = support.stub_call_args(plan, batch=3)
         plan.run(**args)
         self.assertIsNone(plan._last)
@@ -371,18 +378,12 @@ class NotTorchShapedTest(unittest.TestCase):
             _layouts.read_layouts([args["q"]])
 
 
-class TorchShapedFirstTest(unittest.TestCase):
+class TorchShapedFirstTest(_StubPlan):
 
     def test_torch_shaped_objects_leave_the_guards_to_a_torch_call(self):
         # a first call of torch-shaped objects (not torch tensors) is read
         # in Python, and does not decide for the plan's later torch calls
-        lib = support.stub_library()
-        if lib is None:
-            self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
-        rt = mlatune.Runtime(library=lib)
-        self.addCleanup(rt.close)
-        plan = rt.plan(16, sq=2, page_size=64, q_dtype="bfloat16", kv_dtype="bfloat16", softmax_scale=0.0417,
-                       max_batch=8)
+        plan = self.plan
         args = support.stub_call_args(plan, batch=3, torch_shaped=True)
         del args["schedule"]
         plan.run(**args)
