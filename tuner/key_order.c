@@ -44,23 +44,19 @@ void mt_sweep_handout_order(const double *seconds, int n, int *order) {
 
 double mt_sweep_handout_makespan(const double *seconds, int n, int workers) {
     if (workers < 1) workers = 1;
-    int *order = calloc((size_t)(n > 0 ? n : 1), sizeof *order);
+    int *owner = calloc((size_t)(n > 0 ? n : 1), sizeof *owner);
     double *busy = calloc((size_t)workers, sizeof *busy);
     double end = 0;
-    if (order && busy) {
-        /* each key, in hand-out order, goes to the worker free first */
-        mt_sweep_handout_order(seconds, n, order);
-        for (int i = 0; i < n; i++) {
-            int w = 0;
-            for (int j = 1; j < workers; j++)
-                if (busy[j] < busy[w]) w = j;
-            busy[w] += seconds[order[i]];
+    /* each key, in hand-out order, goes to the worker free first: the
+     * shards' split, with workers for shards */
+    if (owner && busy && mt_sweep_shard_keys(seconds, n, workers, owner) == 0) {
+        for (int i = 0; i < n; i++) busy[owner[i]] += seconds[i];
+        for (int w = 0; w < workers; w++)
             if (busy[w] > end) end = busy[w];
-        }
     } else { /* no memory to simulate: the total, as one worker */
         for (int i = 0; i < n; i++) end += seconds[i];
     }
-    free(order);
+    free(owner);
     free(busy);
     return end;
 }
