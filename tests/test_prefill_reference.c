@@ -251,10 +251,30 @@ static void constraints_and_rule(void) {
     refused(mt_variant_validate(&v, &mixed, &sm90), "one type");
     CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=32,kv_tile=64,block_threads=128,mma=1", &v));
     refused(mt_variant_validate(&v, &s, &sm90), "tile_q must be 16 x 4 warps");
-    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=32,kv_tile=64,block_threads=64,mma=2", &v));
-    refused(mt_variant_validate(&v, &s, &sm90), "mma=2 is not an allowed value");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=32,kv_tile=64,block_threads=64,mma=3", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "mma=3 is not an allowed value");
+    /* mma=2: wgmma on sm_90 only, a warpgroup per 64 rows, kv_tile 64 / 128,
+     * whole 64-column blocks of D, Dl 64 or 128, one 16-bit type */
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=256,mma=2", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &sm90));
+    CHECK(mt_mla_prefill_shared_bytes(v.values, &s) == 214016); /* 1 KB align + q 48 KB + 2 x (k 48 + v 32 KB) */
+    refused(mt_variant_validate(&v, &s, &gfx942), "mma=2 runs on wgmma (NVIDIA sm_90), not on gfx942");
+    const mt_target sm80 = {.arch = "sm_80", .warp_size = 32, .shared_max = 232448};
+    refused(mt_variant_validate(&v, &s, &sm80), "not on sm_80");
+    refused(mt_variant_validate(&v, &mixed, &sm90), "mma=2 needs q and k/v of one type");
+    mt_problem_static d160 = s, dl256 = s;
+    d160.d = 160, dl256.dl = 256;
+    refused(mt_variant_validate(&v, &d160, &sm90), "D a multiple of 64");
+    refused(mt_variant_validate(&v, &dl256, &sm90), "Dl 64 or 128");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=128,mma=2", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "tile_q 64 on 128 threads or 128 on 256");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=32,block_threads=128,mma=2", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "kv_tile 64 or 128");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=128,mma=2", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &sm90));
 
-    /* the rule: the declared default where it fits */
+    /* the rule: the measured choice of the target where it fits, else the
+     * declared default */
     mt_shape shape = {.s = s, .n_heads = 16, .sq = 1};
     mt_heuristic_set set;
     CHECK_OK(mt_mla_prefill_heuristic_set(&shape, &gfx942, &set));
@@ -262,6 +282,13 @@ static void constraints_and_rule(void) {
     char why[200];
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
     CHECK_MSG(strstr(why, "tile_q=16,kv_tile=32,block_threads=128,mma=0") && strstr(why, "untuned"), "%s", why);
+    CHECK_OK(mt_mla_prefill_heuristic_set(&shape, &sm90, &set));
+    mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
+    CHECK_MSG(set.n == 1 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2"), "%s", why);
+    mt_shape mixed_shape = {.s = mixed, .n_heads = 16, .sq = 1}; /* the wgmma point does not fit: the default */
+    CHECK_OK(mt_mla_prefill_heuristic_set(&mixed_shape, &sm90, &set));
+    mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
+    CHECK_MSG(set.n == 1 && strstr(why, "mma=0"), "%s", why);
 }
 
 static void argument_checks(void) {
@@ -298,6 +325,24 @@ static void argument_checks(void) {
     CHECK_OK(mt_mla_prefill_check_args(&s, &a)); /* head-major lse */
     a = good, a.q.h_stride = -1;
     refused(mt_mla_prefill_check_args(&s, &a), "q has a negative stride");
+
+    /* the wgmma variant copies rows in 16-byte pieces and k in 64-column
+     * blocks: refused before anything is launched (no backend needed) */
+    mt_problem_static same = s;
+    same.kv_dtype = MT_BF16;
+    mt_variant w;
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=256,mma=2", &w));
+    mt_kernels kernels;
+    memset(&kernels, 0, sizeof kernels);
+    kernels.fn[MT_PREFILL_FN] = (mt_function)(uintptr_t)0x1000; /* never called: every case below is refused */
+    a = good, a.q.ptr = p + 8;
+    refused(mt_mla_prefill_launch(NULL, &kernels, &w, &same, &a, NULL), "q's rows 16-byte aligned");
+    a = good, a.k.t_stride = 16 * 196, a.k.h_stride = 196;
+    refused(mt_mla_prefill_launch(NULL, &kernels, &w, &same, &a, NULL), "k's rows 16-byte aligned");
+    a = good, a.nope = 96, a.k_pe.ptr = p;
+    refused(mt_mla_prefill_launch(NULL, &kernels, &w, &same, &a, NULL), "nope 96 must be a multiple of 64");
+    a = good, a.out.ptr = p + 2;
+    refused(mt_mla_prefill_launch(NULL, &kernels, &w, &same, &a, NULL), "out's rows 4-byte aligned");
 
     const mt_mla_prefill_merge_args mgood = {.tokens = 9, .n_heads = 16, .out_a = {.ptr = p}, .lse_a = {.ptr = p + 4},
                                              .out_b = {.ptr = p}, .lse_b = {.ptr = p + 8}, .out = {.ptr = p},

@@ -58,6 +58,29 @@ static mt_status check_matrix_units(const int *values, const mt_problem_static *
     return MT_OK;
 }
 
+/* mma=2: wgmma on Hopper, a warpgroup per 64 rows, the products at the
+ * widths wgmma.cu has (kv_tile keys for S, Dl columns for O), whole
+ * 64-column blocks of D (the 128-byte swizzle), one 16-bit type; the
+ * scores, P and O live in registers. */
+static mt_status check_warpgroups(const int *values, const mt_problem_static *s, const mt_target *t) {
+    int threads = values[MT_PF_BLOCK_THREADS], tile_q = values[MT_PF_TILE_Q], kv = values[MT_PF_KV_TILE];
+    if (strcmp(t->arch, "sm_90") != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=2 runs on wgmma (NVIDIA sm_90), not on %s", t->arch);
+    if (s->q_dtype != s->kv_dtype)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=2 needs q and k/v of one type (q %s, k/v %s)",
+                       mt_dtype_name(s->q_dtype), mt_dtype_name(s->kv_dtype));
+    if ((tile_q != 64 && tile_q != 128) || threads != 2 * tile_q)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: mma=2 gives each warpgroup (128 threads) 64 rows: tile_q 64 on 128 threads or "
+                       "128 on 256 (got tile_q=%d, block_threads=%d)", tile_q, threads);
+    if (kv != 64 && kv != 128)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: mma=2 takes kv_tile 64 or 128 (got %d)", kv);
+    if (s->d % 64 != 0 || (s->dl != 64 && s->dl != 128))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: mma=2 needs D a multiple of 64 and Dl 64 or 128 (D=%d, Dl=%d)", s->d, s->dl);
+    return MT_OK;
+}
+
 mt_status mt_mla_prefill_check(const int *values, const mt_problem_static *s, const mt_target *t) {
     mt_status st = mt_mla_prefill_check_static(s);
     if (st != MT_OK) return st;
@@ -66,6 +89,7 @@ mt_status mt_mla_prefill_check(const int *values, const mt_problem_static *s, co
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
     if (values[MT_PF_MMA] == 1 && (st = check_matrix_units(values, s, t)) != MT_OK) return st;
+    if (values[MT_PF_MMA] == 2 && (st = check_warpgroups(values, s, t)) != MT_OK) return st;
     /* SIMT: the output tile lives in registers, spread over the threads:
      * past 64 floats per thread it spills */
     int per_thread = (tile_q * s->dl + threads - 1) / threads;

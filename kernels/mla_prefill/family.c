@@ -11,7 +11,8 @@
  *   mma             0: SIMT arithmetic (simt.cu), any target; 1: the
  *                   matrix units, 16 rows per warp: mma.sync on NVIDIA
  *                   sm_80+ (mma_sync.cu), MFMA on AMD CDNA (mfma.cu);
- *                   wgmma on sm_90 is not built yet (docs/prefill.md)
+ *                   2: wgmma on NVIDIA sm_90, 64 rows per warpgroup
+ *                   (wgmma.cu)
  *
  * Constraints (constraints.c; checked before compiling): shared memory
  * within the target's, whole warps, registers (SIMT: at most 64 output
@@ -23,15 +24,22 @@
 #include <stdio.h>
 
 static const mt_param_desc mla_prefill_params[] = {
-    {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64}, 7, 16, "new tokens (one request, one head) per work-group", 0, 0,
-     0},
-    {"kv_tile", "KV_TILE", {16, 32, 64}, 3, 32, "keys staged in shared memory per step", 0, 0, 0},
+    {"tile_q", "TILE_Q", {1, 2, 4, 8, 16, 32, 64, 128}, 8, 16, "new tokens (one request, one head) per work-group",
+     0, 0, 0},
+    {"kv_tile", "KV_TILE", {16, 32, 64, 128}, 4, 32, "keys staged in shared memory per step", 0, 0, 0},
     {"block_threads", "BLOCK_THREADS", {64, 128, 256, 512}, 4, 128, "threads per work-group", 0, 0, 0},
-    {"mma", "MMA", {0, 1}, 2, 0, "0: SIMT; 1: matrix units, 16 rows per warp (mma.sync on NVIDIA, MFMA on AMD)", 0,
-     0, 0},
+    {"mma", "MMA", {0, 1, 2}, 3, 0,
+     "0: SIMT; 1: matrix units, 16 rows per warp (mma.sync on NVIDIA, MFMA on AMD); 2: wgmma, 64 rows per "
+     "warpgroup (NVIDIA sm_90)", 0, 0, 0},
 };
 
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {
+    if (values[MT_PF_MMA] == 2) {
+        /* must match wgmma.cu: 1024 bytes to align the swizzled tiles, the
+         * q tile, two stages of k and v tiles (16-bit, unpadded) */
+        size_t kv = (size_t)values[MT_PF_KV_TILE];
+        return 1024 + 2 * ((size_t)values[MT_PF_TILE_Q] * (size_t)s->d + 2 * kv * (size_t)(s->d + s->dl));
+    }
     if (values[MT_PF_MMA] == 1) {
         /* must match mma_sync.cu and mfma.cu (one layout): the q tile and
          * the k tile (16-bit rows of D + 8), the v tile (rows of Dl + 8) */
@@ -50,13 +58,19 @@ size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s
  * the merge, which every variant carries so that a plan can merge the
  * states its own calls wrote. */
 static int mla_prefill_sources(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]) {
-    names[0] = "mla_prefill/params.h";
-    names[1] = "mla_prefill/common.cuh";
-    names[2] = v->values[MT_PF_MMA] == 0 ? "mla_prefill/simt.cu"
-               : warp_size == 64         ? "mla_prefill/mfma.cu"
-                                         : "mla_prefill/mma_sync.cu";
-    names[3] = "mla_prefill/merge.cu";
-    return 4;
+    int n = 0;
+    names[n++] = "mla_prefill/params.h";
+    names[n++] = "mla_prefill/common.cuh";
+    if (v->values[MT_PF_MMA] == 2) {
+        names[n++] = "mla_prefill/wgmma_ops.cuh";
+        names[n++] = "mla_prefill/wgmma.cu";
+    } else {
+        names[n++] = v->values[MT_PF_MMA] == 0 ? "mla_prefill/simt.cu"
+                     : warp_size == 64         ? "mla_prefill/mfma.cu"
+                                               : "mla_prefill/mma_sync.cu";
+    }
+    names[n++] = "mla_prefill/merge.cu";
+    return n;
 }
 
 static void mla_prefill_entries(const mt_variant *v, const char *names[MT_MAX_ENTRIES]) {

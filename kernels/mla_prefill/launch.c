@@ -79,6 +79,32 @@ mt_status mt_mla_prefill_check_args(const mt_problem_static *s, const mt_mla_pre
     return MT_OK;
 }
 
+/* The wgmma path (mma=2) copies q, k, k_pe and v in 16-byte pieces and
+ * stores out two elements at a time: each row must start on such a
+ * boundary (its address and both strides), and k's split at nope too. */
+static mt_status check_rows_aligned(const char *name, const mt_prefill_rows *r, int bytes) {
+    const long long per = bytes / 2; /* 16-bit elements */
+    if (r->ptr % (mt_devptr)bytes != 0 || r->t_stride % per != 0 || r->h_stride % per != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: the wgmma variant (mma=2) needs %s's rows %d-byte aligned: its address and "
+                       "strides (%lld, %lld elements) must be multiples of %d bytes", name, bytes, r->t_stride,
+                       r->h_stride, bytes);
+    return MT_OK;
+}
+
+static mt_status check_wgmma_rows(const mt_prefill_params *p) {
+    mt_status st;
+    if (p->nope % 64 != 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: the wgmma variant (mma=2) copies k in 64-column blocks: nope %d must be a "
+                       "multiple of 64", p->nope);
+    if ((st = check_rows_aligned("q", &p->q, 16)) != MT_OK || (st = check_rows_aligned("k", &p->k, 16)) != MT_OK ||
+        (st = check_rows_aligned("k_pe", &p->k_pe, 16)) != MT_OK ||
+        (st = check_rows_aligned("v", &p->v, 16)) != MT_OK || (st = check_rows_aligned("out", &p->out, 4)) != MT_OK)
+        return st;
+    return MT_OK;
+}
+
 mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
                                 const mt_mla_prefill_args *a, mt_stream stream) {
     mt_status st = mt_mla_prefill_check_args(s, a);
@@ -102,6 +128,7 @@ mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_var
         p.k_pe = p.k;
         p.k_pe.ptr += (mt_devptr)a->nope * mt_dtype_size(s->kv_dtype);
     }
+    if (v->values[MT_PF_MMA] == 2 && (st = check_wgmma_rows(&p)) != MT_OK) return st;
     const int tile_q = v->values[MT_PF_TILE_Q];
     unsigned grid[3] = {(unsigned)((a->max_q + tile_q - 1) / tile_q), (unsigned)a->n_heads, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_PF_BLOCK_THREADS], 1, 1};

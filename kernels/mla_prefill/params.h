@@ -45,7 +45,8 @@ typedef struct mt_prefill_params {
     int nope;               /* columns of k read from k; the rest from k_pe */
     int causal;
     float scale;            /* softmax scale */
-    int pad_;               /* keeps the struct's size a multiple of 8 on both sides */
+    int zero;               /* always 0 (the launch sets nothing here): keeps the struct's size a multiple
+                               of 8 on both sides, and wgmma.cu adds it to registers it must keep alive */
 } mt_prefill_params;
 
 /* mla_prefill_merge's argument: two attention states of the same rows

@@ -1,0 +1,292 @@
+/*
+ * wgmma.cu - the prefill family's warpgroup path (mma = 2; NVIDIA Hopper,
+ * sm_90a): both products on wgmma, the matrix units' full width, where
+ * mma.sync (mma_sync.cu) reaches about a third of it.
+ *
+ * A work-group takes TILE_Q new tokens of one request and one head (grid
+ * as the other paths: tile, head, request), one warpgroup (128 threads)
+ * per 64 of them.  Per KV_TILE keys:
+ *   S = Q K^T      wgmma m64nKV_TILEk16, Q and K both from shared memory
+ *                  (D / 16 k-steps), fp32 accumulators in registers;
+ *   the mask and the online softmax on the accumulators (a row's scores
+ *   live in the four lanes of a quad), P packed to 16 bits in registers:
+ *   the accumulator layout is the A operand layout of the next product;
+ *   O += P V       wgmma m64nDLk16, P from registers, V from shared memory
+ *                  (MN-major: key rows as stored, v columns contiguous).
+ * The two products of neighbouring tiles overlap: tile j's S = Q K_j^T is
+ * issued, then the previous tile's P V, and tile j's softmax runs while
+ * the matrix units do that P V (FlashAttention-3's intra-warpgroup
+ * overlap; 1.4x on the H100, PERFLOG session 18).  Keys come by cp.async,
+ * K and V in two stages each, one tile ahead: during tile j, K_(j+1)
+ * replaces K_(j-1) and V_j replaces V_(j-2); 16-byte copies, zeros past
+ * the tile's last visible key, so a masked key multiplies 0; k's rope
+ * columns from k_pe when it is apart.  The grid's tiles run heaviest
+ * first: a causal tile's keys grow with its position, and the light ones
+ * fill the tail of the launch.
+ *
+ * Shared memory (128-byte swizzled tiles, prelude.h; kept equal to
+ * mt_mla_prefill_shared_bytes), from the first 1024-byte boundary:
+ *   q_s    [D/64][TILE_Q rows][128 B]         Q, warpgroup w's rows from 64w
+ *   k      2 x [D/64][KV_TILE keys][128 B]    the K stages
+ *   v      2 x [DL/64][KV_TILE keys][128 B]   the V stages
+ * Fixed shape (constraints.c): tile_q 64 or 128 with 2 x tile_q threads,
+ * kv_tile 64 or 128, D % 64 == 0, DL 64 or 128, one 16-bit type; every
+ * q / k / k_pe / v row 16-byte aligned and nope a multiple of 64
+ * (launch.c checks the views).
+ */
+#if !defined(MT_HAVE_WGMMA)
+#error "mma=2 (wgmma) needs NVIDIA sm_90a"
+#endif
+#if (TILE_Q != 64 && TILE_Q != 128) || BLOCK_THREADS != 2 * TILE_Q || (KV_TILE != 64 && KV_TILE != 128) || \
+    D % 64 != 0 || (DL != 64 && DL != 128) || Q_DTYPE != KV_DTYPE
+#error "mma=2 takes tile_q 64 or 128 on 2 x tile_q threads, kv_tile 64 or 128, D % 64 == 0, Dl 64 or 128, one type"
+#endif
+#define PW_FP16 (KV_DTYPE == 1)
+#define PW_Q_BYTES (TILE_Q * D * 2)
+#define PW_K_BYTES (KV_TILE * D * 2)
+#define PW_V_BYTES (KV_TILE * DL * 2)
+#define PW_S (KV_TILE / 2) /* score accumulators per thread */
+#define PW_O (DL / 2)      /* output accumulators per thread */
+
+__device__ __forceinline__ mt_u32 pw_pack(float lo, float hi) {
+#if PW_FP16
+    return mt_pack_f16x2(lo, hi);
+#else
+    return mt_pack_bf16x2(lo, hi);
+#endif
+}
+
+/* Copies `rows` rows of 64-column blocks into a 128-byte-swizzled tile of
+ * `TILE_ROWS` rows, zeros from row `valid` on.  Thread i copies piece i % 8
+ * of rows i / 8, i / 8 + BLOCK_THREADS / 8, ...: every row it touches has
+ * the same row % 8, so its destinations are fixed offsets from one base
+ * and each copy is an add and the copy itself.  src(row) is the row's
+ * first element (columns of block blk at src(row) + 64 blk + piece). */
+#define PW_ROW_STEP (BLOCK_THREADS / 8)
+template <int TILE_ROWS, int BLOCKS>
+__device__ __forceinline__ void pw_copy_tile(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
+                                             int valid) {
+    const int piece = threadIdx.x & 7, r = threadIdx.x >> 3;
+    unsigned char *d = dst + r * 128 + ((piece ^ (r & 7)) << 4);
+    const unsigned char *src = src_row0 + (long long)r * row_bytes + piece * 16;
+#pragma unroll
+    for (int rr = 0; rr < TILE_ROWS / PW_ROW_STEP; rr++) {
+        const bool ok = r + rr * PW_ROW_STEP < valid;
+#pragma unroll
+        for (int blk = 0; blk < BLOCKS; blk++)
+            mt_cp_async16(d + blk * TILE_ROWS * 128 + rr * PW_ROW_STEP * 128,
+                          ok ? src + rr * PW_ROW_STEP * row_bytes + blk * 128 : src_row0, ok ? 16 : 0);
+    }
+}
+
+/* The tile's q rows -> q_s (zeros past its rows). */
+__device__ __forceinline__ void pw_load_q(const mt_prefill_params &p, const pf_tile &t, unsigned char *q_s) {
+    pw_copy_tile<TILE_Q, D / 64>(q_s, (const unsigned char *)pf_row<const mt_u16>(p.q, t.q_first + t.q0, t.head),
+                                 p.q.t_stride * 2, t.rows);
+}
+
+/* Keys k0 .. k0 + KV_TILE - 1 of k (its first nope columns from k, the
+ * rest from k_pe) -> k_s, of v -> v_s; zeros from key_end on.  nope is a
+ * multiple of 64 here (constraints.c). */
+__device__ __forceinline__ void pw_load_k(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *k_s) {
+    const int valid = t.key_end - k0;
+    const long long row = t.k_first + k0;
+    pw_copy_tile<KV_TILE, 1>(k_s, (const unsigned char *)pf_row<const mt_u16>(p.k, row, t.head), p.k.t_stride * 2,
+                             valid); /* block 0 always comes from k */
+#pragma unroll
+    for (int blk = 1; blk < D / 64; blk++) {
+        const bool from_k = blk * 64 < p.nope;
+        const unsigned char *src = from_k ? (const unsigned char *)(pf_row<const mt_u16>(p.k, row, t.head) + blk * 64)
+                                          : (const unsigned char *)(pf_row<const mt_u16>(p.k_pe, row, t.head) +
+                                                                    (blk * 64 - p.nope));
+        pw_copy_tile<KV_TILE, 1>(k_s + blk * KV_TILE * 128, src, from_k ? p.k.t_stride * 2 : p.k_pe.t_stride * 2,
+                                 valid);
+    }
+}
+__device__ __forceinline__ void pw_load_v(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *v_s) {
+    pw_copy_tile<KV_TILE, DL / 64>(v_s, (const unsigned char *)pf_row<const mt_u16>(p.v, t.k_first + k0, t.head),
+                                   p.v.t_stride * 2, t.key_end - k0);
+}
+
+/* O rows r0 / r1 of this thread *= a0 / a1, skipped while the whole warp's
+ * rows keep their max (the factor is then exactly 1). */
+__device__ __forceinline__ void pw_rescale(float *o, float a0, float a1) {
+    if (!__any_sync(0xffffffffu, a0 != 1.0f || a1 != 1.0f)) return;
+#pragma unroll
+    for (int j = 0; j < PW_O / 4; j++) o[4 * j] *= a0, o[4 * j + 1] *= a0, o[4 * j + 2] *= a1, o[4 * j + 3] *= a1;
+}
+
+/* The scores of one key tile -> P (16-bit A fragments of P V) and the
+ * rows' running max and sum; returns through a0 / a1 the factor O must be
+ * scaled by before this tile's P V is added.  Masks only a tile that
+ * crosses a row's limit; the rows' max over the quad on the raw scores
+ * (the scale is positive), then p = 2^(s * scale - max) in one FFMA + EX2;
+ * a masked score is -inf and gives 0 against a finite max. */
+__device__ __forceinline__ void pw_softmax(float *s, mt_u32 (*pf)[4], int k0, int lim0, int lim1, float s_scale,
+                                           float &m0, float &m1, float &l0, float &l1, float &a0, float &a1) {
+    const int quad = threadIdx.x & 3;
+    if (k0 + KV_TILE > lim0 || k0 + KV_TILE > lim1) {
+#pragma unroll
+        for (int j = 0; j < PW_S / 4; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int key = k0 + j * 8 + quad * 2 + e;
+                if (key >= lim0) s[4 * j + e] = MT_NEG_INF;
+                if (key >= lim1) s[4 * j + 2 + e] = MT_NEG_INF;
+            }
+    }
+    float mx0 = MT_NEG_INF, mx1 = MT_NEG_INF;
+#pragma unroll
+    for (int j = 0; j < PW_S / 4; j++) {
+        mx0 = fmaxf(mx0, fmaxf(s[4 * j], s[4 * j + 1]));
+        mx1 = fmaxf(mx1, fmaxf(s[4 * j + 2], s[4 * j + 3]));
+    }
+    mx0 = fmaxf(mx0, mt_shfl_xor(mx0, 1)), mx1 = fmaxf(mx1, mt_shfl_xor(mx1, 1));
+    mx0 = fmaxf(mx0, mt_shfl_xor(mx0, 2)), mx1 = fmaxf(mx1, mt_shfl_xor(mx1, 2));
+    const float mn0 = fmaxf(m0, mx0 * s_scale), mn1 = fmaxf(m1, mx1 * s_scale);
+    /* a row that has seen no key yet keeps max -inf: subtract 0 then */
+    a0 = m0 == MT_NEG_INF ? 0.0f : mt_exp2f(m0 - mn0);
+    a1 = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mn1);
+    const float sub0 = mn0 == MT_NEG_INF ? 0.0f : mn0, sub1 = mn1 == MT_NEG_INF ? 0.0f : mn1;
+    float ps0 = 0.0f, ps1 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < PW_S / 4; j++) {
+        const float p00 = mt_exp2f(fmaf(s[4 * j], s_scale, -sub0));
+        const float p01 = mt_exp2f(fmaf(s[4 * j + 1], s_scale, -sub0));
+        const float p10 = mt_exp2f(fmaf(s[4 * j + 2], s_scale, -sub1));
+        const float p11 = mt_exp2f(fmaf(s[4 * j + 3], s_scale, -sub1));
+        ps0 += p00 + p01, ps1 += p10 + p11;
+        pf[j >> 1][(j & 1) * 2] = pw_pack(p00, p01);
+        pf[j >> 1][(j & 1) * 2 + 1] = pw_pack(p10, p11);
+    }
+    l0 = l0 * a0 + ps0, l1 = l1 * a1 + ps1;
+    m0 = mn0, m1 = mn1;
+}
+
+/* S = Q K^T of one key tile, issued (the caller commits and waits). */
+__device__ __forceinline__ void pw_issue_scores(float *s, mt_u64 q_desc, const unsigned char *k_s) {
+    const mt_u64 k_desc = mt_wgmma_desc(k_s, 16, 1024);
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ks++) {
+        const int q_off = ((ks >> 2) * TILE_Q * 128 + (ks & 3) * 32) >> 4;
+        const int k_off = ((ks >> 2) * KV_TILE * 128 + (ks & 3) * 32) >> 4;
+        pw_wgmma_ss<KV_TILE, PW_FP16>(s, q_desc + q_off, k_desc + k_off, ks > 0);
+    }
+}
+
+/* O += P V of one key tile, issued (the caller commits and waits). */
+__device__ __forceinline__ void pw_issue_pv(float *o, const mt_u32 (*pf)[4], const unsigned char *v_s) {
+    const mt_u64 v_desc = mt_wgmma_desc(v_s, KV_TILE * 128, 1024);
+#pragma unroll
+    for (int kk = 0; kk < KV_TILE / 16; kk++) pw_wgmma_rs<DL, PW_FP16>(o, pf[kk], v_desc + ((kk * 2048) >> 4), 1);
+}
+
+/* The next tile's P becomes the A operand of its P V.  The previous P is
+ * read in the same step, after the wait that retires the P V that reads
+ * it: the tensor cores read a register A operand while the softmax of the
+ * next tile runs, and without a later use the compilers see its last use
+ * at the wgmma's issue and give its registers to the next P (NVVM merged
+ * the two into one PTX register; wrong results on the H100, PERFLOG
+ * session 18; an empty asm, mt_wgmma_pin_a, is no use to ptxas).  `zero`
+ * is 0 at run time, which neither compiler can see: one LOP3 per register. */
+__device__ __forceinline__ void pw_next_p(mt_u32 (*pf)[4], const mt_u32 (*pn)[4], int zero) {
+#pragma unroll
+    for (int kk = 0; kk < KV_TILE / 16; kk++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e] | (pf[kk][e] & (mt_u32)zero);
+}
+
+/* Everyone's copies so far are in and visible to the wgmma; every
+ * warpgroup is past what it read before. */
+__device__ __forceinline__ void pw_copies_in(void) {
+    mt_cp_async_wait<0>();
+    mt_fence_proxy_async();
+    __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1) mla_prefill(const mt_prefill_params p) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    /* the swizzle pattern repeats every 1024 bytes of the shared address */
+    unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
+    unsigned char *k_st = q_s + PW_Q_BYTES;      /* 2 stages of K_BYTES */
+    unsigned char *v_st = k_st + 2 * PW_K_BYTES; /* 2 stages of V_BYTES */
+    const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, quad = lane & 3;
+    const int r0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8; /* this thread's rows in the tile */
+
+    const pf_tile t = pf_tile_at(p, (int)(gridDim.x - 1 - blockIdx.x)); /* heaviest first */
+    if (t.rows <= 0) return;                                            /* the whole work-group */
+    const int n_tiles = (t.key_end + KV_TILE - 1) / KV_TILE;
+    pw_load_q(p, t, q_s);
+    if (n_tiles > 0) pw_load_k(p, t, 0, k_st);
+    mt_cp_async_commit();
+
+    const int lim0 = pf_row_limit(p, t, t.q0 + r0), lim1 = pf_row_limit(p, t, t.q0 + r1);
+    const float s_scale = p.scale * PF_LOG2E; /* scores in the log2 domain */
+    float m0 = MT_NEG_INF, m1 = MT_NEG_INF, l0 = 0.0f, l1 = 0.0f;
+    float o[PW_O];
+#pragma unroll
+    for (int i = 0; i < PW_O; i++) o[i] = 0.0f;
+    /* descriptors of the tiles' starts; a k-step or key offset adds its
+     * byte offset / 16 (no carry: shared addresses stay below 2^18) */
+    const mt_u64 q_desc = mt_wgmma_desc(q_s + wg * 64 * 128, 16, 1024);
+    mt_u32 pf[KV_TILE / 16][4]; /* P of the previous tile, the A operand of its P V */
+
+    /* Tile j: S_j = Q K_j is issued, then P_(j-1) V_(j-1), so the softmax of
+     * tile j runs while the matrix units multiply the previous tile's P V.
+     * K_(j+1) and V_j are copied during tile j (K and V have two stages
+     * each: K_(j+1) replaces K_(j-1), V_j replaces V_(j-2)). */
+    for (int j = 0; j < n_tiles; j++) {
+        pw_copies_in(); /* K_j, V_(j-1); every warpgroup is done with S_(j-1) and P_(j-2) V_(j-2) */
+        if (j + 1 < n_tiles) pw_load_k(p, t, (j + 1) * KV_TILE, k_st + ((j + 1) & 1) * PW_K_BYTES);
+        pw_load_v(p, t, j * KV_TILE, v_st + (j & 1) * PW_V_BYTES);
+        mt_cp_async_commit();
+
+        float s[PW_S];
+        mt_wgmma_fence();
+        pw_issue_scores(s, q_desc, k_st + (j & 1) * PW_K_BYTES);
+        mt_wgmma_commit();
+        if (j > 0) {
+            pw_issue_pv(o, pf, v_st + ((j - 1) & 1) * PW_V_BYTES);
+            mt_wgmma_commit();
+            mt_wgmma_wait<1>(); /* S_j */
+        } else {
+            mt_wgmma_wait<0>();
+        }
+        mt_wgmma_pin<PW_S>(s);
+        mt_u32 pn[KV_TILE / 16][4];
+        float a0, a1;
+        pw_softmax(s, pn, j * KV_TILE, lim0, lim1, s_scale, m0, m1, l0, l1, a0, a1);
+        mt_wgmma_wait<0>(); /* P_(j-1) V_(j-1) */
+        mt_wgmma_pin<PW_O>(o);
+        pw_rescale(o, a0, a1);
+        pw_next_p(pf, pn, p.zero);
+    }
+    if (n_tiles > 0) { /* the last tile's P V */
+        pw_copies_in();
+        mt_wgmma_fence();
+        pw_issue_pv(o, pf, v_st + ((n_tiles - 1) & 1) * PW_V_BYTES);
+        mt_wgmma_commit();
+        mt_wgmma_wait<0>();
+        mt_wgmma_pin<PW_O>(o);
+        mt_wgmma_pin_a<4 * (KV_TILE / 16)>(&pf[0][0]);
+    }
+    mt_cp_async_wait<0>(); /* nothing may be in flight at exit */
+
+    /* a row's sum from its quad; then out = O / l, lse = m + log l */
+    l0 += mt_shfl_xor(l0, 1), l1 += mt_shfl_xor(l1, 1);
+    l0 += mt_shfl_xor(l0, 2), l1 += mt_shfl_xor(l1, 2);
+    const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    const bool in0 = r0 < t.rows, in1 = r1 < t.rows;
+    mt_u16 *out0 = pf_row<mt_u16>(p.out, t.q_first + t.q0 + (in0 ? r0 : 0), t.head);
+    mt_u16 *out1 = pf_row<mt_u16>(p.out, t.q_first + t.q0 + (in1 ? r1 : 0), t.head);
+#pragma unroll
+    for (int j = 0; j < PW_O / 4; j++) {
+        const int col = j * 8 + quad * 2;
+        if (in0) *(mt_u32 *)(out0 + col) = pw_pack(o[4 * j] * inv0, o[4 * j + 1] * inv0);
+        if (in1) *(mt_u32 *)(out1 + col) = pw_pack(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
+    }
+    if (quad == 0) {
+        if (in0) *pf_row<float>(p.lse, t.q_first + t.q0 + r0, t.head) = l0 > 0.0f ? (m0 + mt_log2f(l0)) * PF_LN2 : MT_NEG_INF;
+        if (in1) *pf_row<float>(p.lse, t.q_first + t.q0 + r1, t.head) = l1 > 0.0f ? (m1 + mt_log2f(l1)) * PF_LN2 : MT_NEG_INF;
+    }
+}

@@ -1,0 +1,58 @@
+/*
+ * wgmma_ops.cuh - the two warpgroup products of the prefill family's
+ * wgmma path (wgmma.cu) at the widths it uses, N = 64 or 128 columns (the
+ * prelude has the decode family's N = 16, 64, 256 forms; these stay here
+ * so that the decode kernels' text, and the hashes the shipped databases
+ * validate against, do not change).  Accumulators as the prelude says:
+ * N / 2 floats per thread, d[4j .. 4j + 3] the 8-column block j.
+ *   pw_wgmma_ss<N>  d (+)= A[64 x 16] B[16 x N]: A and B K-major in shared
+ *                   memory (S = Q K^T: q rows and key rows, qk columns)
+ *   pw_wgmma_rs<N>  d (+)= A[64 x 16] B[16 x N]: A in registers (P, the
+ *                   m16n8k16 A layout per warp), B MN-major in shared
+ *                   memory (O += P V: key rows, v columns contiguous)
+ */
+#define PW_OUT64 MT_OUT32(0), MT_OUT32(32)
+#define PW_ACC64 \
+    MT_ACC32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+             "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+
+#define PW_SS_N128(TY)                                                                                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" PW_ACC64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+                 : PW_OUT64                                                                              \
+                 : "l"(a_desc), "l"(b_desc), "r"(accumulate))
+#define PW_RS_N128(TY)                                                                                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" PW_ACC64 "}, "             \
+                 "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                           \
+                 : PW_OUT64                                                                              \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+#define PW_RS_N64(TY)                                                                                    \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" MT_ACC32 "}, "              \
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                           \
+                 : MT_OUT32(0)                                                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+
+template <int N, int FP16>
+__device__ __forceinline__ void pw_wgmma_ss(float *d, mt_u64 a_desc, mt_u64 b_desc, int accumulate) {
+    static_assert(N == 64 || N == 128, "S = Q K^T takes 64 or 128 keys");
+    if (N == 64) {
+        mt_wgmma_m64n64k16_ss<FP16>(d, a_desc, b_desc, accumulate);
+    } else {
+        if (FP16) PW_SS_N128("f16");
+        else PW_SS_N128("bf16");
+    }
+}
+
+template <int N, int FP16>
+__device__ __forceinline__ void pw_wgmma_rs(float *d, const mt_u32 *a, mt_u64 b_desc, int accumulate) {
+    static_assert(N == 64 || N == 128, "O += P V takes 64 or 128 v columns");
+    if (N == 64) {
+        if (FP16) PW_RS_N64("f16");
+        else PW_RS_N64("bf16");
+    } else {
+        if (FP16) PW_RS_N128("f16");
+        else PW_RS_N128("bf16");
+    }
+}
