@@ -7,6 +7,9 @@
  *     bad entries are refused naming the file, line and field;
  *   - a prefill sweep on the fake device stores rows under those keys and
  *     derives choices (the fake landscape's best point, not the default);
+ *     with --inject-fault, the prefill variants it names fail as a GPU
+ *     fault leaves them (launch-failed, the worker restarted) and the
+ *     sweep goes on; a bad fault spec is refused naming it;
  *     a plan whose spaces have no prefill family is refused naming the kind;
  *   - a bad prefill key in a DB is refused when read;
  *   - dispatch: causal calls take the causal keys' winners, non-causal
@@ -245,6 +248,33 @@ static void test_fake_sweep(void) {
     mt_db_close(db);
 }
 
+/* --inject-fault on prefill jobs (it applied to decode jobs only): every
+ * SIMT variant (mma=0: 4 of the 6 measured per key) faults its worker, is
+ * recorded as launch-failed, and the sweep goes on with a new worker to
+ * the other variants; the winners are the landscape's best still.  Uses
+ * test_fake_sweep's plan and spaces. */
+static void test_fault_sweep(void) {
+    char out[65536];
+    int rc = run("sweep --config pf.yaml --db fault.db --fake-device '' --inject-fault mma=0", out, sizeof out);
+    CHECK_MSG(rc == 0, "fault sweep failed (%d): %s", rc, out);
+    int failed = count("fault.db", "SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id "
+                                   "WHERE m.status = 'launch-failed' AND m.error LIKE 'injected fault: %' "
+                                   "AND v.params LIKE '%mma=0'");
+    CHECK_MSG(failed == 5 * 4, "%d injected faults recorded: %s", failed, out);
+    CHECK(count("fault.db", "SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id "
+                            "WHERE m.status = 'ok' AND v.params LIKE '%mma=1'") == 5 * 2);
+    CHECK(count("fault.db", "SELECT count(*) FROM measurements") == 5 * 6);
+    CHECK(count("fault.db", "SELECT count(*) FROM choices c JOIN variants v ON v.id = c.variant_id "
+                            "WHERE v.params = 'tile_q=64,kv_tile=64,block_threads=128,mma=1'") == 5);
+    /* bad specs: refused before any worker starts, naming what is wrong */
+    rc = run("sweep --config pf.yaml --db f2.db --fake-device '' --inject-fault mma", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "--inject-fault 'mma': expected PARAM=VALUE"), "%d: %s", rc, out);
+    rc = run("sweep --config pf.yaml --db f2.db --fake-device '' --inject-fault mma=one", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "the value 'one' is not an integer"), "%d: %s", rc, out);
+    rc = run("sweep --config pf.yaml --db f2.db --fake-device '' --inject-fault tile=16", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "no kernel family has a parameter 'tile'"), "%d: %s", rc, out);
+}
+
 static mt_choice prefill_choice(int heads, int requests, int tokens, int context, int causal, const char *params,
                                 double ms) {
     mt_choice c;
@@ -335,7 +365,7 @@ int main(void) {
     }
     test_plan_keys();
     test_dispatch();
-    if (bin) test_fake_sweep();
+    if (bin) test_fake_sweep(), test_fault_sweep();
     else printf("MLA_TUNE_BIN not set: the fake sweep skipped\n");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

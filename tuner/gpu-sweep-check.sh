@@ -7,7 +7,8 @@
 #   2. the quick plan again into another DB, SIGKILLed part-way, then
 #      resumed: row counts before / after, duplicates;
 #   3. a sweep where one variant runs a faulting kernel (--inject-fault):
-#      recorded as launch-failed, the sweep finishes;
+#      recorded as launch-failed, the sweep finishes; the same for prefill
+#      (its mma.sync variants fault);
 #   4. mla-tune show / lookup on the quick DB;
 #   5. the example program (built against an installed prefix) with the
 #      quick DB: cold and warm start, correctness, time per call;
@@ -51,6 +52,18 @@ $B sweep --config /tmp/fault-plan.yaml --db "$R/fault.db" --inject-fault tile_q=
 echo "exit $?"
 q "$R/fault.db" "select group_concat(status||':'||n, ' ') from (select status, count(*) n from measurements group by 1)"
 q "$R/fault.db" "select error from measurements where status='launch-failed' limit 1"
+cat > /tmp/fault-prefill-plan.yaml <<PLAN
+name: fault-prefill
+spaces: $PWD/configs/spaces/prefill
+problems:
+  - {kind: mla_prefill, heads: 16, tokens: 256, requests: 2}
+timing: {warmup: 2, reps: 5}
+PLAN
+$B sweep --config /tmp/fault-prefill-plan.yaml --db "$R/fault-prefill.db" --inject-fault mma=1 \
+  > "$R/sweep-fault-prefill.txt" 2>&1
+echo "prefill: exit $?"
+q "$R/fault-prefill.db" "select group_concat(status||':'||n, ' ') from (select status, count(*) n from measurements group by 1)"
+q "$R/fault-prefill.db" "select error from measurements where status='launch-failed' limit 1"
 
 echo "== 4. show / lookup"
 $B show --db "$R/quick.db" | tee "$R/show.txt"

@@ -58,6 +58,7 @@
 #include "kernels/build.h"
 #include "prefill_key.h"
 #include "protocol.h"
+#include "worker_fault.h"
 #include "recorded.h"
 #include "runtime/api/validators.h"
 #include "runtime/gpu/jit.h"
@@ -596,7 +597,8 @@ static void usage(FILE *to) {
             "  --job-timeout S        seconds before a silent worker is killed (default 300)\n"
             "  --cache-dir DIR        code-object cache (default $XDG_CACHE_HOME/mla-tune)\n"
             "  --fake-device SPEC     test only: simulate the GPU (see tuner/worker.c)\n"
-            "  --inject-fault P=V     test only: variants with P=V run a faulting kernel\n");
+            "  --inject-fault P=V     test only: variants with P=V (decode or prefill) run a faulting\n"
+            "                         kernel instead (on --fake-device: fail as if they had)\n");
 }
 
 /* The space of the family serving `kind` (NULL: the file has none). */
@@ -909,6 +911,11 @@ int cmd_sweep(int argc, char **argv) {
     if (!config || (!sw.db_path && !dry_run)) {
         mt_cli_error("sweep: --config and --db are required");
         usage(stderr);
+        return 2;
+    }
+    mt_job_fault fault; /* checked here: a bad spec would only show as workers that do not start */
+    if (mt_job_fault_parse(sw.inject_fault, &fault) != MT_OK) {
+        mt_cli_error("sweep: %s", mt_last_error());
         return 2;
     }
     int shard = 0, shards = 1;

@@ -17,10 +17,11 @@
  * two events.
  * Median, min, max and spread (p90 - p10) of the event times are reported.
  *
- * --inject-fault PARAM=VALUE (tests on a real GPU): for variants with that
- * value, the worker first launches mt_test_oob_write (test_kernels.cu), a
+ * --inject-fault PARAM=VALUE (tests): a job whose variant has that value,
+ * decode or prefill, runs mt_test_oob_write (test_kernels.cu) instead, a
  * kernel that writes far outside its buffer, so the GPU really faults and
- * the context is lost - what a buggy variant does.
+ * the context is lost - what a buggy variant does; on the fake device the
+ * job fails as such a fault leaves it (worker_fault.h).
  *
  * --fake SPEC replaces the GPU with a simulation for the coordinator's tests
  * (resume, isolation): times derived from the parameters, and listed
@@ -41,12 +42,11 @@
 #include "lengths.h"
 #include "kernels/dtype.h"
 #include "kernels/build.h"
-#include "kernels/sources.h"
-#include "tuner/kernels/tuner_kernels.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/mla_reference.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 #include "prefill_key.h"
+#include "worker_fault.h"
 #include "worker_job.h"
 #include "worker_prefill.h"
 #include "ceilings.h"
@@ -131,7 +131,7 @@ static int fake_matches(const fake_rule *rules, int n, const char *action, const
     return 0;
 }
 
-static int run_fake(const char *spec) {
+static int run_fake(const char *spec, const mt_job_fault *fault) {
     fake_rule rules[16];
     int n_rules = 0, sleep_ms = 0;
     char *copy = strdup(spec), *save = NULL;
@@ -167,6 +167,11 @@ static int run_fake(const char *spec) {
         }
         if (sleep_ms) usleep((useconds_t)sleep_ms * 1000);
         mt_job_result r = {.status = MT_MEASURE_OK, .reps = job.reps};
+        if (mt_job_fault_hits(fault, &job.variant)) {
+            mt_job_fault_fake(&r);
+            reply(&r);
+            return 3; /* as a worker whose GPU faulted */
+        }
         if (fake_matches(rules, n_rules, "crash", &job.variant)) raise(SIGSEGV);
         if (fake_matches(rules, n_rules, "hang", &job.variant)) pause();
         if (fake_matches(rules, n_rules, "compile", &job.variant)) {
@@ -217,8 +222,6 @@ typedef struct key_state {
 } key_state;
 
 typedef struct gpu_worker {
-    char fault_param[32];
-    int fault_value;
     mt_backend *b;
     mt_jit *jit;
     mt_device_info info;
@@ -395,25 +398,6 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
     }
     key_state *k = &w->ks;
     mt_kernels fns = {{0}};
-    int fp = w->fault_param[0] ? mt_family_param_index(job->variant.family, w->fault_param) : -1;
-    if (fp >= 0 && job->variant.values[fp] == w->fault_value) {
-        char *src = NULL;
-        const mt_code_object *obj = NULL;
-        mt_function oob = NULL;
-        st = mt_kernel_source(mt_tuner_kernel_files, "test_kernels.cu", &src);
-        mt_jit_request req = {.source = src, .source_name = "test_kernels.cu", .arch = w->info.arch};
-        if (st == MT_OK) st = mt_jit_compile(w->jit, &req, &obj, NULL);
-        if (st == MT_OK) st = mt_jit_function(w->jit, obj, "mt_test_oob_write", &oob);
-        free(src);
-        long long offset = 1ll << 40;  /* a terabyte past the buffer */
-        void *args[] = {&k->dout, &offset};
-        unsigned one[3] = {1, 1, 1}, block[3] = {32, 1, 1};
-        if (st == MT_OK) st = mt_backend_launch(w->b, oob, one, block, 0, w->stream, args);
-        if (st == MT_OK) st = mt_backend_stream_sync(w->b, w->stream);
-        r->status = MT_MEASURE_LAUNCH_FAILED;
-        snprintf(r->error, sizeof r->error, "injected fault: %s", st == MT_OK ? "no fault happened" : mt_last_error());
-        return 1;
-    }
     if ((st = get_functions(w, &job->variant, &k->key.s, &fns)) != MT_OK) {
         r->status = st == MT_ERR_COMPILE ? MT_MEASURE_COMPILE_FAILED : MT_MEASURE_LAUNCH_FAILED;
         snprintf(r->error, sizeof r->error, "%s", mt_last_error());
@@ -435,19 +419,20 @@ static int run_gpu_job(gpu_worker *w, const mt_job *job, mt_job_result *r) {
 
 int cmd_worker(int argc, char **argv) {
     int device = 0;
-    const char *fake = NULL, *cache_dir = NULL, *fault = NULL;
+    const char *fake = NULL, *cache_dir = NULL, *fault_spec = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--device") == 0) device = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--fake") == 0) fake = argv[i + 1];
         else if (strcmp(argv[i], "--cache-dir") == 0) cache_dir = argv[i + 1];
-        else if (strcmp(argv[i], "--inject-fault") == 0) fault = argv[i + 1];
+        else if (strcmp(argv[i], "--inject-fault") == 0) fault_spec = argv[i + 1];
     }
-    if (fake) return run_fake(fake);
-    gpu_worker w = {0};
-    if (fault && sscanf(fault, "%31[^=]=%d", w.fault_param, &w.fault_value) != 2) {
-        printf("ERROR\t--inject-fault wants PARAM=VALUE\n");
+    mt_job_fault fault;
+    if (mt_job_fault_parse(fault_spec, &fault) != MT_OK) {
+        printf("ERROR\t%s\n", mt_last_error());
         return 2;
     }
+    if (fake) return run_fake(fake, &fault);
+    gpu_worker w = {0};
     int count = 0;
     char compiler[64] = "";
     mt_status st = mt_backend_discover(&w.b);
@@ -493,8 +478,9 @@ int cmd_worker(int argc, char **argv) {
         }
         mt_job_result r;
         mt_worker_gpu g = {w.b, w.jit, &w.info, w.stream, &w.flush};
-        int must_exit = strcmp(job.key.kind, "mla_prefill") == 0 ? mt_prefill_worker_job(&prefill, &g, &job, &r)
-                                                                 : run_gpu_job(&w, &job, &r);
+        int must_exit = mt_job_fault_hits(&fault, &job.variant)       ? mt_job_fault_inject(&g, &r)
+                        : strcmp(job.key.kind, "mla_prefill") == 0 ? mt_prefill_worker_job(&prefill, &g, &job, &r)
+                                                                     : run_gpu_job(&w, &job, &r);
         reply(&r);
         if (must_exit) return 3;
     }

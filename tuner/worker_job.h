@@ -1,7 +1,8 @@
 /*
  * worker_job.h - what a sweep job does the same way whatever its family
- * (decode jobs in worker.c, prefill jobs in worker_prefill.c): the verdict
- * on its outputs against the reference, and the timing of its launch.
+ * (decode jobs in worker.c, prefill jobs in worker_prefill.c): the GPU it
+ * runs on, the verdict on its outputs against the reference, and the
+ * timing of its launch.
  */
 #ifndef MT_WORKER_JOB_H
 #define MT_WORKER_JOB_H
@@ -10,6 +11,15 @@
 #include "timing.h"
 #include "kernels/dtype.h"
 #include "kernels/family.h"
+
+/* The worker's GPU, as worker.c set it up. */
+typedef struct mt_worker_gpu {
+    mt_backend *b;
+    mt_jit *jit;
+    const mt_device_info *info;
+    mt_stream stream;
+    const mt_l2_flush *flush;
+} mt_worker_gpu;
 
 /* The verdict on a job's outputs, from their relative errors against the
  * reference (`source` names it): out below the tolerance of q's type (1e-2

@@ -7,16 +7,7 @@
 #define MT_WORKER_PREFILL_H
 
 #include "protocol.h"
-#include "timing.h"
-
-/* The worker's GPU, as worker.c set it up. */
-typedef struct mt_worker_gpu {
-    mt_backend *b;
-    mt_jit *jit;
-    const mt_device_info *info;
-    mt_stream stream;
-    const mt_l2_flush *flush;
-} mt_worker_gpu;
+#include "worker_job.h"
 
 /* The current key's inputs and reference, kept between its jobs. */
 typedef struct mt_prefill_key_state mt_prefill_key_state;
