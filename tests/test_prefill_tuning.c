@@ -12,6 +12,9 @@
  *     sweep goes on; a bad fault spec is refused naming it;
  *     a plan whose spaces have no prefill family is refused naming the kind;
  *   - a bad prefill key in a DB is refused when read;
+ *   - the dry run's estimate for prefill keys: each candidate's launch at
+ *     its path's assumed speed (SIMT, mma.sync, MFMA, wgmma) and compile
+ *     time, within a factor of 2 of the first GPU sweep's 87 s;
  *   - dispatch: causal calls take the causal keys' winners, non-causal
  *     ones the non-causal keys', the nearest by requests and new tokens;
  *     with no key for a mask, the family's rule; explain says which;
@@ -28,6 +31,7 @@
 #include "runtime/api/prefill_dispatch.h"
 #include "runtime/include/mlatune.h"
 #include "tuner/config.h"
+#include "tuner/estimate.h"
 #include "tuner/prefill_key.h"
 
 static const char *bin;
@@ -103,6 +107,56 @@ static void test_plan_keys(void) {
                            "    requests: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
                            "    context: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n",
                       "", "problem keys");
+}
+
+/* The estimate (tuner/estimate.c): it assumed 50 TFLOP/s for every prefill
+ * candidate, which put the first GPU sweep (reports/h200/prefill-small: 7
+ * keys x 20 SIMT and mma.sync variants, 87 s) at 12 s. */
+static void test_estimate(void) {
+    mt_target sm90, gfx942;
+    CHECK_OK(mt_target_for_arch("sm_90", &sm90));
+    CHECK_OK(mt_target_for_arch("gfx942", &gfx942));
+    mt_variant simt, mma, wgmma, unknown;
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=16,kv_tile=32,block_threads=128,mma=0", &simt));
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=32,block_threads=128,mma=1", &mma));
+    wgmma = mma, unknown = mma;
+    wgmma.values[MT_PF_MMA] = 2;   /* (the space may not list it yet: the table does) */
+    unknown.values[MT_PF_MMA] = 9;
+    const mt_prefill_path_speed *s = mt_prefill_path_speed_of(&simt, &sm90), *m = mt_prefill_path_speed_of(&mma, &sm90),
+                                *w = mt_prefill_path_speed_of(&wgmma, &sm90);
+    CHECK(strcmp(s->path, "SIMT") == 0 && strcmp(m->path, "mma.sync") == 0 && strcmp(w->path, "wgmma") == 0);
+    CHECK(strcmp(mt_prefill_path_speed_of(&mma, &gfx942)->path, "MFMA") == 0);
+    CHECK(mt_prefill_path_speed_of(&unknown, &sm90) == s); /* a path it does not know: the slowest */
+    /* the orders of magnitude the sweep measured, and the issue's */
+    CHECK_MSG(s->tflops >= 1 && s->tflops <= 10 && m->tflops > s->tflops && m->tflops <= 30 && w->tflops >= 200 &&
+                  w->tflops <= 969, "%g %g %g", s->tflops, m->tflops, w->tflops);
+    CHECK(s->compile_seconds > 0 && m->compile_seconds > 0 && w->compile_seconds > 0);
+    CHECK(mt_plan_compile_seconds(&simt, &sm90) == s->compile_seconds);
+    /* a key's launches go at its candidates' paths: 2 SIMT + 1 wgmma are
+     * the mean of their times */
+    mt_plan p = {.warmup = 2, .reps = 10, .verify_cpu_macs = 0};
+    mt_problem_key k;
+    mt_prefill_key_make(&k, 128, 192, 128, MT_BF16, MT_BF16, 1, 8192, 0, 1);
+    const mt_variant only_simt[] = {simt, simt, simt}, mixed[] = {simt, wgmma, simt}, only_wgmma[] = {wgmma, wgmma, wgmma};
+    double t_simt = mt_plan_key_seconds(&p, &k, &sm90, only_simt, 3, 3),
+           t_mixed = mt_plan_key_seconds(&p, &k, &sm90, mixed, 3, 3),
+           t_wgmma = mt_plan_key_seconds(&p, &k, &sm90, only_wgmma, 3, 3);
+    double launches = 3.0 * (p.warmup + p.reps), flops = mt_prefill_flops(&k);
+    CHECK_MSG(fabs((t_simt - t_wgmma) - launches * flops * (1 / s->tflops - 1 / w->tflops) / 1e12) < 1e-6 * t_simt,
+              "%g %g", t_simt, t_wgmma);
+    CHECK(fabs(t_mixed - (2 * t_simt + t_wgmma) / 3) < 1e-6 * t_simt);
+    /* with no candidates given: the slowest path */
+    CHECK(fabs(mt_plan_key_seconds(&p, &k, &sm90, NULL, 0, 3) - t_simt) < 1e-9);
+    if (!bin) return;
+    /* the shipped plan that the first GPU sweep ran, on its architecture */
+    char out[65536];
+    int rc = run("sweep --config prefill-h100-small --dry-run --arch sm_90", out, sizeof out);
+    const char *e = strstr(out, "\nestimate: about ");
+    double est = e ? atof(e + strlen("\nestimate: about ")) : 0;
+    CHECK_MSG(rc == 0 && est >= 87 / 2.0 && est <= 87 * 2.0, "estimate %g s against 87 measured: %s", est, out);
+    CHECK_MSG(strstr(out, "prefill launches timed at an average candidate's assumed speed per path: SIMT") &&
+                  strstr(out, "wgmma 400 TFLOP/s") && strstr(out, "s of compiler)"),
+              "%s", out);
 }
 
 /* Keys of the DB's problems table matching `where`. */
@@ -365,6 +419,7 @@ int main(void) {
     }
     test_plan_keys();
     test_dispatch();
+    test_estimate();
     if (bin) test_fake_sweep(), test_fault_sweep();
     else printf("MLA_TUNE_BIN not set: the fake sweep skipped\n");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

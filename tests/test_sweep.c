@@ -32,6 +32,7 @@
 #include "check.h"
 #include "test_folder.h"
 #include "kernels/mla_decode/mla_decode.h"
+#include "tuner/estimate.h"
 #include "tuner/heuristic_gain.h"
 #include "tuner/sweep.h"
 
@@ -186,7 +187,8 @@ static void test_handout_order(void) {
     path_of(path, sizeof path, "lpt.yaml");
     CHECK_OK(mt_load_plan(path, &plan));
     for (int k = 1; k < plan.n_keys; k++)  /* the premise: the estimate grows along the plan */
-        CHECK(mt_plan_key_seconds(&plan, &plan.keys[k], 16) > mt_plan_key_seconds(&plan, &plan.keys[k - 1], 16));
+        CHECK(mt_plan_key_seconds(&plan, &plan.keys[k], NULL, NULL, 0, 16) >
+              mt_plan_key_seconds(&plan, &plan.keys[k - 1], NULL, NULL, 0, 16));
     mt_plan_free(&plan);
     int rc = run("sweep --config lpt.yaml --db lpt1.db --fake-device 'sleep:ms=2'", out, sizeof out);
     CHECK_MSG(rc == 0, "%s", out);

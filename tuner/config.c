@@ -447,24 +447,3 @@ mt_status mt_config_file(const char *rel, char *buf, size_t size) {
     return mt_fail(MT_ERR_NOT_FOUND, "no config %s (looked at %s; set MLA_TUNE_CONFIG_DIR)", rel, tried);
 }
 
-/* The model behind the estimate, calibrated on the H100 sweeps in
- * reports/h100 (fast-decode: 7838 jobs in 253 s, 32 ms each; quick: 192 in
- * 23 s, 120 ms each, its SIMT candidates being slow): a fixed cost per job
- * (the worker's round trip, input set-up, the output's comparison with the
- * reference), then warmup + reps launches, each behind an L2 flush, at the
- * speed of an average candidate rather than the winner's. */
-#define EST_JOB_FIXED_S 0.02
-#define EST_FLUSH_S 0.0002          /* reading 4x a 50 MB L2 */
-#define EST_CANDIDATE_GBPS 800.0    /* an average candidate, well below the winners' ~3000 */
-#define EST_REFERENCE_MACS_PER_S 2e9 /* the CPU reference, once per key */
-
-double mt_plan_key_seconds(const mt_plan *p, const mt_problem_key *k, long jobs) {
-    if (strcmp(k->kind, "mla_prefill") == 0) return mt_prefill_key_seconds(p, k, jobs);
-    double rows = (double)k->sq * k->n_heads;
-    double bytes = (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
-                                       rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
-    double launch_s = bytes / (EST_CANDIDATE_GBPS * 1e9) + EST_FLUSH_S;
-    double macs = (double)k->batch * rows * k->seq_len * (k->s.d + k->s.dl);
-    double reference_s = macs <= p->verify_cpu_macs ? macs / EST_REFERENCE_MACS_PER_S : 0;
-    return reference_s + (double)jobs * (EST_JOB_FIXED_S + (p->warmup + p->reps) * launch_s);
-}

@@ -53,11 +53,6 @@ const char *mt_search_strategy_name(mt_search_strategy s);
 
 
 
-/* A rough duration (seconds, one GPU) of sweeping `jobs` variants of key
- * `k` under plan `p`, compiling excluded: what --dry-run adds up.  Good to
- * a factor of about 2 on an H100 (the model is in config.c). */
-double mt_plan_key_seconds(const mt_plan *p, const mt_problem_key *k, long jobs);
-
 /* Finds configs/REL: under $MLA_TUNE_CONFIG_DIR, else PREFIX/share/mla-tune/
  * configs beside the running (installed) program, else the source tree's
  * configs/ (a development build), else the configured install prefix's. */

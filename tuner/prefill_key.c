@@ -48,19 +48,6 @@ double mt_prefill_bytes(const mt_problem_key *k) {
     return rows_q * (k->s.d * q + k->s.dl * q + 4.0) + rows_k * (k->s.d + k->s.dl) * kv;
 }
 
-/* Calibrated on nothing yet (no prefill sweep has run on a GPU): a fixed
- * cost per job as decode's, the sampled CPU check per key, and warmup +
- * reps launches at an average candidate's 50 TFLOP/s behind an L2 flush. */
-#define EST_JOB_FIXED_S 0.02
-#define EST_FLUSH_S 0.0002
-#define EST_CANDIDATE_FLOPS 50e12
-#define EST_CHECK_S 0.5
-
-double mt_prefill_key_seconds(const mt_plan *p, const mt_problem_key *k, long jobs) {
-    double launch_s = mt_prefill_flops(k) / EST_CANDIDATE_FLOPS + EST_FLUSH_S;
-    return EST_CHECK_S + (double)jobs * (EST_JOB_FIXED_S + (p->warmup + p->reps) * launch_s);
-}
-
 void mt_prefill_key_describe(const mt_problem_key *k, char *buf, size_t size) {
     snprintf(buf, size, "%d heads, %d x %d new tokens, %s %d, %s, %s/%s", k->n_heads, k->batch, k->sq,
              mt_prefill_key_causal(k) ? "context" : "chunk of", mt_prefill_key_context(k), k->lengths,

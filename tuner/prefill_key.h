@@ -2,8 +2,8 @@
  * prefill_key.h - the tuner's view of a prefill problem key (the fields'
  * meaning is in kernels/mla_prefill/mla_prefill.h): reading plan entries
  * of `kind: mla_prefill`, the work a key is (flops, bytes), and one line
- * describing it.  Used by config.c (plans), the sweep's estimate, the
- * worker and bench.
+ * describing it.  Used by config.c (plans), the sweep's estimate
+ * (estimate.c), the worker and bench.
  *
  * A plan entry (configs/README.md):
  *   - kind: mla_prefill
@@ -48,10 +48,6 @@ double mt_prefill_pairs(int tokens, int keys, int causal);
 double mt_prefill_flops(const mt_problem_key *k);
 /* Bytes a call must move at least: q, k, v once, out and lse once. */
 double mt_prefill_bytes(const mt_problem_key *k);
-
-/* A rough duration (seconds, one GPU) of sweeping `jobs` variants of a
- * prefill key: what mt_plan_key_seconds gives for one. */
-double mt_prefill_key_seconds(const mt_plan *p, const mt_problem_key *k, long jobs);
 
 /* "128 heads, 8 x 1024 new tokens, context 0, causal, bf16/bf16" */
 void mt_prefill_key_describe(const mt_problem_key *k, char *buf, size_t size);

@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "estimate.h"
 #include "heuristic_gain.h"
 #include "kernels/build.h"
 #include "prefill_key.h"
@@ -648,8 +649,9 @@ static int *shard_owners(const sweep *sw, int shards) {
         int heuristic = -1;
         int nc = mt_sweep_candidates(&sw->plan, space_for_kind(&sw->spaces, key->kind), key, &sw->target,
                                      SHARD_COMPUTE_UNITS, k, &candidates, &heuristic);
+        seconds[k] = mt_plan_key_seconds(&sw->plan, key, &sw->target, candidates, nc > 0 ? nc : 0,
+                                         mt_sweep_job_count(&sw->plan, nc > 0 ? nc : 0));
         free(candidates);
-        seconds[k] = mt_plan_key_seconds(&sw->plan, key, mt_sweep_job_count(&sw->plan, nc > 0 ? nc : 0));
     }
     if (rc == 0) rc = mt_sweep_shard_keys(seconds, sw->plan.n_keys, shards, owner);
     free(seconds);
@@ -692,7 +694,10 @@ static int plan_keys(sweep *sw, int shard, int shards) {
         mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory for the hand-out order of %d keys", sw->n_keys);
         return -1;
     }
-    for (int k = 0; k < sw->n_keys; k++) seconds[k] = mt_plan_key_seconds(&sw->plan, &sw->keys[k].key, sw->keys[k].jobs);
+    for (int k = 0; k < sw->n_keys; k++) {
+        const sweep_key *sk = &sw->keys[k];
+        seconds[k] = mt_plan_key_seconds(&sw->plan, &sk->key, &sw->target, sk->candidates, sk->n_candidates, sk->jobs);
+    }
     mt_sweep_handout_order(seconds, sw->n_keys, sw->order);
     free(seconds);
     return sw->n_keys;
@@ -735,8 +740,9 @@ static void print_plan(const sweep *sw) {
            mt_search_strategy_name(sw->plan.strategy), sw->n_keys);
     printf("%-4s %-5s %-3s %-5s %-6s %-5s %-6s %-9s %-10s %-6s %s\n", "#", "heads", "Sq", "page", "batch", "len", "max",
            "q/kv", "variants", "jobs", "lengths");
-    int compiles = 0;
-    double seconds = 0;  /* the estimate (mt_plan_key_seconds) */
+    int compiles = 0, prefill_keys = 0;
+    double seconds = 0;     /* the estimate (mt_plan_key_seconds) */
+    double compiler_s = 0;  /* of one CPU thread (mt_plan_compile_seconds) */
     double *key_seconds = calloc((size_t)(sw->n_keys > 0 ? sw->n_keys : 1), sizeof *key_seconds);
     /* distinct (static facts, variant) pairs are what gets compiled */
     for (int k = 0; k < sw->n_keys; k++) {
@@ -746,9 +752,10 @@ static void print_plan(const sweep *sw) {
         printf("%-4d %-5d %-3d %-5d %-6d %-5d %-6d %-9s %-10d %-6d %s\n", k, sk->key.n_heads, sk->key.sq,
                sk->key.s.page_size, sk->key.batch, sk->key.seq_len, sk->key.max_len, dt, sk->n_candidates, sk->jobs,
                sk->key.lengths[0] ? sk->key.lengths : "uniform");
-        double one = mt_plan_key_seconds(&sw->plan, &sk->key, sk->jobs);
+        double one = mt_plan_key_seconds(&sw->plan, &sk->key, &sw->target, sk->candidates, sk->n_candidates, sk->jobs);
         seconds += one;
         if (key_seconds) key_seconds[k] = one;
+        prefill_keys += strcmp(sk->key.kind, "mla_prefill") == 0;
         for (int c = 0; c < sk->n_candidates; c++) {
             int seen = 0;
             for (int j = 0; j < k && !seen; j++) {
@@ -757,14 +764,21 @@ static void print_plan(const sweep *sw) {
                 for (int i = 0; i < o->n_candidates && !seen; i++)
                     seen = memcmp(o->candidates[i].values, sk->candidates[c].values, sizeof o->candidates[i].values) == 0;
             }
-            compiles += !seen;
+            if (!seen) compiles++, compiler_s += mt_plan_compile_seconds(&sk->candidates[c], &sw->target);
         }
     }
-    printf("total: %d keys, %ld jobs, %d distinct compiles\n", sw->n_keys, sw->jobs_total, compiles);
-    /* compiles run ahead on every CPU thread while the GPU measures: about a
-     * second each through NVRTC, so they bound the time only when many */
+    printf("total: %d keys, %ld jobs, %d distinct compiles (about %.0f s of compiler)\n", sw->n_keys, sw->jobs_total,
+           compiles, compiler_s);
+    if (prefill_keys) {
+        char speeds[160];
+        mt_prefill_speeds_describe(speeds, sizeof speeds);
+        printf("prefill launches timed at an average candidate's assumed speed per path: %s (rough; "
+               "tuner/estimate.c)\n", speeds);
+    }
+    /* compiles run ahead on every CPU thread while the GPU measures (a
+     * second or a few each), so they bound the time only when many */
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    double compile_s = compiles * 1.0 / (double)(threads > 0 ? threads : 1);
+    double compile_s = compiler_s / (double)(threads > 0 ? threads : 1);
     if (compile_s > seconds) seconds = compile_s;
     printf("estimate: about %.0f s (%.1f min) on one GPU, good to a factor of ~2 on an H100; keys already in the "
            "database are skipped\n", seconds, seconds / 60);
