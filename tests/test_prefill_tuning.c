@@ -274,6 +274,45 @@ static void test_fake_sweep(void) {
               "lookup: %d: %s", rc, out);
     rc = run("lookup --prefill --arch sm_90 --tokens 100 --requests 3 --db pf.db", out, sizeof out);
     CHECK_MSG(rc == 2 && strstr(out, "do not split evenly"), "lookup: %d: %s", rc, out);
+    /* ... in prefill's words, with what decode's lookup says beside the
+     * answer: the measured key (context, mask, time, TFLOP/s), a nearest
+     * key too far, what no key matches, --json */
+    rc = run("lookup --prefill --arch sm_90 --heads 128 --tokens 2048 --requests 4 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "128 heads, 4 requests x 512 new tokens, causal, bf16/bf16 (qk 192, v 128)") &&
+                  strstr(out, "key    4 requests x 512 new tokens over 512 keys (context 0), causal: measured ") &&
+                  strstr(out, " TFLOP/s") && !strstr(out, "FAR"),
+              "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 128 --tokens 65536 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "FAR    the nearest measured key (1 requests x 512 new tokens) is at distance "
+                                     "7.00, beyond 2.00"),
+              "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 128 --tokens 65536 --max-distance 8 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && !strstr(out, "FAR"), "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 64 --tokens 512 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "missing: no entry with head count 64 (the entries that match so far have: 16, "
+                                     "128)"),
+              "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 128 --tokens 512 --kv-dtype fp16 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "missing: no entry with q/kv dtypes bf16/fp16"), "lookup: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 128 --tokens 2048 --requests 4 --non-causal --json --db pf.db", out,
+             sizeof out);
+    CHECK_MSG(rc == 0 && out[0] == '{' &&
+                  strstr(out, "\"requests\": 4, \"new_tokens\": 2048, \"new_tokens_per_request\": 512, "
+                              "\"causal\": false") &&
+                  strstr(out, "\"params\": {\"tile_q\": 64, \"kv_tile\": 64, \"block_threads\": 128, \"mma\": 1}") &&
+                  strstr(out, "\"source\": \"exact\"") &&
+                  strstr(out, "\"nearest_key\": {\"requests\": 4, \"new_tokens_per_request\": 512, "
+                              "\"keys_per_request\": 2048, \"context\": 2048, \"mask\": \"non-causal\", "
+                              "\"db\": \"user\""),
+              "lookup --json: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --heads 64 --tokens 512 --json --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 0 && strstr(out, "\"source\": \"heuristic\"") && strstr(out, "\"nearest_key\": null") &&
+                  strstr(out, "\"missing\": \"missing: no entry with head count 64"),
+              "lookup --json: %d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --tokens 512 --max-distance far --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "--max-distance wants a number from 0 to 1000, got 'far'"), "%d: %s", rc, out);
+    rc = run("lookup --prefill --arch sm_90 --tokens 512 --d 0 --db pf.db", out, sizeof out);
+    CHECK_MSG(rc == 2 && strstr(out, "bad value '0' for --d"), "%d: %s", rc, out);
     /* bench --prefill refuses a head count past 128 wherever it stands in
      * the list (only the last entry was checked), before opening a GPU */
     rc = run("bench --prefill --heads 256,16 --tokens 64", out, sizeof out);

@@ -19,13 +19,9 @@
 
 #include "commands.h"
 #include "json.h"
+#include "lookup_notes.h"
 #include "runtime/api/dispatch.h"
 #include "runtime/api/validators.h"
-
-/* The dispatcher's distance (dispatch.h) sums |log2| ratios of batch, mean
- * length and spread: 2 is a factor of 4 in one of them. Beyond it the
- * measured winner says little about this problem. */
-#define DEFAULT_MAX_DISTANCE 2.0
 
 static void usage(FILE *to) {
     fprintf(to, "usage: mla-tune lookup --heads N --batch B --seq-len L|unknown [options]\n\n"
@@ -44,60 +40,7 @@ static void usage(FILE *to) {
                 "  --json             one JSON object instead of text\n"
                 "  --db FILE, --system-db FILE   as the runtime (default paths otherwise)\n"
                 "  --prefill          a prefill call instead (mla-tune lookup --prefill --help)\n",
-            DEFAULT_MAX_DISTANCE);
-}
-
-/* Which part of the problem no choice of the architecture matches, in the
- * dispatcher's order (dtypes, D/Dl, page size, heads, Sq), with the values
- * the database does have for it: "page size 1 (measured: 64)". */
-static void what_is_missing(const mt_choice *c, int n, const mt_problem_key *k, char *buf, size_t size) {
-    snprintf(buf, size, "no entry at all for this architecture");
-    if (n == 0) return;
-    int match[n];
-    for (int i = 0; i < n; i++) match[i] = strcmp(c[i].key.kind, k->kind) == 0;
-    for (int field = 0; field < 5; field++) {
-        char have[256] = "";
-        int any = 0;
-        for (int i = 0; i < n; i++) {
-            if (!match[i]) continue;
-            const mt_problem_key *e = &c[i].key;
-            char v[64];
-            int ok;
-            switch (field) {
-            case 0:
-                ok = e->s.q_dtype == k->s.q_dtype && e->s.kv_dtype == k->s.kv_dtype;
-                snprintf(v, sizeof v, "%s/%s", mt_dtype_name(e->s.q_dtype), mt_dtype_name(e->s.kv_dtype));
-                break;
-            case 1:
-                ok = e->s.d == k->s.d && e->s.dl == k->s.dl;
-                snprintf(v, sizeof v, "%d/%d", e->s.d, e->s.dl);
-                break;
-            case 2: ok = e->s.page_size == k->s.page_size, snprintf(v, sizeof v, "%d", e->s.page_size); break;
-            case 3: ok = e->n_heads == k->n_heads, snprintf(v, sizeof v, "%d", e->n_heads); break;
-            default: ok = e->sq == k->sq, snprintf(v, sizeof v, "%d", e->sq); break;
-            }
-            any |= ok;
-            char quoted[70];
-            snprintf(quoted, sizeof quoted, " %s,", v);
-            if (!strstr(have, quoted) && strlen(have) + strlen(quoted) < sizeof have) strcat(have, quoted);
-            match[i] = ok;
-        }
-        if (any) continue;
-        static const char *const names[] = {"q/kv dtypes", "D/Dl", "page size", "head count", "Sq"};
-        char mine[64];
-        switch (field) {
-        case 0: snprintf(mine, sizeof mine, "%s/%s", mt_dtype_name(k->s.q_dtype), mt_dtype_name(k->s.kv_dtype)); break;
-        case 1: snprintf(mine, sizeof mine, "%d/%d", k->s.d, k->s.dl); break;
-        case 2: snprintf(mine, sizeof mine, "%d", k->s.page_size); break;
-        case 3: snprintf(mine, sizeof mine, "%d", k->n_heads); break;
-        default: snprintf(mine, sizeof mine, "%d", k->sq); break;
-        }
-        if (have[0]) have[strlen(have) - 1] = '\0';  /* the last comma */
-        snprintf(buf, size, "missing: no entry with %s %s (the entries that match so far have:%s)", names[field],
-                 mine, have[0] ? have : " none");
-        return;
-    }
-    snprintf(buf, size, "no entry for this kind of problem");
+            MT_LOOKUP_MAX_DISTANCE);
 }
 
 int cmd_lookup(int argc, char **argv) {
@@ -106,7 +49,7 @@ int cmd_lookup(int argc, char **argv) {
     mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
     const char *arch = NULL, *user = NULL, *sys = NULL;
     int batch = 0, len = -2, max_len = 0, cus = 0, json = 0;
-    double max_distance = DEFAULT_MAX_DISTANCE;
+    double max_distance = MT_LOOKUP_MAX_DISTANCE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
@@ -127,10 +70,8 @@ int cmd_lookup(int argc, char **argv) {
         else if (strcmp(a, "--db") == 0) user = v;
         else if (strcmp(a, "--system-db") == 0) sys = v;
         else if (strcmp(a, "--max-distance") == 0) {
-            char *end = NULL;
-            max_distance = strtod(v, &end);
-            if (!end || end == v || *end || !(max_distance >= 0) || max_distance > 1000) {
-                mt_cli_error("lookup: --max-distance wants a number from 0 to 1000, got '%s'", v);
+            if (mt_lookup_parse_max_distance("lookup", v, &max_distance) != MT_OK) {
+                mt_cli_error("%s", mt_last_error());
                 return 2;
             }
         }
@@ -221,7 +162,9 @@ int cmd_lookup(int argc, char **argv) {
     char name[256], why[256], lens[64], missing[400] = "";
     mt_variant_format(&table.variants[r.variant], name, sizeof name);
     mt_dispatch_explain(&table, &r, why, sizeof why);
-    if (!r.entry) what_is_missing(choices, n, &k, missing, sizeof missing);
+    static const mt_key_field decode_fields[] = {MT_FIELD_DTYPES, MT_FIELD_DIMS, MT_FIELD_PAGE_SIZE, MT_FIELD_HEADS,
+                                                 MT_FIELD_SQ};
+    if (!r.entry) mt_lookup_missing(choices, n, &k, decode_fields, 5, missing, sizeof missing);
     int far = r.entry && !r.exact && !r.unknown_lengths && r.distance > max_distance;
     const char *source = r.unknown_lengths ? "unknown-lengths" : !r.entry ? "heuristic" : r.exact ? "exact" : "nearest";
     if (json) {
