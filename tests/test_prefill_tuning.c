@@ -12,6 +12,11 @@
  *     sweep goes on; a bad fault spec is refused naming it;
  *     a plan whose spaces have no prefill family is refused naming the kind;
  *   - a bad prefill key in a DB is refused when read;
+ *   - `report` on a DB of decode and prefill keys: prefill keys in their
+ *     own table and words (requests, new tokens, context, keys, mask,
+ *     TFLOPS as mt_prefill_flops counts them), kept out of decode's
+ *     table, heat maps and bandwidth chart; lookup --prefill answers in
+ *     the same words, says what decode's lookup says (FAR, missing, --json);
  *   - the dry run's estimate for prefill keys: each candidate's launch at
  *     its path's assumed speed (SIMT, mma.sync, MFMA, wgmma) and compile
  *     time, within a factor of 2 of the first GPU sweep's 87 s;
@@ -368,6 +373,76 @@ static void test_fault_sweep(void) {
     CHECK_MSG(rc == 2 && strstr(out, "no kernel family has a parameter 'tile'"), "%d: %s", rc, out);
 }
 
+/* report on decode and prefill keys together (they shared decode's
+ * columns: Sq = new tokens, "keys", GB/s, heat maps by split count) */
+static void test_report(void) {
+    char out[65536], path[600];
+    write_file("dec.yaml", "name: dec\nspaces: decode-spaces\nproblems:\n  - {heads: 16, batch: [1, 8], seq_len: 1024}\n"
+                           "timing: {warmup: 1, reps: 5}\n");
+    int rc = run("sweep --config pf.yaml --db mix.db --fake-device ''", out, sizeof out);
+    CHECK_MSG(rc == 0, "%s", out);
+    rc = run("sweep --config dec.yaml --db mix.db --fake-device ''", out, sizeof out);
+    CHECK_MSG(rc == 0, "%s", out);
+    path_of(path, sizeof path, "mix.db");
+    mt_db *db = NULL;
+    mt_choice *c = NULL;
+    int n = 0, chunk = -1;
+    CHECK_OK(mt_db_open(path, MT_DB_READ, &db));
+    CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
+    mt_db_close(db);
+    CHECK_MSG(n == 7, "%d choices", n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(c[i].key.lengths, MT_PREFILL_NON_CAUSAL) == 0) chunk = i;
+    CHECK(chunk >= 0);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "report --db mix.db -o rep --key %d", chunk);
+    rc = run(cmd, out, sizeof out);
+    CHECK_MSG(rc == 0, "report: %s", out);
+    path_of(path, sizeof path, "rep/report.md");
+    FILE *f = fopen(path, "r");
+    static char md[1 << 18];
+    size_t len = f ? fread(md, 1, sizeof md - 1, f) : 0;
+    md[len] = '\0';
+    if (f) fclose(f);
+    const char *decode = strstr(md, "## Winner per problem key"), *prefill = strstr(md, "## Prefill winners per problem key");
+    CHECK_MSG(decode && prefill && prefill > decode, "no prefill table: %s", md);
+    if (!decode || !prefill) {
+        free(c);
+        return;
+    }
+    CHECK(strstr(prefill, "| # | arch | heads | requests | new tokens | context | keys | mask | q/kv | D/Dl | winner ms "
+                          "| TFLOPS | % matrix | GB/s |"));
+    int decode_rows = 0;
+    for (int i = 0; i < n; i++) {
+        char row[300];
+        if (strcmp(c[i].key.kind, "mla_prefill") == 0) {
+            snprintf(row, sizeof row, "| %d | sm\\_90 | %d | %d | %d | %d | %d | %s | bf16/bf16 | 192/128 | %.4f | %.2f |",
+                     i, c[i].key.n_heads, c[i].key.batch, c[i].key.sq, mt_prefill_key_context(&c[i].key),
+                     c[i].key.seq_len, c[i].key.lengths, c[i].median_ms,
+                     mt_prefill_flops(&c[i].key) / (c[i].median_ms * 1e-3) / 1e12);
+            const char *at = strstr(md, row);
+            CHECK_MSG(at && at > prefill, "no prefill row '%s' in its table", row);
+        } else {
+            snprintf(row, sizeof row, "| %d | sm_90 | 16 | 1 | 64 | bf16/bf16 | %d | 1024 |", i, c[i].key.batch);
+            const char *at = strstr(md, row);
+            CHECK_MSG(at && at < prefill, "no decode row '%s' in its table", row);
+            decode_rows++;
+        }
+    }
+    CHECK(decode_rows == 2);
+    /* decode's table, heat maps (split counts of page-64 groups) and
+     * bandwidth bars carry no prefill key */
+    char decode_part[8192];
+    snprintf(decode_part, sizeof decode_part, "%.*s", (int)(prefill - decode), decode);
+    CHECK_MSG(!strstr(decode_part, "| 512 |") && !strstr(decode_part, "causal"), "%s", decode_part);
+    CHECK(!strstr(md, "-p1-") && strstr(md, "Decode keys only: prefill has no split count."));
+    CHECK(strstr(md, "## Prefill: achieved TFLOPS against the matrix ceiling") && strstr(md, "(prefill-tflops.svg)"));
+    CHECK(strstr(md, "Prefill keys are not mapped here"));
+    /* the --key plots in prefill's words */
+    CHECK_MSG(strstr(md, "Key: sm_90, 128 heads, 4 x 512 new tokens, chunk of 2048, non-causal, bf16/bf16."), "%s", md);
+    free(c);
+}
+
 static mt_choice prefill_choice(int heads, int requests, int tokens, int context, int causal, const char *params,
                                 double ms) {
     mt_choice c;
@@ -459,7 +534,7 @@ int main(void) {
     test_plan_keys();
     test_dispatch();
     test_estimate();
-    if (bin) test_fake_sweep(), test_fault_sweep();
+    if (bin) test_fake_sweep(), test_fault_sweep(), test_report();
     else printf("MLA_TUNE_BIN not set: the fake sweep skipped\n");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "key_work.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 #include "prefill_key.h"
 
@@ -68,11 +69,8 @@ static double job_seconds(const mt_plan *p, double launch_s) {
 }
 
 static double decode_key_seconds(const mt_plan *p, const mt_problem_key *k, long jobs) {
-    double rows = (double)k->sq * k->n_heads;
-    double bytes = (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
-                                       rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
-    double launch_s = bytes / (EST_DECODE_CANDIDATE_GBPS * 1e9);
-    double macs = (double)k->batch * rows * k->seq_len * (k->s.d + k->s.dl);
+    double launch_s = mt_key_bytes(k) / (EST_DECODE_CANDIDATE_GBPS * 1e9);
+    double macs = mt_key_flops(k) / 2;
     double reference_s = macs <= p->verify_cpu_macs ? macs / EST_REFERENCE_MACS_PER_S : 0;
     return reference_s + (double)jobs * job_seconds(p, launch_s);
 }

@@ -17,7 +17,11 @@
  *
  * Figures: GB/s counts the bytes a decode must move (KV read once, q read,
  * out and lse written); TFLOPS counts N * Sq * (2D + 2Dl) flops per key
- * token (docs/DESIGN.md, "The computation").  The copy ceiling is the one
+ * token (docs/DESIGN.md, "The computation"); both from key_work.h.
+ * Prefill keys (kind mla_prefill) have their own table in their own words
+ * (requests, new tokens, context, keys, mask; TFLOPS as mt_prefill_flops
+ * counts them) and stay out of decode's heat maps, bandwidth chart and
+ * lookup-distance maps, whose axes are decode's.  The copy ceiling is the one
  * the sweep measured on the device (ceilings table); the matrix ceiling is
  * --matrix-tflops, else the "matrix_tflops" ceiling the sweep stored (sweeps
  * since issue 26), else left out.  Error bars are the measurement's run-to-run spread (p90 -
@@ -42,6 +46,8 @@
 #include "db/db.h"
 #include "heuristic_gain.h"
 #include "key_rows.h"
+#include "key_work.h"
+#include "prefill_key.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/dispatch.h"
 #include "svg.h"
@@ -59,18 +65,8 @@ static void keep_plot(plot_list *pl, const char *name, const mt_text *svg) {
     pl->svg[pl->n++] = strdup(svg->buf);
 }
 
-static double key_bytes(const mt_problem_key *k) {
-    double rows = (double)k->sq * k->n_heads;
-    return (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
-                               rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
-}
-
-static double key_flops(const mt_problem_key *k) {
-    return (double)k->batch * k->sq * k->n_heads * (double)k->seq_len * (2.0 * k->s.d + 2.0 * k->s.dl);
-}
-
 static int same_group(const mt_choice *a, const mt_choice *b) {
-    return strcmp(a->arch, b->arch) == 0 && a->key.n_heads == b->key.n_heads && a->key.sq == b->key.sq &&
+    return strcmp(a->arch, b->arch) == 0 && strcmp(a->key.kind, b->key.kind) == 0 && a->key.n_heads == b->key.n_heads && a->key.sq == b->key.sq &&
            a->key.s.page_size == b->key.s.page_size && a->key.s.q_dtype == b->key.s.q_dtype &&
            a->key.s.kv_dtype == b->key.s.kv_dtype && a->key.s.d == b->key.s.d;
 }
@@ -163,11 +159,16 @@ static void parameter_plots(mt_db *db, const mt_choice *c, plot_list *plots, mt_
     }
     sqlite3_finalize(s);
     if (!f) return;
-    mt_text_printf(md, "\n## Time against each tuned parameter\n\nKey: %s, %d heads, Sq %d, batch %d, %d keys, %s/%s. "
+    char key[200];
+    if (mt_key_is_prefill(&c->key))
+        mt_prefill_key_describe(&c->key, key, sizeof key);
+    else
+        snprintf(key, sizeof key, "%d heads, Sq %d, batch %d, %d keys, %s/%s", c->key.n_heads, c->key.sq,
+                 c->key.batch, c->key.seq_len, mt_dtype_name(c->key.s.q_dtype), mt_dtype_name(c->key.s.kv_dtype));
+    mt_text_printf(md, "\n## Time against each tuned parameter\n\nKey: %s, %s. "
                        "Each point: the best median among the measured variants with that value; its bar, that "
                        "measurement's run-to-run spread (p90 - p10) around the median.\n\n",
-                   c->arch, c->key.n_heads, c->key.sq, c->key.batch, c->key.seq_len, mt_dtype_name(c->key.s.q_dtype),
-                   mt_dtype_name(c->key.s.kv_dtype));
+                   c->arch, key);
     for (int p = 0; p < f->n_params; p++) {
         char labels_buf[MT_MAX_VALUES][16];
         const char *labels[MT_MAX_VALUES];
@@ -215,11 +216,18 @@ static void lookup_section(sqlite3 *h, const mt_choice *choices, int n, plot_lis
                        "with. A call whose lengths are unknown on the host (`MLT_LENGTHS_UNKNOWN`) therefore runs the "
                        "winner of the nearest batch whose winner is length-aware, else the built-in length-aware "
                        "variant.\n");
+    for (int i = 0; i < n; i++)
+        if (mt_key_is_prefill(&choices[i].key)) {
+            mt_text_printf(md, "\nPrefill keys are not mapped here: a prefill plan's calls go to the nearest key by "
+                               "requests and new tokens, one table per mask (`mla-tune lookup --prefill` answers per "
+                               "call; docs/prefill.md).\n");
+            break;
+        }
     int cus = 132;
     sqlite3_stmt *q = NULL;
     int done[4096] = {0};
     for (int i = 0; i < n && i < 4096; i++) {
-        if (done[i]) continue;
+        if (done[i] || mt_key_is_prefill(&choices[i].key)) continue; /* decode's distance and graphs */
         for (int j = i; j < n && j < 4096; j++)
             if (same_group(&choices[i], &choices[j])) done[j] = 1;
         const mt_choice *g = &choices[i];
@@ -290,6 +298,60 @@ static void lookup_section(sqlite3 *h, const mt_choice *choices, int n, plot_lis
         }
         mt_dispatch_free(&table);
     }
+}
+
+/* A bar per winner of one kind against its ceiling: decode keys' GB/s
+ * against the measured copy ceiling (memory-bound), prefill keys'
+ * TFLOPS against the matrix ceiling (compute-bound); error bars: the
+ * run-to-run spread of the median, as that figure.  Nothing without keys
+ * of that kind. */
+static void winner_bars(const mt_choice *choices, int n, const mt_gain *gains, int prefill, double ceiling,
+                        plot_list *plots, mt_text *md, const char *out_dir, int *n_plots) {
+    size_t count = n > 0 && n < 1000000 ? (size_t)n : 1;
+    const char **labels = calloc(count, sizeof(char *));
+    char (*buf)[48] = calloc(count, 48);
+    double *value = calloc(count, sizeof(double)), *lo = calloc(count, sizeof(double)),
+           *hi = calloc(count, sizeof(double));
+    int m = 0;
+    for (int i = 0; labels && buf && value && lo && hi && i < n; i++) {
+        const mt_choice *c = &choices[i];
+        if (mt_key_is_prefill(&c->key) != prefill) continue;
+        if (prefill)
+            snprintf(buf[m], 48, "#%d N%d %dx%d K%d %s", i, c->key.n_heads, c->key.batch, c->key.sq, c->key.seq_len,
+                     mt_prefill_key_causal(&c->key) ? "causal" : "non-causal");
+        else
+            snprintf(buf[m], 48, "#%d N%d B%d L%d %s", i, c->key.n_heads, c->key.batch, c->key.seq_len,
+                     mt_dtype_name(c->key.s.kv_dtype));
+        labels[m] = buf[m];
+        double work = prefill ? mt_key_flops(&c->key) / 1e12 : mt_key_bytes(&c->key) / 1e9;
+        value[m] = work / (c->median_ms * 1e-3);
+        /* the spread in time, as the figure: slower end low, faster end high */
+        double half = isnan(gains[i].winner_spread_ms) ? NAN : gains[i].winner_spread_ms / 2;
+        lo[m] = isnan(half) ? NAN : work / ((c->median_ms + half) * 1e-3);
+        hi[m] = isnan(half) || c->median_ms - half <= 0 ? NAN : work / ((c->median_ms - half) * 1e-3);
+        m++;
+    }
+    if (m > 0) {
+        const char *name = prefill ? "prefill-tflops.svg" : "bandwidth.svg";
+        char ceiling_label[64];
+        if (prefill)
+            snprintf(ceiling_label, sizeof ceiling_label, "matrix %.0f TFLOPS", ceiling);
+        else
+            snprintf(ceiling_label, sizeof ceiling_label, "copy %.0f GB/s (measured)", ceiling);
+        mt_text one = {0};
+        mt_svg_bars(&one, prefill ? "prefill: achieved TFLOPS of each key's winner" : "achieved bandwidth of each key's winner",
+                    prefill ? "TFLOPS" : "GB/s", labels, value, lo, hi, m, ceiling, ceiling_label);
+        write_file(out_dir, name, one.buf, one.len);
+        keep_plot(plots, name, &one);
+        mt_text_printf(md, "\n## %s\n\nBars: the winner's median; error bars: its run-to-run spread (p90 - p10 of "
+                           "the timed runs).\n\n![%s](%s)\n",
+                       prefill ? "Prefill: achieved TFLOPS against the matrix ceiling"
+                               : "Achieved bandwidth against the ceiling",
+                       prefill ? "prefill TFLOPS" : "bandwidth", name);
+        mt_text_free(&one);
+        (*n_plots)++;
+    }
+    free(labels), free(buf), free(value), free(lo), free(hi);
 }
 
 int cmd_report(int argc, char **argv) {
@@ -411,28 +473,48 @@ int cmd_report(int argc, char **argv) {
     else
         snprintf(matrix_text, sizeof matrix_text, "not measured (a database from before the sweep stored it; give "
                  "--matrix-tflops X: %% matrix is then filled)");
+    int n_prefill = 0;
+    for (int i = 0; i < n; i++) n_prefill += mt_key_is_prefill(&choices[i].key);
     mt_text_printf(&md, "\n## Winner per problem key\n\nGB/s: bytes a decode must move over the winner's median; "
                         "TFLOPS: N x Sq x (2D + 2Dl) flops per key token. Ceilings: copy %s, matrix %s.\n\n",
                    copy_text, matrix_text);
     mt_text_printf(&md, "Spread: the winner's run-to-run p90 - p10. Gain: the median of the built-in heuristic's "
                         "variant (what the runtime runs untuned, measured in the same sweep) over the winner's, and in "
                         "brackets with each median moved by half its spread. Family default: the family's reference "
-                        "variant, which the choice rule keeps on a tie (\"tie: default kept\").\n\n");
-    mt_text_printf(&md, "| # | arch | heads | Sq | page | q/kv | batch | keys | winner ms | GB/s | %% copy | TFLOPS | "
-                        "%% matrix | spread ms | heuristic ms | gain over heuristic | family default ms | winner | "
-                        "reason |\n"
-                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                        "variant, which the choice rule keeps on a tie (\"tie: default kept\").%s\n\n",
+                   n_prefill ? " Prefill keys are in their own table, after this one (row numbers count both, as "
+                               "`--key` does)." : "");
+    if (n_prefill < n)
+        mt_text_printf(&md, "| # | arch | heads | Sq | page | q/kv | batch | keys | winner ms | GB/s | %% copy | TFLOPS | "
+                            "%% matrix | spread ms | heuristic ms | gain over heuristic | family default ms | winner | "
+                            "reason |\n"
+                            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    /* prefill keys in their own words: a call of requests x new tokens
+     * over keys (context + new tokens when causal, a context chunk when
+     * not) */
+    mt_text pf = {0};
+    if (n_prefill)
+        mt_text_printf(&pf, "\n## Prefill winners per problem key\n\nA prefill key is a call of `requests` requests of "
+                            "`new tokens` each, over `keys` keys per request: its context then its new tokens when "
+                            "causal (new token i sees the context and new tokens 0..i), a chunk of context when "
+                            "non-causal (every key). TFLOPS: 2 (D + Dl) flops per visible (new token, key) pair and "
+                            "head, a causal key's new tokens' square counted half (`mt_prefill_flops`, as `bench "
+                            "--prefill`). GB/s: q, k, v read once, out and lse written. Other columns as above.\n\n"
+                            "| # | arch | heads | requests | new tokens | context | keys | mask | q/kv | D/Dl | winner ms "
+                            "| TFLOPS | %% matrix | GB/s | spread ms | heuristic ms | gain over heuristic | family "
+                            "default ms | winner | reason |\n"
+                            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int heaviest = 0;
     mt_gain_notes notes = {0};
-    mt_gain *gains = calloc((size_t)n, sizeof *gains);
+    mt_gain *gains = calloc((size_t)(n > 0 ? n : 1), sizeof *gains);
     if (!gains) {
         mt_cli_error("report: out of memory");
         return 1;
     }
     for (int i = 0; i < n; i++) {
         const mt_choice *c = &choices[i];
-        double gbs = key_bytes(&c->key) / (c->median_ms * 1e-3) / 1e9;
-        double tf = key_flops(&c->key) / (c->median_ms * 1e-3) / 1e12;
+        double gbs = mt_key_bytes(&c->key) / (c->median_ms * 1e-3) / 1e9;
+        double tf = mt_key_flops(&c->key) / (c->median_ms * 1e-3) / 1e12;
         char pct_copy[16] = "-", pct_mat[16] = "-", dflt[24] = "-", gain[48], heuristic[24] = "-", spread_text[24] = "-";
         if (mt_gain_over_heuristic(db, c, &gains[i]) != MT_OK) {
             mt_cli_error("report: %s", mt_last_error());
@@ -446,27 +528,39 @@ int cmd_report(int argc, char **argv) {
         if (copy > 0) snprintf(pct_copy, sizeof pct_copy, "%.1f%%", 100 * gbs / copy);
         if (matrix_tflops > 0) snprintf(pct_mat, sizeof pct_mat, "%.1f%%", 100 * tf / matrix_tflops);
         if (c->default_ms > 0) snprintf(dflt, sizeof dflt, "%.4f", c->default_ms);
-        mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | %s | %s "
-                            "| `%s` | %s |\n",
-                       i, c->arch, c->key.n_heads, c->key.sq, c->key.s.page_size, mt_dtype_name(c->key.s.q_dtype),
-                       mt_dtype_name(c->key.s.kv_dtype), c->key.batch, c->key.seq_len, c->median_ms, gbs, pct_copy, tf,
-                       pct_mat, spread_text, heuristic, gain, dflt, c->params, md_cell(c->reason));
-        if (key_bytes(&c->key) > key_bytes(&choices[heaviest].key)) heaviest = i;
+        if (mt_key_is_prefill(&c->key))
+            mt_text_printf(&pf, "| %d | %s | %d | %d | %d | %d | %d | %s | %s/%s | %d/%d | %.4f | %.2f | %s | %.0f | %s | "
+                                "%s | %s | %s | `%s` | %s |\n",
+                           i, md_cell(c->arch), c->key.n_heads, c->key.batch, c->key.sq, mt_prefill_key_context(&c->key),
+                           c->key.seq_len, mt_prefill_key_causal(&c->key) ? "causal" : "non-causal",
+                           mt_dtype_name(c->key.s.q_dtype), mt_dtype_name(c->key.s.kv_dtype), c->key.s.d, c->key.s.dl,
+                           c->median_ms, tf, pct_mat, gbs, spread_text, heuristic, gain, dflt, c->params,
+                           md_cell(c->reason));
+        else
+            mt_text_printf(&md, "| %d | %s | %d | %d | %d | %s/%s | %d | %d | %.4f | %.0f | %s | %.2f | %s | %s | %s | %s | "
+                                "%s | `%s` | %s |\n",
+                           i, c->arch, c->key.n_heads, c->key.sq, c->key.s.page_size, mt_dtype_name(c->key.s.q_dtype),
+                           mt_dtype_name(c->key.s.kv_dtype), c->key.batch, c->key.seq_len, c->median_ms, gbs, pct_copy,
+                           tf, pct_mat, spread_text, heuristic, gain, dflt, c->params, md_cell(c->reason));
+        if (mt_key_bytes(&c->key) > mt_key_bytes(&choices[heaviest].key)) heaviest = i;
     }
     if (notes.unknown) {
         char why[700];
         mt_gain_notes_text(&notes, why, sizeof why);
         mt_text_printf(&md, "\nGain \"-\" for %d of %d keys: %s.\n", notes.unknown, n, md_cell(why));
     }
+    if (pf.buf) mt_text_printf(&md, "%s", pf.buf);
+    mt_text_free(&pf);
     if (key_index < 0) key_index = heaviest;
 
     /* heat maps per group: best split count, gain over the heuristic */
     int n_plots = 0;
     int done[4096] = {0};
     mt_text_printf(&md, "\n## Heat maps\n\nPer group (architecture, heads, Sq, page, dtypes), over batch x keys per "
-                        "request: the winner's split count, and its gain over the built-in heuristic (blank where that was not measured).\n");
+                        "request: the winner's split count, and its gain over the built-in heuristic (blank where that was not measured).%s\n",
+                   n_prefill ? " Decode keys only: prefill has no split count." : "");
     for (int i = 0; i < n && i < 4096; i++) {
-        if (done[i]) continue;
+        if (done[i] || mt_key_is_prefill(&choices[i].key)) continue; /* no split count; batch x keys is decode's */
         int batches[256], lens[256], nb = 0, nl = 0;
         for (int j = i; j < n && j < 4096; j++)
             if (same_group(&choices[i], &choices[j])) {
@@ -521,38 +615,10 @@ int cmd_report(int argc, char **argv) {
         free(row_buf), free(col_buf), free(rows), free(cols);
     }
 
-    /* bandwidth against the ceiling */
-    {
-        size_t count = n > 0 && n < 1000000 ? (size_t)n : 1;
-        const char **labels = calloc(count, sizeof(char *));
-        char (*buf)[48] = calloc(count, 48);
-        double *gbs = calloc(count, sizeof(double)), *lo = calloc(count, sizeof(double)),
-               *hi = calloc(count, sizeof(double));
-        for (int i = 0; i < n; i++) {
-            const mt_choice *c = &choices[i];
-            snprintf(buf[i], 48, "#%d N%d B%d L%d %s", i, c->key.n_heads, c->key.batch, c->key.seq_len,
-                     mt_dtype_name(c->key.s.kv_dtype));
-            labels[i] = buf[i];
-            double bytes = key_bytes(&c->key);
-            gbs[i] = bytes / (c->median_ms * 1e-3) / 1e9;
-            /* the spread in time, as bandwidth: slower end low, faster end high */
-            double half = isnan(gains[i].winner_spread_ms) ? NAN : gains[i].winner_spread_ms / 2;
-            lo[i] = isnan(half) ? NAN : bytes / ((c->median_ms + half) * 1e-3) / 1e9;
-            hi[i] = isnan(half) || c->median_ms - half <= 0 ? NAN : bytes / ((c->median_ms - half) * 1e-3) / 1e9;
-        }
-        mt_text one = {0};
-        char ceiling_label[64];
-        snprintf(ceiling_label, sizeof ceiling_label, "copy %.0f GB/s (measured)", copy);
-        mt_svg_bars(&one, "achieved bandwidth of each key's winner", "GB/s", labels, gbs, lo, hi, n, copy,
-                    ceiling_label);
-        write_file(out_dir, "bandwidth.svg", one.buf, one.len);
-        keep_plot(&plots, "bandwidth.svg", &one);
-        mt_text_printf(&md, "\n## Achieved bandwidth against the ceiling\n\nBars: the winner's median; error bars: its "
-                            "run-to-run spread (p90 - p10 of the timed runs).\n\n![bandwidth](bandwidth.svg)\n");
-        mt_text_free(&one);
-        free(labels), free(buf), free(gbs), free(lo), free(hi);
-        n_plots++;
-    }
+    /* the winners against the ceiling that bounds them: decode's bandwidth
+     * against the copy ceiling, prefill's TFLOPS against the matrix one */
+    winner_bars(choices, n, gains, 0, copy, &plots, &md, out_dir, &n_plots);
+    winner_bars(choices, n, gains, 1, matrix_tflops, &plots, &md, out_dir, &n_plots);
     parameter_plots(db, &choices[key_index], &plots, &md, out_dir, &n_plots);
     lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots);
     free(gains);

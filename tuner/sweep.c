@@ -56,6 +56,7 @@
 #include "commands.h"
 #include "estimate.h"
 #include "heuristic_gain.h"
+#include "key_work.h"
 #include "kernels/build.h"
 #include "prefill_key.h"
 #include "protocol.h"
@@ -797,13 +798,6 @@ static void print_plan(const sweep *sw) {
     free(key_seconds);
 }
 
-static double key_bytes(const mt_problem_key *k) {
-    if (strcmp(k->kind, "mla_prefill") == 0) return mt_prefill_bytes(k);  /* q, k, v per head; out, lse */
-    double rows = (double)k->sq * k->n_heads;
-    return (double)k->batch * ((double)k->seq_len * k->s.d * (double)mt_dtype_size(k->s.kv_dtype) +
-                               rows * (k->s.d + k->s.dl) * 2.0 + rows * 4.0);
-}
-
 /* The ceilings a worker measured when it started (its DEVICE line's last
  * two fields), for the report's % copy and % matrix; one it could not
  * measure (0) is not stored. */
@@ -856,7 +850,7 @@ static void print_summary(sweep *sw, mt_db *db) {
             if (isfinite(gain.gain)) snprintf(heuristic_text, sizeof heuristic_text, "%.4f", gain.heuristic_ms);
             mt_gain_note(&notes, &gain);
             printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %-19s  %s (%s)%s%s\n", key->n_heads, key->sq,
-                   key->batch, key->seq_len, dt, c->median_ms, key_bytes(key) / (c->median_ms * 1e-3) / 1e9,
+                   key->batch, key->seq_len, dt, c->median_ms, mt_key_bytes(key) / (c->median_ms * 1e-3) / 1e9,
                    heuristic_text, gain_text, c->params,
                    c->reason, strcmp(key->lengths, "uniform") != 0 ? " lengths " : "",
                    strcmp(key->lengths, "uniform") != 0 ? key->lengths : "");
