@@ -441,6 +441,17 @@ static void test_report(void) {
     /* the --key plots in prefill's words */
     CHECK_MSG(strstr(md, "Key: sm_90, 128 heads, 4 x 512 new tokens, chunk of 2048, non-causal, bf16/bf16."), "%s", md);
     free(c);
+    /* prefill keys alone (test_fault_sweep's DB): no empty decode sections */
+    rc = run("report --db fault.db -o rep-prefill", out, sizeof out);
+    CHECK_MSG(rc == 0, "report: %s", out);
+    path_of(path, sizeof path, "rep-prefill/report.md");
+    f = fopen(path, "r");
+    len = f ? fread(md, 1, sizeof md - 1, f) : 0;
+    md[len] = '\0';
+    if (f) fclose(f);
+    CHECK_MSG(strstr(md, "## Prefill winners per problem key") && !strstr(md, "## Heat maps") &&
+                  !strstr(md, "## Achieved bandwidth") && !strstr(md, "## Lookup distance"),
+              "%s", md);
 }
 
 static mt_choice prefill_choice(int heads, int requests, int tokens, int context, int causal, const char *params,

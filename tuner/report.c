@@ -556,9 +556,11 @@ int cmd_report(int argc, char **argv) {
     /* heat maps per group: best split count, gain over the heuristic */
     int n_plots = 0;
     int done[4096] = {0};
-    mt_text_printf(&md, "\n## Heat maps\n\nPer group (architecture, heads, Sq, page, dtypes), over batch x keys per "
-                        "request: the winner's split count, and its gain over the built-in heuristic (blank where that was not measured).%s\n",
-                   n_prefill ? " Decode keys only: prefill has no split count." : "");
+    if (n_prefill < n) /* decode keys' only */
+        mt_text_printf(&md, "\n## Heat maps\n\nPer group (architecture, heads, Sq, page, dtypes), over batch x keys per "
+                            "request: the winner's split count, and its gain over the built-in heuristic (blank where "
+                            "that was not measured).%s\n",
+                       n_prefill ? " Decode keys only: prefill has no split count." : "");
     for (int i = 0; i < n && i < 4096; i++) {
         if (done[i] || mt_key_is_prefill(&choices[i].key)) continue; /* no split count; batch x keys is decode's */
         int batches[256], lens[256], nb = 0, nl = 0;
@@ -620,7 +622,7 @@ int cmd_report(int argc, char **argv) {
     winner_bars(choices, n, gains, 0, copy, &plots, &md, out_dir, &n_plots);
     winner_bars(choices, n, gains, 1, matrix_tflops, &plots, &md, out_dir, &n_plots);
     parameter_plots(db, &choices[key_index], &plots, &md, out_dir, &n_plots);
-    lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots);
+    if (n_prefill < n) lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots); /* decode's dispatch */
     free(gains);
 
     /* the page: rendered Markdown with the image references replaced by the inline SVGs */
