@@ -257,7 +257,7 @@ static void constraints_and_rule(void) {
      * whole 64-column blocks of D, Dl 64 or 128, one 16-bit type */
     CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=256,mma=2", &v));
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
-    CHECK(mt_mla_prefill_shared_bytes(v.values, &s) == 214016); /* 1 KB align + q 48 KB + 2 x (k 48 + v 32 KB) */
+    CHECK(mt_mla_prefill_shared_bytes(v.values, &s) == 214080); /* 1 KB align + q 48 KB + 2 x (k 48 + v 32 KB) + 8 barriers */
     refused(mt_variant_validate(&v, &s, &gfx942), "mma=2 runs on wgmma (NVIDIA sm_90), not on gfx942");
     const mt_target sm80 = {.arch = "sm_80", .warp_size = 32, .shared_max = 232448};
     refused(mt_variant_validate(&v, &s, &sm80), "not on sm_80");

@@ -36,9 +36,10 @@ static const mt_param_desc mla_prefill_params[] = {
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {
     if (values[MT_PF_MMA] == 2) {
         /* must match wgmma.cu: 1024 bytes to align the swizzled tiles, the
-         * q tile, two stages of k and v tiles (16-bit, unpadded) */
+         * q tile, two stages of k and v tiles (16-bit, unpadded), the
+         * stages' 8 mbarriers */
         size_t kv = (size_t)values[MT_PF_KV_TILE];
-        return 1024 + 2 * ((size_t)values[MT_PF_TILE_Q] * (size_t)s->d + 2 * kv * (size_t)(s->d + s->dl));
+        return 1024 + 2 * ((size_t)values[MT_PF_TILE_Q] * (size_t)s->d + 2 * kv * (size_t)(s->d + s->dl)) + 64;
     }
     if (values[MT_PF_MMA] == 1) {
         /* must match mma_sync.cu and mfma.cu (one layout): the q tile and

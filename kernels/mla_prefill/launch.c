@@ -105,6 +105,36 @@ static mt_status check_wgmma_rows(const mt_prefill_params *p) {
     return MT_OK;
 }
 
+/* The wgmma path's tensor maps: each tensor as (column, head, token),
+ * boxes of 64 columns of one head over kv_tile tokens.  The call does not
+ * say how many rows k and v have, so the token extent is 2^31: the kernel
+ * asks for a box only when it ends inside the batch's keys.  k's map holds
+ * its first nope columns; k_pe's the rest (one row for all heads when its
+ * head stride is 0: a head extent of 1, any stride). */
+static mt_status wgmma_maps(mt_backend *b, const mt_problem_static *s, const mt_mla_prefill_args *a,
+                            const mt_prefill_params *p, int kv_tile,
+                            unsigned char maps[3][MT_TENSOR_MAP_BYTES]) {
+    const uint64_t tokens = 1ull << 31, heads = (uint64_t)a->n_heads;
+    const unsigned box[3] = {64, 1, (unsigned)kv_tile};
+    const unsigned elem = (unsigned)mt_dtype_size(s->kv_dtype);
+    const mt_prefill_rows *r[3] = {&p->k, &p->k_pe, &p->v};
+    const uint64_t cols[3] = {(uint64_t)a->nope, (uint64_t)(s->d - a->nope), (uint64_t)s->dl};
+    for (int i = 0; i < 3; i++) {
+        if (cols[i] == 0) { /* k holds every column: k_pe's map is never read */
+            memcpy(maps[i], maps[0], MT_TENSOR_MAP_BYTES);
+            continue;
+        }
+        const int shared_row = r[i]->h_stride == 0;
+        const uint64_t dims[3] = {cols[i], shared_row ? 1 : heads, tokens};
+        const uint64_t row_bytes = (cols[i] * elem + 15) / 16 * 16; /* the unused head stride of a shared row */
+        const uint64_t strides[2] = {shared_row ? row_bytes : (uint64_t)r[i]->h_stride * elem,
+                                     (uint64_t)r[i]->t_stride * elem};
+        mt_status st = mt_backend_tensor_map_3d(b, r[i]->ptr, elem, dims, strides, box, maps[i]);
+        if (st != MT_OK) return st;
+    }
+    return MT_OK;
+}
+
 mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
                                 const mt_mla_prefill_args *a, mt_stream stream) {
     mt_status st = mt_mla_prefill_check_args(s, a);
@@ -132,7 +162,14 @@ mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_var
     const int tile_q = v->values[MT_PF_TILE_Q];
     unsigned grid[3] = {(unsigned)((a->max_q + tile_q - 1) / tile_q), (unsigned)a->n_heads, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_PF_BLOCK_THREADS], 1, 1};
-    void *kargs[] = {&p};
+    /* mma=2 also takes the tensor maps of k, k_pe and v (wgmma.cu); the
+     * other paths declare the struct alone (a launch passes a kernel only
+     * what it declares) */
+    _Alignas(64) unsigned char maps[3][MT_TENSOR_MAP_BYTES];
+    void *kargs[] = {&p, maps[0], maps[1], maps[2]};
+    if (v->values[MT_PF_MMA] == 2) {
+        if ((st = wgmma_maps(b, s, a, &p, v->values[MT_PF_KV_TILE], maps)) != MT_OK) return st;
+    }
     return mt_backend_launch(b, k->fn[MT_PREFILL_FN], grid, block, mt_mla_prefill_shared_bytes(v->values, s), stream,
                              kargs);
 }

@@ -85,27 +85,116 @@ __device__ __forceinline__ void pw_load_q(const mt_prefill_params &p, const pf_t
                                  p.q.t_stride * 2, t.rows);
 }
 
-/* Keys k0 .. k0 + KV_TILE - 1 of k (its first nope columns from k, the
- * rest from k_pe) -> k_s, of v -> v_s; zeros from key_end on.  nope is a
- * multiple of 64 here (constraints.c). */
-__device__ __forceinline__ void pw_load_k(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *k_s) {
-    const int valid = t.key_end - k0;
-    const long long row = t.k_first + k0;
-    pw_copy_tile<KV_TILE, 1>(k_s, (const unsigned char *)pf_row<const mt_u16>(p.k, row, t.head), p.k.t_stride * 2,
-                             valid); /* block 0 always comes from k */
+/* ---- the producer warp: key tiles by the tensor copy engine ----------
+ * Stages complete on mbarriers: full_k / full_v when a tile's bytes are in
+ * (the copy engine counts them), empty_k / empty_v when every consumer warp
+ * is past the products that read it.  A box of the maps (launch.c) is 64
+ * columns of one head over KV_TILE tokens, landing as the tile's KV_TILE
+ * rows of 128 bytes in the 128-byte swizzle.  The maps span 2^31 tokens
+ * (the call does not say how many rows k and v have), so a box is asked
+ * for only when it ends inside the batch's keys (cu_k[batch]); the last
+ * tile of the last request, which may not, is copied by the warp's lanes
+ * with cp.async instead, zeros past the tile's last visible key.  Keys
+ * past that key inside a TMA box belong to later tokens or requests: real
+ * rows, masked, so P is 0 on them. */
+struct pw_maps {
+    const mt_tensor_map *k, *k_pe, *v;
+};
+
+__device__ __forceinline__ void pw_tma_load_3d(void *dst, const mt_tensor_map *map, int col, int head, int row,
+                                               mt_u64 *bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(mt_smem_addr(dst)), "l"((mt_u64)map), "r"(col), "r"(head), "r"(row), "r"(mt_smem_addr(bar))
+                 : "memory");
+}
+__device__ __forceinline__ void pw_mbar_arrive(mt_u64 *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mt_smem_addr(bar)) : "memory");
+}
+
+/* Column block blk of the k tile: from k below nope, else from k_pe (a
+ * map of its own; one row for all heads when its head stride is 0). */
+__device__ __forceinline__ void pw_issue_k(const mt_prefill_params &p, const pf_tile &t, const pw_maps &m, int row,
+                                           unsigned char *k_s, mt_u64 *full) {
+    mt_mbar_expect_tx(full, PW_K_BYTES);
 #pragma unroll
-    for (int blk = 1; blk < D / 64; blk++) {
+    for (int blk = 0; blk < D / 64; blk++) {
+        const bool from_k = blk * 64 < p.nope;
+        pw_tma_load_3d(k_s + blk * KV_TILE * 128, from_k ? m.k : m.k_pe, from_k ? blk * 64 : blk * 64 - p.nope,
+                       from_k || p.k_pe.h_stride ? t.head : 0, row, full);
+    }
+}
+__device__ __forceinline__ void pw_issue_v(const pf_tile &t, const pw_maps &m, int row, unsigned char *v_s,
+                                           mt_u64 *full) {
+    mt_mbar_expect_tx(full, PW_V_BYTES);
+#pragma unroll
+    for (int blk = 0; blk < DL / 64; blk++) pw_tma_load_3d(v_s + blk * KV_TILE * 128, m.v, blk * 64, t.head, row, full);
+}
+
+/* The fallback: the warp's lanes copy rows of 64-column blocks (as
+ * pw_copy_tile, 32 threads), wait for them, make them visible to the
+ * wgmma, and one lane arrives. */
+template <int BLOCKS>
+__device__ __forceinline__ void pw_warp_copy(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
+                                             int valid) {
+    const int lane = threadIdx.x & 31, piece = lane & 7;
+    for (int r = lane >> 3; r < KV_TILE; r += 4) {
+        const bool ok = r < valid;
+#pragma unroll
+        for (int blk = 0; blk < BLOCKS; blk++)
+            mt_cp_async16(dst + blk * KV_TILE * 128 + r * 128 + ((piece ^ (r & 7)) << 4),
+                          ok ? src_row0 + r * row_bytes + blk * 128 + piece * 16 : src_row0, ok ? 16 : 0);
+    }
+}
+__device__ __forceinline__ void pw_copy_k(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *k_s) {
+    const long long row = t.k_first + k0;
+#pragma unroll
+    for (int blk = 0; blk < D / 64; blk++) {
         const bool from_k = blk * 64 < p.nope;
         const unsigned char *src = from_k ? (const unsigned char *)(pf_row<const mt_u16>(p.k, row, t.head) + blk * 64)
                                           : (const unsigned char *)(pf_row<const mt_u16>(p.k_pe, row, t.head) +
                                                                     (blk * 64 - p.nope));
-        pw_copy_tile<KV_TILE, 1>(k_s + blk * KV_TILE * 128, src, from_k ? p.k.t_stride * 2 : p.k_pe.t_stride * 2,
-                                 valid);
+        pw_warp_copy<1>(k_s + blk * KV_TILE * 128, src, (from_k ? p.k.t_stride : p.k_pe.t_stride) * 2, t.key_end - k0);
     }
 }
-__device__ __forceinline__ void pw_load_v(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *v_s) {
-    pw_copy_tile<KV_TILE, DL / 64>(v_s, (const unsigned char *)pf_row<const mt_u16>(p.v, t.k_first + k0, t.head),
-                                   p.v.t_stride * 2, t.key_end - k0);
+__device__ __forceinline__ void pw_copy_v(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *v_s) {
+    pw_warp_copy<DL / 64>(v_s, (const unsigned char *)pf_row<const mt_u16>(p.v, t.k_first + k0, t.head),
+                          p.v.t_stride * 2, t.key_end - k0);
+}
+__device__ __forceinline__ void pw_copied(mt_u64 *full) {
+    mt_cp_async_wait<0>();
+    mt_fence_proxy_async();
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) pw_mbar_arrive(full);
+}
+
+/* Key tile j's k (K) or v (V) into its stage, by warp 0 (lane 0 asks the
+ * copy engine; all lanes copy in the fallback), once every consumer warp
+ * has released the tile two before in that stage. */
+template <bool V>
+__device__ __forceinline__ void pw_produce(const mt_prefill_params &p, const pf_tile &t, const pw_maps &m, int j,
+                                           unsigned char *stages, mt_u64 *full, mt_u64 *empty) {
+    const int st = j & 1, use = j >> 1, k0 = j * KV_TILE, row = t.k_first + k0;
+    unsigned char *dst = stages + st * (V ? PW_V_BYTES : PW_K_BYTES);
+    if (use > 0) mt_mbar_wait(&empty[st], (unsigned)(use - 1) & 1u);
+    if (row + KV_TILE <= ((const int *)p.cu_k)[p.batch]) { /* the box ends inside the batch's keys */
+        if ((threadIdx.x & 31) == 0) {
+            if (V) pw_issue_v(t, m, row, dst, &full[st]);
+            else pw_issue_k(p, t, m, row, dst, &full[st]);
+        }
+    } else {
+        if (V) pw_copy_v(p, t, k0, dst);
+        else pw_copy_k(p, t, k0, dst);
+        pw_copied(&full[st]);
+    }
+}
+
+/* 2^x on the special-function unit alone (flushing subnormal results to
+ * 0, which a probability that small does not miss); exp2f adds a range
+ * fix-up of three instructions around it. */
+__device__ __forceinline__ float pw_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
 
 /* O rows r0 / r1 of this thread *= a0 / a1, skipped while the whole warp's
@@ -145,16 +234,16 @@ __device__ __forceinline__ void pw_softmax(float *s, mt_u32 (*pf)[4], int k0, in
     mx0 = fmaxf(mx0, mt_shfl_xor(mx0, 2)), mx1 = fmaxf(mx1, mt_shfl_xor(mx1, 2));
     const float mn0 = fmaxf(m0, mx0 * s_scale), mn1 = fmaxf(m1, mx1 * s_scale);
     /* a row that has seen no key yet keeps max -inf: subtract 0 then */
-    a0 = m0 == MT_NEG_INF ? 0.0f : mt_exp2f(m0 - mn0);
-    a1 = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mn1);
+    a0 = m0 == MT_NEG_INF ? 0.0f : pw_exp2(m0 - mn0);
+    a1 = m1 == MT_NEG_INF ? 0.0f : pw_exp2(m1 - mn1);
     const float sub0 = mn0 == MT_NEG_INF ? 0.0f : mn0, sub1 = mn1 == MT_NEG_INF ? 0.0f : mn1;
     float ps0 = 0.0f, ps1 = 0.0f;
 #pragma unroll
     for (int j = 0; j < PW_S / 4; j++) {
-        const float p00 = mt_exp2f(fmaf(s[4 * j], s_scale, -sub0));
-        const float p01 = mt_exp2f(fmaf(s[4 * j + 1], s_scale, -sub0));
-        const float p10 = mt_exp2f(fmaf(s[4 * j + 2], s_scale, -sub1));
-        const float p11 = mt_exp2f(fmaf(s[4 * j + 3], s_scale, -sub1));
+        const float p00 = pw_exp2(fmaf(s[4 * j], s_scale, -sub0));
+        const float p01 = pw_exp2(fmaf(s[4 * j + 1], s_scale, -sub0));
+        const float p10 = pw_exp2(fmaf(s[4 * j + 2], s_scale, -sub1));
+        const float p11 = pw_exp2(fmaf(s[4 * j + 3], s_scale, -sub1));
         ps0 += p00 + p01, ps1 += p10 + p11;
         pf[j >> 1][(j & 1) * 2] = pw_pack(p00, p01);
         pf[j >> 1][(j & 1) * 2 + 1] = pw_pack(p10, p11);
@@ -196,28 +285,36 @@ __device__ __forceinline__ void pw_next_p(mt_u32 (*pf)[4], const mt_u32 (*pn)[4]
         for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e] | (pf[kk][e] & (mt_u32)zero);
 }
 
-/* Everyone's copies so far are in and visible to the wgmma; every
- * warpgroup is past what it read before. */
-__device__ __forceinline__ void pw_copies_in(void) {
-    mt_cp_async_wait<0>();
-    mt_fence_proxy_async();
-    __syncthreads();
-}
-
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1) mla_prefill(const mt_prefill_params p) {
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
+mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_map,
+            const __grid_constant__ mt_tensor_map k_pe_map, const __grid_constant__ mt_tensor_map v_map) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes of the shared address */
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
     unsigned char *k_st = q_s + PW_Q_BYTES;      /* 2 stages of K_BYTES */
     unsigned char *v_st = k_st + 2 * PW_K_BYTES; /* 2 stages of V_BYTES */
+    mt_u64 *bars = (mt_u64 *)(v_st + 2 * PW_V_BYTES);
+    mt_u64 *full_k = bars, *full_v = bars + 2, *empty_k = bars + 4, *empty_v = bars + 6;
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, quad = lane & 3;
+    const bool producer = tid < 32; /* warp 0 issues the key tiles' copies */
     const int r0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8; /* this thread's rows in the tile */
+    const pw_maps maps = {&k_map, &k_pe_map, &v_map};
 
     const pf_tile t = pf_tile_at(p, (int)(gridDim.x - 1 - blockIdx.x)); /* heaviest first */
     if (t.rows <= 0) return;                                            /* the whole work-group */
     const int n_tiles = (t.key_end + KV_TILE - 1) / KV_TILE;
+    if (tid == 0) {
+        for (int i = 0; i < 4; i++) mt_mbar_init(&bars[i], 1);                  /* the producer's arrival */
+        for (int i = 4; i < 8; i++) mt_mbar_init(&bars[i], BLOCK_THREADS / 32); /* every warp's */
+        mt_mbar_init_fence();
+    }
+    __syncthreads();
+    if (producer) /* tiles 0 and 1: both stages' first use */
+        for (int j = 0; j < min(n_tiles, 2); j++) {
+            pw_produce<false>(p, t, maps, j, k_st, full_k, empty_k);
+            pw_produce<true>(p, t, maps, j, v_st, full_v, empty_v);
+        }
     pw_load_q(p, t, q_s);
-    if (n_tiles > 0) pw_load_k(p, t, 0, k_st);
     mt_cp_async_commit();
 
     const int lim0 = pf_row_limit(p, t, t.q0 + r0), lim1 = pf_row_limit(p, t, t.q0 + r1);
@@ -230,47 +327,54 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1) mla_prefill(const
      * byte offset / 16 (no carry: shared addresses stay below 2^18) */
     const mt_u64 q_desc = mt_wgmma_desc(q_s + wg * 64 * 128, 16, 1024);
     mt_u32 pf[KV_TILE / 16][4]; /* P of the previous tile, the A operand of its P V */
+    mt_cp_async_wait<0>();
+    mt_fence_proxy_async();
+    __syncthreads(); /* everyone's part of Q */
 
     /* Tile j: S_j = Q K_j is issued, then P_(j-1) V_(j-1), so the softmax of
      * tile j runs while the matrix units multiply the previous tile's P V.
-     * K_(j+1) and V_j are copied during tile j (K and V have two stages
-     * each: K_(j+1) replaces K_(j-1), V_j replaces V_(j-2)). */
+     * A stage is released by each warp once the product reading it is
+     * retired: K_j after S_j, V_(j-1) after its P V. */
     for (int j = 0; j < n_tiles; j++) {
-        pw_copies_in(); /* K_j, V_(j-1); every warpgroup is done with S_(j-1) and P_(j-2) V_(j-2) */
-        if (j + 1 < n_tiles) pw_load_k(p, t, (j + 1) * KV_TILE, k_st + ((j + 1) & 1) * PW_K_BYTES);
-        pw_load_v(p, t, j * KV_TILE, v_st + (j & 1) * PW_V_BYTES);
-        mt_cp_async_commit();
-
+        const int st = j & 1, pst = (j - 1) & 1;
+        /* K_(j+1) replaces K_(j-1) (released after S_(j-1)), V_j replaces
+         * V_(j-2) (released after its P V, in tile j - 1): each a tile ahead */
+        if (producer && j >= 1 && j + 1 < n_tiles) pw_produce<false>(p, t, maps, j + 1, k_st, full_k, empty_k);
+        if (producer && j >= 2) pw_produce<true>(p, t, maps, j, v_st, full_v, empty_v);
+        mt_mbar_wait(&full_k[st], (unsigned)(j >> 1) & 1u);
         float s[PW_S];
         mt_wgmma_fence();
-        pw_issue_scores(s, q_desc, k_st + (j & 1) * PW_K_BYTES);
+        pw_issue_scores(s, q_desc, k_st + st * PW_K_BYTES);
         mt_wgmma_commit();
         if (j > 0) {
-            pw_issue_pv(o, pf, v_st + ((j - 1) & 1) * PW_V_BYTES);
+            mt_mbar_wait(&full_v[pst], (unsigned)((j - 1) >> 1) & 1u);
+            pw_issue_pv(o, pf, v_st + pst * PW_V_BYTES);
             mt_wgmma_commit();
             mt_wgmma_wait<1>(); /* S_j */
         } else {
             mt_wgmma_wait<0>();
         }
         mt_wgmma_pin<PW_S>(s);
+        if (lane == 0) pw_mbar_arrive(&empty_k[st]); /* this warp is done with K_j */
         mt_u32 pn[KV_TILE / 16][4];
         float a0, a1;
         pw_softmax(s, pn, j * KV_TILE, lim0, lim1, s_scale, m0, m1, l0, l1, a0, a1);
         mt_wgmma_wait<0>(); /* P_(j-1) V_(j-1) */
         mt_wgmma_pin<PW_O>(o);
+        if (j > 0 && lane == 0) pw_mbar_arrive(&empty_v[pst]);
         pw_rescale(o, a0, a1);
         pw_next_p(pf, pn, p.zero);
     }
     if (n_tiles > 0) { /* the last tile's P V */
-        pw_copies_in();
+        const int st = (n_tiles - 1) & 1;
+        mt_mbar_wait(&full_v[st], (unsigned)((n_tiles - 1) >> 1) & 1u);
         mt_wgmma_fence();
-        pw_issue_pv(o, pf, v_st + ((n_tiles - 1) & 1) * PW_V_BYTES);
+        pw_issue_pv(o, pf, v_st + st * PW_V_BYTES);
         mt_wgmma_commit();
         mt_wgmma_wait<0>();
         mt_wgmma_pin<PW_O>(o);
         mt_wgmma_pin_a<4 * (KV_TILE / 16)>(&pf[0][0]);
     }
-    mt_cp_async_wait<0>(); /* nothing may be in flight at exit */
 
     /* a row's sum from its quad; then out = O / l, lse = m + log l */
     l0 += mt_shfl_xor(l0, 1), l1 += mt_shfl_xor(l1, 1);

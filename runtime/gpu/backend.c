@@ -427,6 +427,22 @@ mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_
     return b->iface->tensor_map_2d(b, base, elem_bytes, cols, rows, row_bytes, box_cols, box_rows, out);
 }
 
+mt_status mt_backend_tensor_map_3d(mt_backend *b, mt_devptr base, unsigned elem_bytes, const uint64_t dims[3],
+                                   const uint64_t strides[2], const unsigned box[3], void *out) {
+    CHECK_OP(b, tensor_map_3d);
+    if (!base || !out || !dims[0] || !dims[1] || !dims[2] || !box[0] || !box[1] || !box[2])
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "tensor_map_3d: null pointer or empty shape");
+    if ((elem_bytes != 1 && elem_bytes != 2) || (box[0] * elem_bytes != 64 && box[0] * elem_bytes != 128))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "tensor_map_3d: %u-byte elements in boxes of %u columns (1 or 2 bytes, 64- or 128-byte rows)",
+                       elem_bytes, box[0]);
+    if (base % 16 || strides[0] % 16 || strides[1] % 16)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "tensor_map_3d: the base and the strides (%llu, %llu bytes) must be multiples of 16 bytes",
+                       (unsigned long long)strides[0], (unsigned long long)strides[1]);
+    return b->iface->tensor_map_3d(b, base, elem_bytes, dims, strides, box, out);
+}
+
 mt_status mt_backend_graph_begin(mt_backend *b, mt_stream s) {
     CHECK_OP(b, graph_begin);
     if (!s) return mt_fail(MT_ERR_INVALID_ARGUMENT, "graph capture needs a stream of its own, not the default one");

@@ -142,6 +142,12 @@ typedef struct mt_backend_iface {
      * current on the calling thread */
     mt_status (*tensor_map_2d)  (mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
                                  uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out);
+    /* (optional) the same for a 3-D array: dims[0] contiguous elements,
+     * dims[1] and dims[2] outer, strides[0] and strides[1] bytes apart; a
+     * box of box[0] x box[1] x box[2] lands as box[1] x box[2] rows of
+     * box[0] elements (the prefill family's (column, head, token) views) */
+    mt_status (*tensor_map_3d)  (mt_backend *b, mt_devptr base, unsigned elem_bytes, const uint64_t dims[3],
+                                 const uint64_t strides[2], const unsigned box[3], void *out);
     /* (optional) stream capture: everything launched on `s` between begin
      * and end is recorded (not run) into a graph, instantiated at end and
      * replayed by graph_launch (CUDA graphs; how engines run decode) */
@@ -226,6 +232,8 @@ mt_status mt_backend_prepare_launch(mt_backend *b, mt_function f, size_t shared_
 #define MT_TENSOR_MAP_BYTES 128
 mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
                                    uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out);
+mt_status mt_backend_tensor_map_3d(mt_backend *b, mt_devptr base, unsigned elem_bytes, const uint64_t dims[3],
+                                   const uint64_t strides[2], const unsigned box[3], void *out);
 
 /* MT_ERR_UNSUPPORTED where the backend cannot capture; `s` must not be
  * the default (NULL) stream */

@@ -568,25 +568,39 @@ static mt_status cuda_launch_cluster(mt_backend *b, mt_function f, const unsigne
  * interleave, the swizzle as wide as a box row (64 or 128 bytes), L2 lines
  * fetched 256 bytes at a time, no fill beyond the array (callers never ask
  * for rows outside it). */
-static mt_status cuda_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
-                                    uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out) {
+static mt_status encode_tensor_map(mt_backend *b, unsigned rank, mt_devptr base, unsigned elem_bytes,
+                                   const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                   void *out) {
     cuda_ctx *c = ctx_of(b);
     if (!c->cu_opt.cuTensorMapEncodeTiled)
         return mt_fail(MT_ERR_UNSUPPORTED, "this CUDA driver has no cuTensorMapEncodeTiled (needs CUDA 12.0+)");
     _Static_assert(sizeof(CUtensorMap) == MT_TENSOR_MAP_BYTES, "CUtensorMap size");
-    cuuint64_t dims[2] = {cols, rows}, strides[1] = {row_bytes};
-    cuuint32_t box[2] = {box_cols, box_rows}, elem_strides[2] = {1, 1};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
     CUtensorMap map;
     /* the swizzle is as wide as a box row (checked: 64 or 128 bytes) */
     CUtensorMapDataType type = elem_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
-    CUtensorMapSwizzle swizzle = box_cols * elem_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
-    mt_status st = cu_check(b, c->cu_opt.cuTensorMapEncodeTiled(&map, type, 2, (void *)base, dims, strides, box,
+    CUtensorMapSwizzle swizzle = box[0] * elem_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+    mt_status st = cu_check(b, c->cu_opt.cuTensorMapEncodeTiled(&map, type, rank, (void *)base, dims, strides, box,
                                                                 elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                             "cuTensorMapEncodeTiled");
     if (st == MT_OK) memcpy(out, &map, sizeof map);
     return st;
+}
+
+static mt_status cuda_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
+                                    uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out) {
+    const cuuint64_t dims[2] = {cols, rows}, strides[1] = {row_bytes};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    return encode_tensor_map(b, 2, base, elem_bytes, dims, strides, box, out);
+}
+
+static mt_status cuda_tensor_map_3d(mt_backend *b, mt_devptr base, unsigned elem_bytes, const uint64_t dims[3],
+                                    const uint64_t strides[2], const unsigned box[3], void *out) {
+    const cuuint64_t d[3] = {dims[0], dims[1], dims[2]}, st[2] = {strides[0], strides[1]};
+    const cuuint32_t bx[3] = {box[0], box[1], box[2]};
+    return encode_tensor_map(b, 3, base, elem_bytes, d, st, bx, out);
 }
 
 static mt_status cuda_synchronize(mt_backend *b) { return CU(b, cuCtxSynchronize()); }
@@ -676,7 +690,8 @@ static void cuda_graph_destroy(mt_backend *b, mt_graph g) {
     .module_unload = cuda_module_unload, .module_function = cuda_module_function,  \
     .function_resources = cuda_function_resources, .launch = cuda_launch,          \
     .launch_dependent = cuda_launch_dependent, .tensor_map_2d = cuda_tensor_map_2d, \
-    .launch_cluster = cuda_launch_cluster, .graph_begin = cuda_graph_begin,        \
+    .tensor_map_3d = cuda_tensor_map_3d, .launch_cluster = cuda_launch_cluster,    \
+    .graph_begin = cuda_graph_begin,                                               \
     .graph_end = cuda_graph_end, .graph_launch = cuda_graph_launch,                \
     .graph_destroy = cuda_graph_destroy,                                           \
     .synchronize = cuda_synchronize, .prepare_launch = cuda_prepare_launch
