@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "runtime/gpu/backend.h"
 #include "kernels/dtype.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 #include "kernels/mla_prefill/prefill_reference.h"
@@ -291,6 +292,78 @@ static void constraints_and_rule(void) {
     CHECK_MSG(set.n == 1 && strstr(why, "mma=0"), "%s", why);
 }
 
+/* A backend that records the wgmma launch: its tensor maps' shapes and
+ * the launch's block, for wgmma_launch below. */
+static int maps_made, launches;
+static uint64_t map_dims[3][3], map_strides[3][2];
+static mt_devptr map_base[3];
+static unsigned launch_block[3];
+static mt_status record_map(mt_backend *b, mt_devptr base, unsigned elem, const uint64_t dims[3],
+                            const uint64_t strides[2], const unsigned box[3], void *out) {
+    (void)b, (void)elem;
+    CHECK(box[0] == 64 && box[1] == 1 && box[2] == 128);
+    if (maps_made < 3) {
+        memcpy(map_dims[maps_made], dims, sizeof map_dims[0]), memcpy(map_strides[maps_made], strides, sizeof map_strides[0]);
+        map_base[maps_made] = base;
+    }
+    maps_made++;
+    memset(out, 0, MT_TENSOR_MAP_BYTES);
+    return MT_OK;
+}
+static mt_status record_launch(mt_backend *b, mt_function f, const unsigned g[3], const unsigned bl[3], size_t sh,
+                               mt_stream st, void **args) {
+    (void)b, (void)f, (void)g, (void)sh, (void)st, (void)args;
+    memcpy(launch_block, bl, sizeof launch_block);
+    launches++;
+    return MT_OK;
+}
+
+/* The wgmma path's host side: the three maps (k's first nope columns,
+ * k_pe as one row for all heads when apart, v), a token extent of 2^31 (the
+ * kernel asks only for boxes inside the batch's keys), 2 x tile_q threads;
+ * a backend without 3-D maps fails naming it; bad map arguments refused. */
+static void wgmma_launch(void) {
+    const mt_backend_iface iface = {.launch = record_launch, .tensor_map_3d = record_map};
+    mt_backend b = {.name = "recording", .iface = &iface, .has_driver = 1};
+    mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    mt_variant w;
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=256,mma=2", &w));
+    mt_kernels k;
+    memset(&k, 0, sizeof k);
+    k.fn[MT_PREFILL_FN] = (mt_function)(uintptr_t)0x1000;
+    const mt_devptr p = 0x100000;
+    mt_mla_prefill_args a = {.batch = 2, .n_heads = 16, .max_q = 300, .nope = 128, .causal = 1, .scale = 0.07f,
+                             .cu_q = p, .cu_k = p + 64, .q = {.ptr = p}, .k = {.ptr = p + 0x10000},
+                             .k_pe = {.ptr = p + 0x20000}, .v = {.ptr = p + 0x30000}, .out = {.ptr = p},
+                             .lse = {.ptr = p}};
+    CHECK_OK(mt_mla_prefill_launch(&b, &k, &w, &s, &a, NULL));
+    CHECK(maps_made == 3 && launches == 1 && launch_block[0] == 256);
+    /* k: [tokens, 16, 128]; k_pe: [tokens, 64] shared; v: [tokens, 16, 128] */
+    CHECK(map_base[0] == p + 0x10000 && map_dims[0][0] == 128 && map_dims[0][1] == 16 && map_dims[0][2] == 1ull << 31);
+    CHECK(map_strides[0][0] == 256 && map_strides[0][1] == 16 * 256);
+    CHECK(map_base[1] == p + 0x20000 && map_dims[1][0] == 64 && map_dims[1][1] == 1 && map_strides[1][1] == 128);
+    CHECK(map_dims[2][0] == 128 && map_dims[2][1] == 16 && map_strides[2][0] == 256 && map_strides[2][1] == 4096);
+    /* k holding all D columns (nope = D, no k_pe): k's map spans them, no k_pe map */
+    maps_made = 0;
+    a.nope = 192, a.k_pe.ptr = 0;
+    CHECK_OK(mt_mla_prefill_launch(&b, &k, &w, &s, &a, NULL));
+    CHECK(maps_made == 2 && map_dims[0][0] == 192 && map_dims[0][1] == 16 && map_strides[0][0] == 384 &&
+          map_strides[0][1] == 16 * 384 && map_dims[1][0] == 128);
+    /* the wrapper's own checks, before the backend */
+    unsigned char map[MT_TENSOR_MAP_BYTES];
+    const uint64_t dims[3] = {64, 16, 100}, bad_strides[2] = {136, 2176};
+    const unsigned box[3] = {64, 1, 128}, narrow[3] = {16, 1, 128};
+    CHECK_STATUS(mt_backend_tensor_map_3d(&b, p, 2, dims, bad_strides, box, map), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "multiples of 16 bytes") != NULL);
+    const uint64_t strides[2] = {128, 2048};
+    CHECK_STATUS(mt_backend_tensor_map_3d(&b, p, 2, dims, strides, narrow, map), MT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(mt_last_error(), "boxes of 16 columns") != NULL);
+    const mt_backend_iface no_maps = {.launch = record_launch};
+    b.iface = &no_maps;
+    CHECK_STATUS(mt_mla_prefill_launch(&b, &k, &w, &s, &a, NULL), MT_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(mt_last_error(), "tensor_map_3d") != NULL, "%s", mt_last_error());
+}
+
 static void argument_checks(void) {
     mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_FP16};
     const mt_devptr p = 0x10000;
@@ -363,5 +436,6 @@ int main(void) {
     split_rope();
     constraints_and_rule();
     argument_checks();
+    wgmma_launch();
     return check_summary("test_prefill_reference");
 }
