@@ -154,6 +154,18 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
             pf_result r = pf_run_case(f.b, &l, &c);
             record(&c, name, &r);
         }
+        /* the wgmma path copies the batch's last key tile with its warp's
+         * lanes when the copy engine's box would pass the keys' end: that
+         * tile's k and v must be in before the arrival (a missing commit
+         * let them come late, PERFLOG session 18); eight more draws with a
+         * short last request */
+        for (int rep = 0; points[i].values[MT_PF_MMA] == 2 && rep < 8; rep++) {
+            pf_case c = {.s = s, .batch = 2, .n_heads = 4, .nope = 192, .scale = 1 / sqrt(192.0),
+                         .seed = seed + 1000 + 10 * i + rep, .form = rep % 2 ? PF_NONCAUSAL : PF_WHOLE};
+            pf_draw_lengths(&c, 60, 200);
+            pf_result r = pf_run_case(f.b, &l, &c);
+            record(&c, name, &r);
+        }
     }
     free(points);
 }

@@ -64,6 +64,7 @@ static int mla_prefill_sources(const mt_variant *v, int warp_size, const char *n
     names[n++] = "mla_prefill/common.cuh";
     if (v->values[MT_PF_MMA] == 2) {
         names[n++] = "mla_prefill/wgmma_ops.cuh";
+        names[n++] = "mla_prefill/wgmma_copy.cuh";
         names[n++] = "mla_prefill/wgmma.cu";
     } else {
         names[n++] = v->values[MT_PF_MMA] == 0 ? "mla_prefill/simt.cu"

@@ -10,7 +10,21 @@
  *   pw_wgmma_rs<N>  d (+)= A[64 x 16] B[16 x N]: A in registers (P, the
  *                   m16n8k16 A layout per warp), B MN-major in shared
  *                   memory (O += P V: key rows, v columns contiguous)
+ * and the path's fixed shape, which wgmma_copy.cuh and wgmma.cu share.
  */
+#if !defined(MT_HAVE_WGMMA)
+#error "mma=2 (wgmma) needs NVIDIA sm_90a"
+#endif
+#if (TILE_Q != 64 && TILE_Q != 128) || BLOCK_THREADS != 2 * TILE_Q || (KV_TILE != 64 && KV_TILE != 128) || \
+    D % 64 != 0 || (DL != 64 && DL != 128) || Q_DTYPE != KV_DTYPE
+#error "mma=2 takes tile_q 64 or 128 on 2 x tile_q threads, kv_tile 64 or 128, D % 64 == 0, Dl 64 or 128, one type"
+#endif
+#define PW_FP16 (KV_DTYPE == 1)
+#define PW_Q_BYTES (TILE_Q * D * 2)
+#define PW_K_BYTES (KV_TILE * D * 2)
+#define PW_V_BYTES (KV_TILE * DL * 2)
+#define PW_S (KV_TILE / 2) /* score accumulators per thread */
+#define PW_O (DL / 2)      /* output accumulators per thread */
 #define PW_OUT64 MT_OUT32(0), MT_OUT32(32)
 #define PW_ACC64 \
     MT_ACC32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \

@@ -1,0 +1,139 @@
+/*
+ * wgmma_copy.cuh - what feeds the prefill family's wgmma path (wgmma.cu):
+ * q by cp.async from every thread, once per work-group; the key tiles, k
+ * and v, by the tensor copy engine, issued by warp 0 into stages that
+ * mbarriers hand between it and the warps (full when a tile's bytes are
+ * in, empty when every warp has retired the product that reads it).
+ */
+/* Copies `rows` rows of 64-column blocks into a 128-byte-swizzled tile of
+ * `TILE_ROWS` rows, zeros from row `valid` on.  Thread i copies piece i % 8
+ * of rows i / 8, i / 8 + BLOCK_THREADS / 8, ...: every row it touches has
+ * the same row % 8, so its destinations are fixed offsets from one base
+ * and each copy is an add and the copy itself.  src(row) is the row's
+ * first element (columns of block blk at src(row) + 64 blk + piece). */
+#define PW_ROW_STEP (BLOCK_THREADS / 8)
+template <int TILE_ROWS, int BLOCKS>
+__device__ __forceinline__ void pw_copy_tile(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
+                                             int valid) {
+    const int piece = threadIdx.x & 7, r = threadIdx.x >> 3;
+    unsigned char *d = dst + r * 128 + ((piece ^ (r & 7)) << 4);
+    const unsigned char *src = src_row0 + (long long)r * row_bytes + piece * 16;
+#pragma unroll
+    for (int rr = 0; rr < TILE_ROWS / PW_ROW_STEP; rr++) {
+        const bool ok = r + rr * PW_ROW_STEP < valid;
+#pragma unroll
+        for (int blk = 0; blk < BLOCKS; blk++)
+            mt_cp_async16(d + blk * TILE_ROWS * 128 + rr * PW_ROW_STEP * 128,
+                          ok ? src + rr * PW_ROW_STEP * row_bytes + blk * 128 : src_row0, ok ? 16 : 0);
+    }
+}
+
+/* The tile's q rows -> q_s (zeros past its rows). */
+__device__ __forceinline__ void pw_load_q(const mt_prefill_params &p, const pf_tile &t, unsigned char *q_s) {
+    pw_copy_tile<TILE_Q, D / 64>(q_s, (const unsigned char *)pf_row<const mt_u16>(p.q, t.q_first + t.q0, t.head),
+                                 p.q.t_stride * 2, t.rows);
+}
+
+/* ---- the producer warp: key tiles by the tensor copy engine ----------
+ * Stages complete on mbarriers: full_k / full_v when a tile's bytes are in
+ * (the copy engine counts them), empty_k / empty_v when every consumer warp
+ * is past the products that read it.  A box of the maps (launch.c) is 64
+ * columns of one head over KV_TILE tokens, landing as the tile's KV_TILE
+ * rows of 128 bytes in the 128-byte swizzle.  The maps span 2^31 tokens
+ * (the call does not say how many rows k and v have), so a box is asked
+ * for only when it ends inside the batch's keys (cu_k[batch]); the last
+ * tile of the last request, which may not, is copied by the warp's lanes
+ * with cp.async instead, zeros past the tile's last visible key.  Keys
+ * past that key inside a TMA box belong to later tokens or requests: real
+ * rows, masked, so P is 0 on them. */
+struct pw_maps {
+    const mt_tensor_map *k, *k_pe, *v;
+};
+
+__device__ __forceinline__ void pw_tma_load_3d(void *dst, const mt_tensor_map *map, int col, int head, int row,
+                                               mt_u64 *bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(mt_smem_addr(dst)), "l"((mt_u64)map), "r"(col), "r"(head), "r"(row), "r"(mt_smem_addr(bar))
+                 : "memory");
+}
+__device__ __forceinline__ void pw_mbar_arrive(mt_u64 *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mt_smem_addr(bar)) : "memory");
+}
+
+/* Column block blk of the k tile: from k below nope, else from k_pe (a
+ * map of its own; one row for all heads when its head stride is 0). */
+__device__ __forceinline__ void pw_issue_k(const mt_prefill_params &p, const pf_tile &t, const pw_maps &m, int row,
+                                           unsigned char *k_s, mt_u64 *full) {
+    mt_mbar_expect_tx(full, PW_K_BYTES);
+#pragma unroll
+    for (int blk = 0; blk < D / 64; blk++) {
+        const bool from_k = blk * 64 < p.nope;
+        pw_tma_load_3d(k_s + blk * KV_TILE * 128, from_k ? m.k : m.k_pe, from_k ? blk * 64 : blk * 64 - p.nope,
+                       from_k || p.k_pe.h_stride ? t.head : 0, row, full);
+    }
+}
+__device__ __forceinline__ void pw_issue_v(const pf_tile &t, const pw_maps &m, int row, unsigned char *v_s,
+                                           mt_u64 *full) {
+    mt_mbar_expect_tx(full, PW_V_BYTES);
+#pragma unroll
+    for (int blk = 0; blk < DL / 64; blk++) pw_tma_load_3d(v_s + blk * KV_TILE * 128, m.v, blk * 64, t.head, row, full);
+}
+
+/* The fallback: the warp's lanes copy rows of 64-column blocks (as
+ * pw_copy_tile, 32 threads), wait for them, make them visible to the
+ * wgmma, and one lane arrives. */
+template <int BLOCKS>
+__device__ __forceinline__ void pw_warp_copy(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
+                                             int valid) {
+    const int lane = threadIdx.x & 31, piece = lane & 7;
+    for (int r = lane >> 3; r < KV_TILE; r += 4) {
+        const bool ok = r < valid;
+#pragma unroll
+        for (int blk = 0; blk < BLOCKS; blk++)
+            mt_cp_async16(dst + blk * KV_TILE * 128 + r * 128 + ((piece ^ (r & 7)) << 4),
+                          ok ? src_row0 + r * row_bytes + blk * 128 + piece * 16 : src_row0, ok ? 16 : 0);
+    }
+}
+__device__ __forceinline__ void pw_copy_k(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *k_s) {
+    const long long row = t.k_first + k0;
+#pragma unroll
+    for (int blk = 0; blk < D / 64; blk++) {
+        const bool from_k = blk * 64 < p.nope;
+        const unsigned char *src = from_k ? (const unsigned char *)(pf_row<const mt_u16>(p.k, row, t.head) + blk * 64)
+                                          : (const unsigned char *)(pf_row<const mt_u16>(p.k_pe, row, t.head) +
+                                                                    (blk * 64 - p.nope));
+        pw_warp_copy<1>(k_s + blk * KV_TILE * 128, src, (from_k ? p.k.t_stride : p.k_pe.t_stride) * 2, t.key_end - k0);
+    }
+}
+__device__ __forceinline__ void pw_copy_v(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *v_s) {
+    pw_warp_copy<DL / 64>(v_s, (const unsigned char *)pf_row<const mt_u16>(p.v, t.k_first + k0, t.head),
+                          p.v.t_stride * 2, t.key_end - k0);
+}
+__device__ __forceinline__ void pw_copied(mt_u64 *full) {
+    mt_cp_async_commit(); /* wait_group waits for committed groups only */
+    mt_cp_async_wait<0>();
+    mt_fence_proxy_async();
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) pw_mbar_arrive(full);
+}
+
+/* Key tile j's k (K) or v (V) into its stage, by warp 0 (lane 0 asks the
+ * copy engine; all lanes copy in the fallback), once every consumer warp
+ * has released the tile two before in that stage. */
+template <bool V>
+__device__ __forceinline__ void pw_produce(const mt_prefill_params &p, const pf_tile &t, const pw_maps &m, int j,
+                                           unsigned char *stages, mt_u64 *full, mt_u64 *empty) {
+    const int st = j & 1, use = j >> 1, k0 = j * KV_TILE, row = t.k_first + k0;
+    unsigned char *dst = stages + st * (V ? PW_V_BYTES : PW_K_BYTES);
+    if (use > 0) mt_mbar_wait(&empty[st], (unsigned)(use - 1) & 1u);
+    if (row + KV_TILE <= ((const int *)p.cu_k)[p.batch]) { /* the box ends inside the batch's keys */
+        if ((threadIdx.x & 31) == 0) {
+            if (V) pw_issue_v(t, m, row, dst, &full[st]);
+            else pw_issue_k(p, t, m, row, dst, &full[st]);
+        }
+    } else {
+        if (V) pw_copy_v(p, t, k0, dst);
+        else pw_copy_k(p, t, k0, dst);
+        pw_copied(&full[st]);
+    }
+}
