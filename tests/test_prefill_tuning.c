@@ -19,7 +19,7 @@
  *     the same words, says what decode's lookup says (FAR, missing, --json);
  *   - the dry run's estimate for prefill keys: each candidate's launch at
  *     its path's assumed speed (SIMT, mma.sync, MFMA, wgmma) and compile
- *     time, within a factor of 2 of the first GPU sweep's 87 s;
+ *     time, within a factor of 2 of the plan's H100 sweep (165 s);
  *   - dispatch: causal calls take the causal keys' winners, non-causal
  *     ones the non-causal keys', the nearest by requests and new tokens;
  *     with no key for a mask, the family's rule; explain says which;
@@ -116,7 +116,9 @@ static void test_plan_keys(void) {
 
 /* The estimate (tuner/estimate.c): it assumed 50 TFLOP/s for every prefill
  * candidate, which put the first GPU sweep (reports/h200/prefill-small: 7
- * keys x 20 SIMT and mma.sync variants, 87 s) at 12 s. */
+ * keys x 20 SIMT and mma.sync variants, 87 s) at 12 s.  Since the space has
+ * the wgmma points (37 variants a key) the plan took 165 s on the H100
+ * (session 18, reports/h100/session18/final). */
 static void test_estimate(void) {
     mt_target sm90, gfx942;
     CHECK_OK(mt_target_for_arch("sm_90", &sm90));
@@ -153,14 +155,14 @@ static void test_estimate(void) {
     /* with no candidates given: the slowest path */
     CHECK(fabs(mt_plan_key_seconds(&p, &k, &sm90, NULL, 0, 3) - t_simt) < 1e-9);
     if (!bin) return;
-    /* the shipped plan that the first GPU sweep ran, on its architecture */
+    /* the shipped plan, on the architecture its sweeps ran on */
     char out[65536];
     int rc = run("sweep --config prefill-h100-small --dry-run --arch sm_90", out, sizeof out);
     const char *e = strstr(out, "\nestimate: about ");
     double est = e ? atof(e + strlen("\nestimate: about ")) : 0;
-    CHECK_MSG(rc == 0 && est >= 87 / 2.0 && est <= 87 * 2.0, "estimate %g s against 87 measured: %s", est, out);
+    CHECK_MSG(rc == 0 && est >= 165 / 2.0 && est <= 165 * 2.0, "estimate %g s against 165 measured: %s", est, out);
     CHECK_MSG(strstr(out, "prefill launches timed at an average candidate's assumed speed per path: SIMT") &&
-                  strstr(out, "wgmma 400 TFLOP/s") && strstr(out, "s of compiler)"),
+                  strstr(out, "wgmma 350 TFLOP/s") && strstr(out, "s of compiler)"),
               "%s", out);
 }
 

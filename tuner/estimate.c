@@ -32,19 +32,20 @@
  *     mma.sync variant of the sm_90 space): SIMT candidates 0.9-6.5
  *     TFLOP/s, mean 3.4; mma.sync 3.2-18.8, mean 9 (its winner ~19);
  *   - MFMA: never run on AMD hardware: mma.sync's figure until it is;
- *   - wgmma (mma = 2, sm_90): not measured yet; 400 TFLOP/s is the
- *     expected average of a path whose target is >= 550 (issue 29) under
- *     the 969 TFLOP/s matrix ceiling that sweep measured.
+ *   - wgmma (mma = 2, sm_90): its four points on the H100 (session 18,
+ *     reports/h100/session18/v3-bench.txt): 275-574 TFLOP/s on 8192-token
+ *     calls, mean ~380; less on short calls (160-530 on prefill-h100-small's
+ *     keys): 350.
  * Compile seconds per variant, one CPU thread: the compile-space.sh
  * reports of compile_sm_90_prefill (SIMT 3.4-5.4 s), compile_sm_90_prefill
  * _mma (1.3-1.5 s), compile_gfx942_prefill_mfma (1.9 s) on the 2-core CI
- * host; wgmma not measured: 3 s assumed.
+ * host; wgmma 0.9-1.1 s (compile_sm_90_prefill_wgmma's report).
  * Index: the variant's mma value, MFMA standing in for mma.sync on 64-wide
  * wavefronts. */
 static const mt_prefill_path_speed prefill_paths[] = {
     {"SIMT", 3.4, 4.5},
     {"mma.sync", 9.0, 1.5},
-    {"wgmma", 400.0, 3.0},
+    {"wgmma", 350.0, 1.0},
 };
 static const mt_prefill_path_speed prefill_mfma = {"MFMA", 9.0, 2.0};
 enum { N_PREFILL_PATHS = sizeof prefill_paths / sizeof prefill_paths[0] };
