@@ -20,6 +20,13 @@ __device__ __forceinline__ mt_u16 pf_store_out(float x) {
     return Q_DTYPE == 0 ? mt_f32_to_bf16(x) : mt_f32_to_f16(x);
 }
 
+/* Two floats -> a packed pair of the 16-bit type k and v share (the
+ * matrix-unit paths' P, which multiplies v; one type for q and k/v there,
+ * so out's too), round to nearest even. */
+__device__ __forceinline__ mt_u32 pf_pack16(float lo, float hi) {
+    return KV_DTYPE == 1 ? mt_pack_f16x2(lo, hi) : mt_pack_bf16x2(lo, hi);
+}
+
 /* The first element of the row (token t, head h) of a tensor. */
 template <typename T>
 __device__ __forceinline__ T *pf_row(const mt_prefill_rows &r, long long t, int h) {

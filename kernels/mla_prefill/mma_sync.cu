@@ -26,14 +26,6 @@
 #define PM_O_TILES (DL / 8)      /* n8 tiles of the output */
 #define PM_FP16 (KV_DTYPE == 1)
 
-__device__ __forceinline__ mt_u32 pm_pack(float lo, float hi) {
-#if PM_FP16
-    return mt_pack_f16x2(lo, hi);
-#else
-    return mt_pack_bf16x2(lo, hi);
-#endif
-}
-
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt_prefill_params p) {
     extern __shared__ __align__(16) unsigned char smem_bytes[];
     mt_u16 *q_s = (mt_u16 *)smem_bytes;
@@ -110,9 +102,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) mla_prefill(const mt
         /* O += P V: P's accumulators are already the A operand's layout */
 #pragma unroll
         for (int kk = 0; kk < KV_TILE / 16; kk++) {
-            const mt_u32 a[4] = {pm_pack(s[2 * kk][0], s[2 * kk][1]), pm_pack(s[2 * kk][2], s[2 * kk][3]),
-                                 pm_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                 pm_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            const mt_u32 a[4] = {pf_pack16(s[2 * kk][0], s[2 * kk][1]), pf_pack16(s[2 * kk][2], s[2 * kk][3]),
+                                 pf_pack16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                 pf_pack16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
             for (int t = 0; t < PM_O_TILES; t += 2) {
                 mt_u32 bf[4];

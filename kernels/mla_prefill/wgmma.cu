@@ -37,14 +37,6 @@
  * (launch.c checks the views).
  */
 
-__device__ __forceinline__ mt_u32 pw_pack(float lo, float hi) {
-#if PW_FP16
-    return mt_pack_f16x2(lo, hi);
-#else
-    return mt_pack_bf16x2(lo, hi);
-#endif
-}
-
 /* 2^x on the special-function unit alone (flushing subnormal results to
  * 0, which a probability that small does not miss); exp2f adds a range
  * fix-up of three instructions around it. */
@@ -102,8 +94,8 @@ __device__ __forceinline__ void pw_softmax(float *s, mt_u32 (*pf)[4], int k0, in
         const float p10 = pw_exp2(fmaf(s[4 * j + 2], s_scale, -sub1));
         const float p11 = pw_exp2(fmaf(s[4 * j + 3], s_scale, -sub1));
         ps0 += p00 + p01, ps1 += p10 + p11;
-        pf[j >> 1][(j & 1) * 2] = pw_pack(p00, p01);
-        pf[j >> 1][(j & 1) * 2 + 1] = pw_pack(p10, p11);
+        pf[j >> 1][(j & 1) * 2] = pf_pack16(p00, p01);
+        pf[j >> 1][(j & 1) * 2 + 1] = pf_pack16(p10, p11);
     }
     l0 = l0 * a0 + ps0, l1 = l1 * a1 + ps1;
     m0 = mn0, m1 = mn1;
@@ -243,8 +235,8 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
 #pragma unroll
     for (int j = 0; j < PW_O / 4; j++) {
         const int col = j * 8 + quad * 2;
-        if (in0) *(mt_u32 *)(out0 + col) = pw_pack(o[4 * j] * inv0, o[4 * j + 1] * inv0);
-        if (in1) *(mt_u32 *)(out1 + col) = pw_pack(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
+        if (in0) *(mt_u32 *)(out0 + col) = pf_pack16(o[4 * j] * inv0, o[4 * j + 1] * inv0);
+        if (in1) *(mt_u32 *)(out1 + col) = pf_pack16(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
     }
     if (quad == 0) {
         if (in0) *pf_row<float>(p.lse, t.q_first + t.q0 + r0, t.head) = l0 > 0.0f ? (m0 + mt_log2f(l0)) * PF_LN2 : MT_NEG_INF;
