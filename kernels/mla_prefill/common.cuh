@@ -33,23 +33,21 @@ __device__ __forceinline__ T *pf_row(const mt_prefill_rows &r, long long t, int 
     return (T *)r.ptr + t * r.t_stride + (long long)h * r.h_stride;
 }
 
-/* The work-group's part of its request (tile, head = blockIdx.y, request =
- * blockIdx.z): new tokens q0 .. q0 + rows - 1 of the request (rows <= 0:
- * the tile is past them, and the work-group returns), and key_end, the
- * keys any of them sees.  The tile is blockIdx.x (pf_tile_of) or one a
- * path orders otherwise (pf_tile_at: wgmma.cu runs the last, heaviest,
- * first). */
+/* A work-group's part of a request: new tokens q0 .. q0 + rows - 1 of
+ * request b (rows <= 0: the tile is past them, and the work-group returns)
+ * for one head, and key_end, the keys any of them sees.  The SIMT and
+ * mma.sync paths take (tile, head, request) from blockIdx (pf_tile_of);
+ * wgmma.cu orders the blocks otherwise (pw_block_tile). */
 struct pf_tile {
     int head, q0, rows, key_end;
     int q_first, n_q;   /* the request's new tokens: rows of q, out, lse */
     int k_first, n_k;   /* its keys: rows of k, k_pe, v */
 };
 
-__device__ __forceinline__ pf_tile pf_tile_at(const mt_prefill_params &p, int tile) {
+__device__ __forceinline__ pf_tile pf_tile_at(const mt_prefill_params &p, int tile, int head, int b) {
     const int *cu_q = (const int *)p.cu_q, *cu_k = (const int *)p.cu_k;
-    const int b = blockIdx.z;
     pf_tile t;
-    t.head = blockIdx.y, t.q0 = tile * TILE_Q;
+    t.head = head, t.q0 = tile * TILE_Q;
     t.q_first = cu_q[b], t.n_q = cu_q[b + 1] - t.q_first;
     t.k_first = cu_k[b], t.n_k = cu_k[b + 1] - t.k_first;
     t.rows = min(TILE_Q, t.n_q - t.q0);
@@ -58,7 +56,9 @@ __device__ __forceinline__ pf_tile pf_tile_at(const mt_prefill_params &p, int ti
     t.key_end = max(0, min(p.causal ? t.n_k - t.n_q + t.q0 + t.rows : t.n_k, t.n_k));
     return t;
 }
-__device__ __forceinline__ pf_tile pf_tile_of(const mt_prefill_params &p) { return pf_tile_at(p, (int)blockIdx.x); }
+__device__ __forceinline__ pf_tile pf_tile_of(const mt_prefill_params &p) {
+    return pf_tile_at(p, (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);
+}
 
 /* Keys new token i of the request sees (0 past its new tokens). */
 __device__ __forceinline__ int pf_row_limit(const mt_prefill_params &p, const pf_tile &t, int i) {

@@ -22,8 +22,8 @@
  * (released by every warp after S_(j-1)) and V_j replaces V_(j-2)
  * (released after its P V); the warpgroups meet at no barrier per tile,
  * only at the mbarriers of the stages they read.  The grid's tiles run
- * heaviest first: a causal tile's keys grow with its position, and the
- * light ones fill the tail of the launch.
+ * heaviest first across groups of heads (pw_block_tile): a causal tile's
+ * keys grow with its position, and the light ones fill the tail.
  *
  * Shared memory (128-byte swizzled tiles, prelude.h; kept equal to
  * mt_mla_prefill_shared_bytes), from the first 1024-byte boundary:
@@ -134,6 +134,26 @@ __device__ __forceinline__ void pw_next_p(mt_u32 (*pf)[4], const mt_u32 (*pn)[4]
         for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e] | (pf[kk][e] & (mt_u32)zero);
 }
 
+/* This work-group's tile.  Blocks start in the order of their linear
+ * index, so that order is the schedule: request by request, then in groups
+ * of up to PW_HEAD_GROUP heads, every head's last (heaviest: a causal
+ * tile's keys grow with its position) q tile of the group before any
+ * head's earlier ones.  Head by head instead, the last head's heaviest
+ * tile started when little else was left and ran alone at the end (16
+ * heads x 8192: a tile of 64 key tiles against an SM's share of 252;
+ * 522 TFLOP/s).  A group of 4 heads leaves the SMs 4 x 15.5 key tiles each
+ * when its heaviest tiles start; a larger group spreads the keys read at
+ * once over more heads than L2 serves well (16 heads: 128 heads x 1024
+ * tokens 379 -> 353 TFLOP/s; PERFLOG session 18). */
+#define PW_HEAD_GROUP 4
+__device__ __forceinline__ pf_tile pw_block_tile(const mt_prefill_params &p) {
+    const int q_tiles = (int)gridDim.x, heads = (int)gridDim.y;
+    const int r = (int)(blockIdx.x + gridDim.x * blockIdx.y); /* within the request */
+    const int group = r / (q_tiles * PW_HEAD_GROUP), first = group * PW_HEAD_GROUP;
+    const int size = min(PW_HEAD_GROUP, heads - first), i = r - first * q_tiles;
+    return pf_tile_at(p, q_tiles - 1 - i / size, first + i % size, (int)blockIdx.z);
+}
+
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
 mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_map,
             const __grid_constant__ mt_tensor_map k_pe_map, const __grid_constant__ mt_tensor_map v_map) {
@@ -149,7 +169,7 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
     const int r0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8; /* this thread's rows in the tile */
     const pw_maps maps = {&k_map, &k_pe_map, &v_map};
 
-    const pf_tile t = pf_tile_at(p, (int)(gridDim.x - 1 - blockIdx.x)); /* heaviest first */
+    const pf_tile t = pw_block_tile(p);
     if (t.rows <= 0) return;                                            /* the whole work-group */
     const int n_tiles = (t.key_end + KV_TILE - 1) / KV_TILE;
     if (tid == 0) {
