@@ -237,6 +237,11 @@ static void test_fake_sweep(void) {
                           "timing: {warmup: 1, reps: 5}\n");
     int rc = run("sweep --config pf.yaml --db pf.db --fake-device ''", out, sizeof out);
     CHECK_MSG(rc == 0, "prefill sweep failed (%d): %s", rc, out);
+    /* its progress lines in prefill's words, not decode's Sq and L */
+    CHECK_MSG(strstr(out, " 128 heads, 4 x 512 new tokens, chunk of 2048, non-causal, bf16/bf16: best ") &&
+                  strstr(out, " 16 heads, 1 x 512 new tokens, context 0, causal, bf16/bf16: best ") &&
+                  !strstr(out, " Sq="),
+              "progress: %s", out);
     CHECK(problems("pf.db", "1") == 5);
     CHECK(problems("pf.db", "kind = 'mla_prefill' AND d = 192 AND dl = 128 AND page_size = 1 AND sq = 512") == 5);
     CHECK(problems("pf.db", "lengths = 'causal' AND seq_len = 512 AND max_len = 512") == 4);

@@ -510,10 +510,16 @@ static mt_status sweep_one_key(device_ctx *d, int key_index) {
     if (st == MT_OK) {
         char name[256] = "none";
         if (isfinite(rank[0].median)) mt_variant_format(&sk->candidates[rank[0].index], name, sizeof name);
-        char what[512];
-        snprintf(what, sizeof what, "key %d/%d N=%d Sq=%d B=%d L=%d (%s) %s/%s: best %.4f ms %s", key_index + 1,
-                 sw->n_keys, sk->key.n_heads, sk->key.sq, sk->key.batch, sk->key.seq_len, sk->key.lengths,
-                 mt_dtype_name(sk->key.s.q_dtype), mt_dtype_name(sk->key.s.kv_dtype), rank[0].median, name);
+        char what[512], prefill[160];
+        if (mt_key_is_prefill(&sk->key)) { /* in prefill's words: Sq and L would misname new tokens and keys */
+            mt_prefill_key_describe(&sk->key, prefill, sizeof prefill);
+            snprintf(what, sizeof what, "key %d/%d %s: best %.4f ms %s", key_index + 1, sw->n_keys, prefill,
+                     rank[0].median, name);
+        } else {
+            snprintf(what, sizeof what, "key %d/%d N=%d Sq=%d B=%d L=%d (%s) %s/%s: best %.4f ms %s", key_index + 1,
+                     sw->n_keys, sk->key.n_heads, sk->key.sq, sk->key.batch, sk->key.seq_len, sk->key.lengths,
+                     mt_dtype_name(sk->key.s.q_dtype), mt_dtype_name(sk->key.s.kv_dtype), rank[0].median, name);
+        }
         pthread_mutex_lock(&sw->lock);
         if (!sw->tty) progress(sw, what);
         pthread_mutex_unlock(&sw->lock);
