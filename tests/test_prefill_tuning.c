@@ -242,6 +242,15 @@ static void test_fake_sweep(void) {
                   strstr(out, " 16 heads, 1 x 512 new tokens, context 0, causal, bf16/bf16: best ") &&
                   !strstr(out, " Sq="),
               "progress: %s", out);
+    /* ... and its summary table in prefill's columns (context: the
+     * non-causal key's chunk), TFLOP/s in place of decode's GB/s */
+    CHECK_MSG(strstr(out, "\nheads requests new tokens context keys   mask       q/kv       winner ms  TFLOP/s ") &&
+                  strstr(out, "\n128   4        512        2048    2048   non-causal bf16/bf16     ") &&
+                  strstr(out, "\n16    1        512        0       512    causal     bf16/bf16     ") &&
+                  strstr(out, "\nprefill keys: new tokens and keys per request; keys = context + new tokens when "
+                              "causal") &&
+                  !strstr(out, "heads Sq"),
+              "summary: %s", out);
     CHECK(problems("pf.db", "1") == 5);
     CHECK(problems("pf.db", "kind = 'mla_prefill' AND d = 192 AND dl = 128 AND page_size = 1 AND sq = 512") == 5);
     CHECK(problems("pf.db", "lengths = 'causal' AND seq_len = 512 AND max_len = 512") == 4);

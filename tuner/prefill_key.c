@@ -54,6 +54,21 @@ void mt_prefill_key_describe(const mt_problem_key *k, char *buf, size_t size) {
              mt_dtype_name(k->s.q_dtype), mt_dtype_name(k->s.kv_dtype));
 }
 
+/* the header's widths and the cells' are the same: keep them together */
+void mt_prefill_key_columns(char *buf, size_t size) {
+    snprintf(buf, size, "%-5s %-8s %-10s %-7s %-6s %-10s", "heads", "requests", "new tokens", "context", "keys", "mask");
+}
+
+void mt_prefill_key_cells(const mt_problem_key *k, char *buf, size_t size) {
+    snprintf(buf, size, "%-5d %-8d %-10d %-7d %-6d %-10s", k->n_heads, k->batch, k->sq, mt_prefill_key_context(k),
+             k->seq_len, mt_prefill_key_causal(k) ? "causal" : "non-causal");
+}
+
+const char *mt_prefill_key_columns_note(void) {
+    return "prefill keys: new tokens and keys per request; keys = context + new tokens when causal, the context "
+           "chunk when non-causal";
+}
+
 /* --- plan entries ---------------------------------------------------------------- */
 
 /* bf16 / fp16, one or a list (fp8 prefill is not built: docs/prefill.md) */

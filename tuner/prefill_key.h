@@ -52,4 +52,13 @@ double mt_prefill_bytes(const mt_problem_key *k);
 /* "128 heads, 8 x 1024 new tokens, context 0, causal, bf16/bf16" */
 void mt_prefill_key_describe(const mt_problem_key *k, char *buf, size_t size);
 
+/* A prefill key's columns in the tuner's text tables (sweep's dry run and
+ * summary, show), so that they do not read a prefill key in decode's
+ * columns (Sq, len): the header ("heads requests new tokens context keys
+ * mask"), the key's cells under it, and a line saying what keys and
+ * context count. */
+void mt_prefill_key_columns(char *buf, size_t size);
+void mt_prefill_key_cells(const mt_problem_key *k, char *buf, size_t size);
+const char *mt_prefill_key_columns_note(void);
+
 #endif

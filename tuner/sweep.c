@@ -817,6 +817,57 @@ static mt_status store_ceilings(mt_db *db, int64_t device_id, char *const *field
     return MT_OK;
 }
 
+/* The summary's rows for the keys of one kind: decode's columns, or
+ * prefill's (mt_prefill_key_columns) with TFLOP/s, what bounds a prefill
+ * call, in place of GB/s. */
+static void summary_table(sweep *sw, mt_db *db, const mt_choice *choices, int n, int prefill, mt_gain_notes *notes) {
+    char columns[96];
+    if (prefill) {
+        mt_prefill_key_columns(columns, sizeof columns);
+        printf("%s %-9s %10s %8s %10s %-19s  %s\n", columns, "q/kv", "winner ms", "TFLOP/s", "heur. ms",
+               "gain (range)", "winner (reason)");
+    } else {
+        printf("%-5s %-3s %-6s %-6s %-9s %10s %8s %10s %-19s  %s\n", "heads", "Sq", "batch", "len", "q/kv", "winner ms",
+               "GB/s", "heur. ms", "gain (range)", "winner (reason)");
+    }
+    for (int k = 0; k < sw->n_keys; k++) {
+        const mt_problem_key *key = &sw->keys[k].key;
+        if (mt_key_is_prefill(key) != prefill) continue;
+        for (int i = 0; i < n; i++) {
+            const mt_choice *c = &choices[i];
+            if (c->key.n_heads != key->n_heads || c->key.sq != key->sq || c->key.batch != key->batch ||
+                c->key.seq_len != key->seq_len || strcmp(c->key.lengths, key->lengths) != 0 ||
+                c->key.s.page_size != key->s.page_size ||
+                c->key.s.q_dtype != key->s.q_dtype || c->key.s.kv_dtype != key->s.kv_dtype || c->key.s.d != key->s.d ||
+                mt_key_is_prefill(&c->key) != prefill)
+                continue;
+            char dt[24], gain_text[48] = "-", heuristic_text[16] = "-";
+            snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(key->s.q_dtype), mt_dtype_name(key->s.kv_dtype));
+            mt_gain gain;
+            if (mt_gain_over_heuristic(db, c, &gain) != MT_OK) {
+                mt_cli_error("%s", mt_last_error());
+                gain.gain = NAN;
+                snprintf(gain.missing, sizeof gain.missing, "the database could not be read");
+            }
+            mt_gain_format(&gain, gain_text, sizeof gain_text);
+            if (isfinite(gain.gain)) snprintf(heuristic_text, sizeof heuristic_text, "%.4f", gain.heuristic_ms);
+            mt_gain_note(notes, &gain);
+            if (prefill) {
+                mt_prefill_key_cells(key, columns, sizeof columns);
+                printf("%s %-9s %10.4f %8.1f %10s %-19s  %s (%s)\n", columns, dt, c->median_ms,
+                       mt_key_flops(key) / (c->median_ms * 1e-3) / 1e12, heuristic_text, gain_text, c->params,
+                       c->reason);
+                continue;
+            }
+            printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %-19s  %s (%s)%s%s\n", key->n_heads, key->sq,
+                   key->batch, key->seq_len, dt, c->median_ms, mt_key_bytes(key) / (c->median_ms * 1e-3) / 1e9,
+                   heuristic_text, gain_text, c->params,
+                   c->reason, strcmp(key->lengths, "uniform") != 0 ? " lengths " : "",
+                   strcmp(key->lengths, "uniform") != 0 ? key->lengths : "");
+        }
+    }
+}
+
 static void print_summary(sweep *sw, mt_db *db) {
     double took = now_s() - sw->started;
     long failed = 0;
@@ -832,35 +883,16 @@ static void print_summary(sweep *sw, mt_db *db) {
         mt_cli_error("%s", mt_last_error());
         return;
     }
-    printf("%-5s %-3s %-6s %-6s %-9s %10s %8s %10s %-19s  %s\n", "heads", "Sq", "batch", "len", "q/kv", "winner ms",
-           "GB/s", "heur. ms", "gain (range)", "winner (reason)");
+    int n_prefill = 0;
+    for (int k = 0; k < sw->n_keys; k++) n_prefill += mt_key_is_prefill(&sw->keys[k].key);
     mt_gain_notes notes = {0};
-    for (int k = 0; k < sw->n_keys; k++) {
-        const mt_problem_key *key = &sw->keys[k].key;
-        for (int i = 0; i < n; i++) {
-            const mt_choice *c = &choices[i];
-            if (c->key.n_heads != key->n_heads || c->key.sq != key->sq || c->key.batch != key->batch ||
-                c->key.seq_len != key->seq_len || strcmp(c->key.lengths, key->lengths) != 0 ||
-                c->key.s.page_size != key->s.page_size ||
-                c->key.s.q_dtype != key->s.q_dtype || c->key.s.kv_dtype != key->s.kv_dtype || c->key.s.d != key->s.d)
-                continue;
-            char dt[24], gain_text[48] = "-", heuristic_text[16] = "-";
-            snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(key->s.q_dtype), mt_dtype_name(key->s.kv_dtype));
-            mt_gain gain;
-            if (mt_gain_over_heuristic(db, c, &gain) != MT_OK) {
-                mt_cli_error("%s", mt_last_error());
-                gain.gain = NAN;
-                snprintf(gain.missing, sizeof gain.missing, "the database could not be read");
-            }
-            mt_gain_format(&gain, gain_text, sizeof gain_text);
-            if (isfinite(gain.gain)) snprintf(heuristic_text, sizeof heuristic_text, "%.4f", gain.heuristic_ms);
-            mt_gain_note(&notes, &gain);
-            printf("%-5d %-3d %-6d %-6d %-9s %10.4f %8.0f %10s %-19s  %s (%s)%s%s\n", key->n_heads, key->sq,
-                   key->batch, key->seq_len, dt, c->median_ms, mt_key_bytes(key) / (c->median_ms * 1e-3) / 1e9,
-                   heuristic_text, gain_text, c->params,
-                   c->reason, strcmp(key->lengths, "uniform") != 0 ? " lengths " : "",
-                   strcmp(key->lengths, "uniform") != 0 ? key->lengths : "");
-        }
+    /* decode's table as it always was (also when there is no key at all),
+     * then prefill keys in their own columns */
+    if (n_prefill < sw->n_keys || n_prefill == 0) summary_table(sw, db, choices, n, 0, &notes);
+    if (n_prefill) {
+        if (n_prefill < sw->n_keys) printf("\n");
+        summary_table(sw, db, choices, n, 1, &notes);
+        printf("%s; TFLOP/s as mt_prefill_flops counts them\n", mt_prefill_key_columns_note());
     }
     printf("gain: the built-in heuristic's median (what the runtime runs untuned, measured in the sweep) over the "
            "winner's; range: each median moved by half its p90-p10 spread\n");
