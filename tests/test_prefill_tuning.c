@@ -164,6 +164,13 @@ static void test_estimate(void) {
     CHECK_MSG(strstr(out, "prefill launches timed at an average candidate's assumed speed per path: SIMT") &&
                   strstr(out, "wgmma 350 TFLOP/s") && strstr(out, "s of compiler)"),
               "%s", out);
+    /* its plan table in prefill's columns: the causal key over 2048 keys
+     * of context and the non-causal one over a 2048-key chunk */
+    CHECK_MSG(strstr(out, "\n#    heads requests new tokens context keys   mask       q/kv      variants   jobs\n") &&
+                  strstr(out, "\n5    128   4        512        2048    2560   causal     bf16/bf16 ") &&
+                  strstr(out, "\n6    128   4        512        2048    2048   non-causal bf16/bf16 ") &&
+                  !strstr(out, "heads Sq"),
+              "dry-run table: %s", out);
 }
 
 /* Keys of the DB's problems table matching `where`. */

@@ -742,27 +742,56 @@ static void free_keys(sweep *sw) {
     free(sw->order);
 }
 
+/* The dry run's rows for the keys of one kind (# counts all keys, in the
+ * plan's order): decode's columns, or prefill's (mt_prefill_key_columns). */
+static void plan_table(const sweep *sw, int prefill) {
+    char columns[96];
+    if (prefill) {
+        mt_prefill_key_columns(columns, sizeof columns);
+        printf("%-4s %s %-9s %-10s %s\n", "#", columns, "q/kv", "variants", "jobs");
+    } else {
+        printf("%-4s %-5s %-3s %-5s %-6s %-5s %-6s %-9s %-10s %-6s %s\n", "#", "heads", "Sq", "page", "batch", "len",
+               "max", "q/kv", "variants", "jobs", "lengths");
+    }
+    for (int k = 0; k < sw->n_keys; k++) {
+        const sweep_key *sk = &sw->keys[k];
+        if (mt_key_is_prefill(&sk->key) != prefill) continue;
+        char dt[24];
+        snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(sk->key.s.q_dtype), mt_dtype_name(sk->key.s.kv_dtype));
+        if (prefill) {
+            mt_prefill_key_cells(&sk->key, columns, sizeof columns);
+            printf("%-4d %s %-9s %-10d %d\n", k, columns, dt, sk->n_candidates, sk->jobs);
+        } else {
+            printf("%-4d %-5d %-3d %-5d %-6d %-5d %-6d %-9s %-10d %-6d %s\n", k, sk->key.n_heads, sk->key.sq,
+                   sk->key.s.page_size, sk->key.batch, sk->key.seq_len, sk->key.max_len, dt, sk->n_candidates,
+                   sk->jobs, sk->key.lengths[0] ? sk->key.lengths : "uniform");
+        }
+    }
+}
+
 static void print_plan(const sweep *sw) {
     printf("plan %s (%s), arch %s, search %s, %d keys\n", sw->plan.name, sw->plan.path, sw->target.arch,
            mt_search_strategy_name(sw->plan.strategy), sw->n_keys);
-    printf("%-4s %-5s %-3s %-5s %-6s %-5s %-6s %-9s %-10s %-6s %s\n", "#", "heads", "Sq", "page", "batch", "len", "max",
-           "q/kv", "variants", "jobs", "lengths");
-    int compiles = 0, prefill_keys = 0;
+    int prefill_keys = 0;
+    for (int k = 0; k < sw->n_keys; k++) prefill_keys += mt_key_is_prefill(&sw->keys[k].key);
+    /* decode's table as it always was (also for no keys), then prefill
+     * keys in their own columns */
+    if (prefill_keys < sw->n_keys || prefill_keys == 0) plan_table(sw, 0);
+    if (prefill_keys) {
+        if (prefill_keys < sw->n_keys) printf("\n");
+        plan_table(sw, 1);
+        printf("%s\n", mt_prefill_key_columns_note());
+    }
+    int compiles = 0;
     double seconds = 0;     /* the estimate (mt_plan_key_seconds) */
     double compiler_s = 0;  /* of one CPU thread (mt_plan_compile_seconds) */
     double *key_seconds = calloc((size_t)(sw->n_keys > 0 ? sw->n_keys : 1), sizeof *key_seconds);
     /* distinct (static facts, variant) pairs are what gets compiled */
     for (int k = 0; k < sw->n_keys; k++) {
         const sweep_key *sk = &sw->keys[k];
-        char dt[24];
-        snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(sk->key.s.q_dtype), mt_dtype_name(sk->key.s.kv_dtype));
-        printf("%-4d %-5d %-3d %-5d %-6d %-5d %-6d %-9s %-10d %-6d %s\n", k, sk->key.n_heads, sk->key.sq,
-               sk->key.s.page_size, sk->key.batch, sk->key.seq_len, sk->key.max_len, dt, sk->n_candidates, sk->jobs,
-               sk->key.lengths[0] ? sk->key.lengths : "uniform");
         double one = mt_plan_key_seconds(&sw->plan, &sk->key, &sw->target, sk->candidates, sk->n_candidates, sk->jobs);
         seconds += one;
         if (key_seconds) key_seconds[k] = one;
-        prefill_keys += strcmp(sk->key.kind, "mla_prefill") == 0;
         for (int c = 0; c < sk->n_candidates; c++) {
             int seen = 0;
             for (int j = 0; j < k && !seen; j++) {
