@@ -349,7 +349,14 @@ static void test_fake_sweep(void) {
     CHECK_MSG(rc == 2 && strstr(out, "bad value '64,0' for --tokens"), "bench --prefill: %d: %s", rc, out);
     /* show and lookup read the prefill rows without refusing the DB */
     rc = run("show --db pf.db", out, sizeof out);
-    CHECK_MSG(rc == 0 && strstr(out, "mla_prefill:tile_q=64") && strstr(out, "[non-causal]"), "show: %s", out);
+    CHECK_MSG(rc == 0 && strstr(out, "mla_prefill:tile_q=64"), "show: %s", out);
+    /* ... in prefill's columns, the mask among them, not decode's Sq, page
+     * and len */
+    CHECK_MSG(strstr(out, "source  arch       heads requests new tokens context keys   mask       q/kv ") &&
+                  strstr(out, "\nuser    sm_90      128   4        512        2048    2048   non-causal bf16/bf16 ") &&
+                  strstr(out, "\nuser    sm_90      16    1        512        0       512    causal     bf16/bf16 ") &&
+                  strstr(out, "\nprefill keys: new tokens and keys per request") && !strstr(out, "heads Sq"),
+              "show: %s", out);
     if (getenv("MLA_TUNE_STUB_CUDA")) test_runtime_dispatch(path);
     /* spaces without the prefill family: refused naming the kind */
     write_file("pf-wrong.yaml", "name: pf\nspaces: decode-spaces\nproblems:\n  - kind: mla_prefill\n    heads: 16\n"
@@ -408,6 +415,12 @@ static void test_report(void) {
     CHECK_MSG(rc == 0, "%s", out);
     rc = run("sweep --config dec.yaml --db mix.db --fake-device ''", out, sizeof out);
     CHECK_MSG(rc == 0, "%s", out);
+    /* show: decode's table, then prefill's; each kind's rows in its own */
+    rc = run("show --db mix.db", out, sizeof out);
+    const char *dec_head = strstr(out, "heads Sq  page"), *pf_head = strstr(out, "heads requests new tokens");
+    CHECK_MSG(rc == 0 && dec_head && pf_head && dec_head < pf_head && strstr(out, "mla_decode:") < pf_head &&
+                  !strstr(pf_head, "mla_decode:") && strstr(out, "mla_prefill:") > pf_head,
+              "show: %s", out);
     path_of(path, sizeof path, "mix.db");
     mt_db *db = NULL;
     mt_choice *c = NULL;

@@ -24,6 +24,8 @@
 #include "db/db.h"
 #include "heuristic_gain.h"
 #include "json.h"
+#include "key_work.h"
+#include "prefill_key.h"
 #include "stale.h"
 
 /* Stored text for the terminal: control bytes (an escape sequence in a
@@ -78,6 +80,43 @@ static void json_gain(const mt_gain *g) {
     printf(", \"gain_missing\": ");
     if (g->missing[0]) mt_json_string(stdout, g->missing);
     else printf("null");
+}
+
+/* show's rows for the choices of one kind: decode's columns, or prefill's
+ * (mt_prefill_key_columns, the mask among them). */
+static void show_table(const mt_choice *c, const mt_choice_source *src, int n, gain_source *from, int prefill,
+                       mt_gain_notes *notes) {
+    char columns[96];
+    if (prefill) {
+        mt_prefill_key_columns(columns, sizeof columns);
+        printf("%-7s %-10s %s %-13s %10s %-19s  %s\n", "source", "arch", columns, "q/kv", "ms", "vs heuristic",
+               "variant (reason)");
+    } else {
+        printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-7s %-13s %10s %-19s  %s\n", "source", "arch", "heads", "Sq",
+               "page", "batch", "len", "max", "q/kv", "ms", "vs heuristic", "variant (reason) [lengths]");
+    }
+    for (int i = 0; i < n; i++) {
+        if (mt_key_is_prefill(&c[i].key) != prefill) continue;
+        char dt[32], gain[48], reason[300];
+        snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype));
+        mt_gain g;
+        choice_gain(&from[src[i]], &c[i], &g);
+        mt_gain_format(&g, gain, sizeof gain);
+        mt_gain_note(notes, &g);
+        if (prefill) {
+            mt_prefill_key_cells(&c[i].key, columns, sizeof columns);
+            printf("%-7s %-10s %s %-13s %10.4f %-19s  %s:%s (%s)\n", src[i] == MT_FROM_USER_DB ? "user" : "system",
+                   c[i].arch, columns, dt, c[i].median_ms, gain, c[i].family, c[i].params,
+                   printable(c[i].reason, reason, sizeof reason));
+            continue;
+        }
+        char lengths[64] = "";
+        if (strcmp(c[i].key.lengths, "uniform") != 0) snprintf(lengths, sizeof lengths, " [%s]", c[i].key.lengths);
+        printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-7d %-13s %10.4f %-19s  %s:%s (%s)%s\n",
+               src[i] == MT_FROM_USER_DB ? "user" : "system", c[i].arch, c[i].key.n_heads, c[i].key.sq,
+               c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len, c[i].key.max_len, dt, c[i].median_ms, gain,
+               c[i].family, c[i].params, printable(c[i].reason, reason, sizeof reason), lengths);
+    }
 }
 
 int cmd_show(int argc, char **argv) {
@@ -156,22 +195,16 @@ int cmd_show(int argc, char **argv) {
         }
         printf("%s]\n", n ? "\n" : "");
     } else {
-        printf("%-7s %-10s %-5s %-3s %-4s %-6s %-7s %-7s %-13s %10s %-19s  %s\n", "source", "arch", "heads", "Sq",
-               "page", "batch", "len", "max", "q/kv", "ms", "vs heuristic", "variant (reason) [lengths]");
+        int n_prefill = 0;
+        for (int i = 0; i < n; i++) n_prefill += mt_key_is_prefill(&c[i].key);
         mt_gain_notes notes = {0};
-        for (int i = 0; i < n; i++) {
-            char dt[32], gain[48], reason[300];
-            snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(c[i].key.s.q_dtype), mt_dtype_name(c[i].key.s.kv_dtype));
-            mt_gain g;
-            choice_gain(&from[src[i]], &c[i], &g);
-            mt_gain_format(&g, gain, sizeof gain);
-            mt_gain_note(&notes, &g);
-            char lengths[64] = "";
-            if (strcmp(c[i].key.lengths, "uniform") != 0) snprintf(lengths, sizeof lengths, " [%s]", c[i].key.lengths);
-            printf("%-7s %-10s %-5d %-3d %-4d %-6d %-7d %-7d %-13s %10.4f %-19s  %s:%s (%s)%s\n",
-                   src[i] == MT_FROM_USER_DB ? "user" : "system", c[i].arch, c[i].key.n_heads, c[i].key.sq,
-                   c[i].key.s.page_size, c[i].key.batch, c[i].key.seq_len, c[i].key.max_len, dt, c[i].median_ms, gain,
-                   c[i].family, c[i].params, printable(c[i].reason, reason, sizeof reason), lengths);
+        /* decode's table as it always was (also for no choices), then
+         * prefill keys in their own columns */
+        if (n_prefill < n || n_prefill == 0) show_table(c, src, n, from, 0, &notes);
+        if (n_prefill) {
+            if (n_prefill < n) printf("\n");
+            show_table(c, src, n, from, 1, &notes);
+            printf("%s\n", mt_prefill_key_columns_note());
         }
         printf("vs heuristic: the built-in heuristic's median (what the runtime runs untuned) over the winner's, "
                "both measured in the sweep; in brackets, with each median moved by half its p90-p10 spread\n");
