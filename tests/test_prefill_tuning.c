@@ -7,6 +7,9 @@
  *     bad entries are refused naming the file, line and field;
  *   - a prefill sweep on the fake device stores rows under those keys and
  *     derives choices (the fake landscape's best point, not the default);
+ *     its progress lines, summary and dry-run table, and `show`, print
+ *     prefill keys in prefill's columns (heads, requests, new tokens,
+ *     context, keys, mask), apart from decode's table on a mixed DB;
  *     with --inject-fault, the prefill variants it names fail as a GPU
  *     fault leaves them (launch-failed, the worker restarted) and the
  *     sweep goes on; a bad fault spec is refused naming it;
