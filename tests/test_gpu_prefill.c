@@ -166,6 +166,23 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
             pf_result r = pf_run_case(f.b, &l, &c);
             record(&c, name, &r);
         }
+        /* the wgmma path's other shapes: qk 128 (64 + 64 with k_pe apart),
+         * v 64 (the N = 64 product of P V) */
+        if (points[i].values[MT_PF_MMA] == 2) {
+            const mt_problem_static small = {.d = 128, .dl = 64, .page_size = 1, .q_dtype = MT_BF16,
+                                             .kv_dtype = MT_BF16};
+            family_ctx g = {.b = f.b, .v = &points[i], .s = &small};
+            st = mt_build_variant(mt_runtime_jit(rt), &points[i], &small, &t, &g.k);
+            CHECK_MSG(st == MT_OK, "%s at D=128, Dl=64: %s", name, mt_last_error());
+            pf_launcher gl = {.ctx = &g, .run = family_run, .merge = family_merge};
+            for (int form = PF_WHOLE; st == MT_OK && form <= PF_CHUNKED; form++) {
+                pf_case c = {.s = small, .batch = 3, .n_heads = 5, .nope = 64, .scale = 1 / sqrt(128.0),
+                             .seed = seed + 2000 + 2 * i + form, .form = (pf_form)form};
+                pf_draw_lengths(&c, 150, 300);
+                pf_result r = pf_run_case(f.b, &gl, &c);
+                record(&c, name, &r);
+            }
+        }
     }
     free(points);
 }
