@@ -415,15 +415,23 @@ mt_status mt_backend_launch_cluster(mt_backend *b, mt_function f, const unsigned
     return b->iface->launch_cluster(b, f, grid, block, cluster, shared_bytes, s, args);
 }
 
+/* What both tensor-map encoders take: 8- or 16-bit elements, a box row of
+ * 64 or 128 bytes (the swizzle is as wide). */
+static mt_status check_box_row(const char *op, unsigned elem_bytes, unsigned box_cols) {
+    if ((elem_bytes != 1 && elem_bytes != 2) || (box_cols * elem_bytes != 64 && box_cols * elem_bytes != 128))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "%s: %u-byte elements in boxes of %u columns (1 or 2 bytes, 64- or 128-byte rows)", op,
+                       elem_bytes, box_cols);
+    return MT_OK;
+}
+
 mt_status mt_backend_tensor_map_2d(mt_backend *b, mt_devptr base, unsigned elem_bytes, uint64_t cols, uint64_t rows,
                                    uint64_t row_bytes, unsigned box_cols, unsigned box_rows, void *out) {
     CHECK_OP(b, tensor_map_2d);
     if (!base || !out || cols == 0 || rows == 0 || box_cols == 0 || box_rows == 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "tensor_map_2d: null pointer or empty shape");
-    if ((elem_bytes != 1 && elem_bytes != 2) || (box_cols * elem_bytes != 64 && box_cols * elem_bytes != 128))
-        return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "tensor_map_2d: %u-byte elements in boxes of %u columns (1 or 2 bytes, 64- or 128-byte rows)",
-                       elem_bytes, box_cols);
+    mt_status st = check_box_row("tensor_map_2d", elem_bytes, box_cols);
+    if (st != MT_OK) return st;
     return b->iface->tensor_map_2d(b, base, elem_bytes, cols, rows, row_bytes, box_cols, box_rows, out);
 }
 
@@ -432,10 +440,8 @@ mt_status mt_backend_tensor_map_3d(mt_backend *b, mt_devptr base, unsigned elem_
     CHECK_OP(b, tensor_map_3d);
     if (!base || !out || !dims[0] || !dims[1] || !dims[2] || !box[0] || !box[1] || !box[2])
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "tensor_map_3d: null pointer or empty shape");
-    if ((elem_bytes != 1 && elem_bytes != 2) || (box[0] * elem_bytes != 64 && box[0] * elem_bytes != 128))
-        return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "tensor_map_3d: %u-byte elements in boxes of %u columns (1 or 2 bytes, 64- or 128-byte rows)",
-                       elem_bytes, box[0]);
+    mt_status st = check_box_row("tensor_map_3d", elem_bytes, box[0]);
+    if (st != MT_OK) return st;
     if (base % 16 || strides[0] % 16 || strides[1] % 16)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "tensor_map_3d: the base and the strides (%llu, %llu bytes) must be multiples of 16 bytes",
