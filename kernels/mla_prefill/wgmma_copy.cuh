@@ -5,33 +5,28 @@
  * mbarriers hand between it and the warps (full when a tile's bytes are
  * in, empty when every warp has retired the product that reads it).
  */
-/* Copies `rows` rows of 64-column blocks into a 128-byte-swizzled tile of
- * `TILE_ROWS` rows, zeros from row `valid` on.  Thread i copies piece i % 8
- * of rows i / 8, i / 8 + BLOCK_THREADS / 8, ...: every row it touches has
- * the same row % 8, so its destinations are fixed offsets from one base
- * and each copy is an add and the copy itself.  src(row) is the row's
- * first element (columns of block blk at src(row) + 64 blk + piece). */
-#define PW_ROW_STEP (BLOCK_THREADS / 8)
-template <int TILE_ROWS, int BLOCKS>
-__device__ __forceinline__ void pw_copy_tile(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
+/* Copies ROWS rows of BLOCKS 64-column blocks into a 128-byte-swizzled
+ * tile of ROWS rows, zeros from row `valid` on, by THREADS threads (the
+ * work-group for q, warp 0's lanes for the key tiles' fallback): thread i
+ * copies 16-byte piece i % 8 of rows i / 8, i / 8 + THREADS / 8, ...
+ * src_row0 is the first row's first element, rows row_bytes apart. */
+template <int ROWS, int BLOCKS, int THREADS>
+__device__ __forceinline__ void pw_copy_rows(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
                                              int valid) {
-    const int piece = threadIdx.x & 7, r = threadIdx.x >> 3;
-    unsigned char *d = dst + r * 128 + ((piece ^ (r & 7)) << 4);
-    const unsigned char *src = src_row0 + (long long)r * row_bytes + piece * 16;
-#pragma unroll
-    for (int rr = 0; rr < TILE_ROWS / PW_ROW_STEP; rr++) {
-        const bool ok = r + rr * PW_ROW_STEP < valid;
+    const int i = threadIdx.x % THREADS, piece = i & 7;
+    for (int r = i >> 3; r < ROWS; r += THREADS / 8) {
+        const bool ok = r < valid;
 #pragma unroll
         for (int blk = 0; blk < BLOCKS; blk++)
-            mt_cp_async16(d + blk * TILE_ROWS * 128 + rr * PW_ROW_STEP * 128,
-                          ok ? src + rr * PW_ROW_STEP * row_bytes + blk * 128 : src_row0, ok ? 16 : 0);
+            mt_cp_async16(dst + blk * ROWS * 128 + r * 128 + ((piece ^ (r & 7)) << 4),
+                          ok ? src_row0 + r * row_bytes + blk * 128 + piece * 16 : src_row0, ok ? 16 : 0);
     }
 }
 
 /* The tile's q rows -> q_s (zeros past its rows). */
 __device__ __forceinline__ void pw_load_q(const mt_prefill_params &p, const pf_tile &t, unsigned char *q_s) {
-    pw_copy_tile<TILE_Q, D / 64>(q_s, (const unsigned char *)pf_row<const mt_u16>(p.q, t.q_first + t.q0, t.head),
-                                 p.q.t_stride * 2, t.rows);
+    pw_copy_rows<TILE_Q, D / 64, BLOCK_THREADS>(
+        q_s, (const unsigned char *)pf_row<const mt_u16>(p.q, t.q_first + t.q0, t.head), p.q.t_stride * 2, t.rows);
 }
 
 /* ---- the producer warp: key tiles by the tensor copy engine ----------
@@ -79,21 +74,8 @@ __device__ __forceinline__ void pw_issue_v(const pf_tile &t, const pw_maps &m, i
     for (int blk = 0; blk < DL / 64; blk++) pw_tma_load_3d(v_s + blk * KV_TILE * 128, m.v, blk * 64, t.head, row, full);
 }
 
-/* The fallback: the warp's lanes copy rows of 64-column blocks (as
- * pw_copy_tile, 32 threads), wait for them, make them visible to the
- * wgmma, and one lane arrives. */
-template <int BLOCKS>
-__device__ __forceinline__ void pw_warp_copy(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
-                                             int valid) {
-    const int lane = threadIdx.x & 31, piece = lane & 7;
-    for (int r = lane >> 3; r < KV_TILE; r += 4) {
-        const bool ok = r < valid;
-#pragma unroll
-        for (int blk = 0; blk < BLOCKS; blk++)
-            mt_cp_async16(dst + blk * KV_TILE * 128 + r * 128 + ((piece ^ (r & 7)) << 4),
-                          ok ? src_row0 + r * row_bytes + blk * 128 + piece * 16 : src_row0, ok ? 16 : 0);
-    }
-}
+/* The fallback: warp 0's lanes copy the tile (pw_copy_rows), wait for
+ * the copies, make them visible to the wgmma, and one lane arrives. */
 __device__ __forceinline__ void pw_copy_k(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *k_s) {
     const long long row = t.k_first + k0;
 #pragma unroll
@@ -102,12 +84,12 @@ __device__ __forceinline__ void pw_copy_k(const mt_prefill_params &p, const pf_t
         const unsigned char *src = from_k ? (const unsigned char *)(pf_row<const mt_u16>(p.k, row, t.head) + blk * 64)
                                           : (const unsigned char *)(pf_row<const mt_u16>(p.k_pe, row, t.head) +
                                                                     (blk * 64 - p.nope));
-        pw_warp_copy<1>(k_s + blk * KV_TILE * 128, src, (from_k ? p.k.t_stride : p.k_pe.t_stride) * 2, t.key_end - k0);
+        pw_copy_rows<KV_TILE, 1, 32>(k_s + blk * KV_TILE * 128, src, (from_k ? p.k.t_stride : p.k_pe.t_stride) * 2, t.key_end - k0);
     }
 }
 __device__ __forceinline__ void pw_copy_v(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *v_s) {
-    pw_warp_copy<DL / 64>(v_s, (const unsigned char *)pf_row<const mt_u16>(p.v, t.k_first + k0, t.head),
-                          p.v.t_stride * 2, t.key_end - k0);
+    pw_copy_rows<KV_TILE, DL / 64, 32>(v_s, (const unsigned char *)pf_row<const mt_u16>(p.v, t.k_first + k0, t.head),
+                                       p.v.t_stride * 2, t.key_end - k0);
 }
 __device__ __forceinline__ void pw_copied(mt_u64 *full) {
     mt_cp_async_commit(); /* wait_group waits for committed groups only */
