@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "db_internal.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 
 /* A key's length-mix name is shown and compared as text: printable ASCII
@@ -53,9 +54,9 @@ static const char *key_problem(const mt_problem_key *key) {
         what = prefill_key_problem(key);
     else if (strcmp(key->kind, "mla_decode") != 0)
         what = "kind", mt_fail(MT_ERR_CORRUPT, "unknown problem kind '%s'", key->kind);
-    else if (key->n_heads < 1 || key->n_heads > 128 || key->sq < 1 || key->sq > 8 || key->batch < 1 ||
+    else if (key->n_heads < 1 || key->n_heads > 128 || key->sq < 1 || key->sq > MT_DECODE_MAX_SQ || key->batch < 1 ||
              key->seq_len < 0 || key->s.d < 1 || key->s.d > 1024 || key->s.dl < 1 || key->s.dl > key->s.d)
-        what = "key", mt_fail(MT_ERR_CORRUPT, "a value out of range (heads 1..128, Sq 1..8, batch >= 1, "
+        what = "key", mt_fail(MT_ERR_CORRUPT, "a value out of range (heads 1..128, Sq 1..1024, batch >= 1, "
                                               "seq_len >= 0, 1 <= Dl <= D <= 1024; D=%d Dl=%d)", key->s.d, key->s.dl);
     else if (key->max_len != 0 && key->max_len < key->seq_len)
         what = "key", mt_fail(MT_ERR_CORRUPT, "the longest request (%d keys) is shorter than the mean (%d)",

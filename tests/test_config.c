@@ -95,8 +95,8 @@ int main(void) {
     expect_plan_error("heads.yaml",
                       "name: t\nproblems:\n  - heads: 129\n    batch: 1\n    seq_len: 1\n", ":3:12:",
                       "heads: 129 is out of range [1, 128]");
-    expect_plan_error("sq.yaml", "name: t\nproblems:\n  - heads: 16\n    sq: [1, 9]\n    batch: 1\n    seq_len: 1\n",
-                      ":4:13:", "sq: 9 is out of range");
+    expect_plan_error("sq.yaml", "name: t\nproblems:\n  - heads: 16\n    sq: [1, 1025]\n    batch: 1\n    seq_len: 1\n",
+                      ":4:13:", "sq: 1025 is out of range");
     expect_plan_error("page.yaml",
                       "name: t\nproblems:\n  - heads: 16\n    page_size: [48]\n    batch: 1\n    seq_len: 1\n",
                       ":4:17:", "not a power of two");

@@ -642,7 +642,7 @@ int main(void) {
     bad_a = a, bad_a.warp_size = 0; /* the layout depends on it: no default */
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
     CHECK(strstr(mt_last_error(), "warp width 0") != NULL);
-    bad_a = a, bad_a.sq = 9;
+    bad_a = a, bad_a.sq = MT_DECODE_MAX_SQ + 1;
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);
     bad_a = a, bad_a.scale = -1.0f;
     CHECK_STATUS(mt_mla_decode_check_args(&v, &s, &bad_a), MT_ERR_INVALID_ARGUMENT);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "kernels/mla_decode/mla_decode.h"
 #include "json.h"
 #include "lookup_notes.h"
 #include "runtime/api/dispatch.h"
@@ -103,9 +104,9 @@ int cmd_lookup(int argc, char **argv) {
             }
         }
     }
-    if (k.n_heads < 1 || k.n_heads > 128 || k.sq < 1 || k.sq > 8 || batch < 1 || len < -1) {
+    if (k.n_heads < 1 || k.n_heads > 128 || k.sq < 1 || k.sq > MT_DECODE_MAX_SQ || batch < 1 || len < -1) {
         mt_cli_error("lookup: --heads (1..128), --batch (>= 1) and --seq-len (>= 0 or 'unknown') are required; "
-                     "--sq is 1..8");
+                     "--sq is 1..%d", MT_DECODE_MAX_SQ);
         return 2;
     }
     if (max_len > 0 && max_len < len) {

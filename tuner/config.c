@@ -14,6 +14,7 @@
 #include "lengths.h"
 #include "prefill_key.h"
 #include "yaml_tree.h"
+#include "kernels/mla_decode/mla_decode.h"
 
 static mt_status space_from_tree(const char *path, yt_node *root, mt_space_config *out);
 static mt_status plan_from_tree(const char *path, yt_node *root, mt_plan *p);
@@ -211,14 +212,14 @@ static mt_status load_problems(const char *path, const yt_node *list, mt_plan *p
         if (!n_uniform && yt_get(m, "seq_len"))
             return yt_error(path, yt_get(m, "seq_len"), "seq_len: no uniform mix in 'lengths' to use it (the mixes "
                             "make their own lengths)");
-        int heads[16], sqs[8], pages[4], batches[16], lens[16], n_heads, n_sq = 1, n_pages = 1, n_batch, n_len;
+        int heads[16], sqs[16], pages[4], batches[16], lens[16], n_heads, n_sq = 1, n_pages = 1, n_batch, n_len;
         long d = 576, dl = 512;
         mt_dtype qt[MT_DTYPE_COUNT] = {MT_BF16}, kvt[MT_DTYPE_COUNT] = {MT_BF16};
         int n_qt = 1, n_kvt = 1;
         sqs[0] = 1;
         pages[0] = 64;
         if ((st = yt_int_list(path, yt_get(m, "heads"), "heads", 1, 128, heads, 16, &n_heads)) != MT_OK) return st;
-        if (yt_get(m, "sq") && (st = yt_int_list(path, yt_get(m, "sq"), "sq", 1, 8, sqs, 8, &n_sq)) != MT_OK) return st;
+        if (yt_get(m, "sq") && (st = yt_int_list(path, yt_get(m, "sq"), "sq", 1, MT_DECODE_MAX_SQ, sqs, 16, &n_sq)) != MT_OK) return st;
         if (yt_get(m, "page_size") &&
             (st = yt_int_list(path, yt_get(m, "page_size"), "page_size", 1, 1024, pages, 4, &n_pages)) != MT_OK)
             return st;

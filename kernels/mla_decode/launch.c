@@ -62,8 +62,8 @@ static mt_status check_call_shape(const mt_variant *v, const mt_problem_static *
     if (st != MT_OK) return st;
     if (a->n_heads < 1 || a->n_heads > 128)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: head count %d outside 1..128", a->n_heads);
-    if (a->sq < 1 || a->sq > 8)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: Sq=%d outside 1..8", a->sq);
+    if (a->sq < 1 || a->sq > MT_DECODE_MAX_SQ)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: Sq=%d outside 1..%d", a->sq, MT_DECODE_MAX_SQ);
     if (a->batch < 1 || a->batch > 65535)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: batch %d outside 1..65535", a->batch);
     return MT_OK;

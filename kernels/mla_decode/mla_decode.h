@@ -40,6 +40,11 @@ typedef enum mt_decode_path {
 mt_decode_path mt_decode_path_of(const int *values, int warp_size);
 const char *mt_decode_path_name(mt_decode_path p);   /* "simt", "mma_sync", ... */
 
+/* The most query tokens per request a decode call takes: speculative
+ * decoding's few, and a prefill chunk run in the absorbed (MQA) form,
+ * causal among them (issue 29's crossover measures chunks up to 512). */
+enum { MT_DECODE_MAX_SQ = 1024 };
+
 /* Entry points, in mt_kernels order: decode, reduce (0 when the variant
  * never merges), mla_schedule (0 unless length-aware). */
 enum { MT_DECODE_FN, MT_REDUCE_FN, MT_SCHEDULE_FN };
@@ -64,7 +69,7 @@ mt_status mt_mla_decode_check(const int *values, const mt_problem_static *s, con
 typedef struct mt_mla_decode_args {
     int batch;              /* B */
     int n_heads;            /* N, 1..128 */
-    int sq;                 /* query tokens per request, 1..8 */
+    int sq;                 /* query tokens per request, 1..MT_DECODE_MAX_SQ */
     int max_blocks;         /* block-table columns */
     int page_size;          /* tokens per KV page: must be the variant's */
     int warp_size;          /* the target's warp width, 32 or 64 (which layout the code has) */

@@ -199,7 +199,8 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "kv_dtype %d is not a known dtype", (int)p->kv_dtype);
     if (p->n_heads < 1 || p->n_heads > 128)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "head count %d outside 1..128", p->n_heads);
-    if (p->sq < 1 || p->sq > 8) return mt_fail(MT_ERR_INVALID_ARGUMENT, "sq %d outside 1..8", p->sq);
+    if (p->sq < 1 || p->sq > MT_DECODE_MAX_SQ)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "sq %d outside 1..%d", p->sq, MT_DECODE_MAX_SQ);
     if (p->max_batch < 1 || p->max_batch > 65535)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "max_batch %d outside 1..65535", p->max_batch);
     if (!(p->softmax_scale > 0.0f) || p->softmax_scale > 1e30f)

@@ -137,7 +137,8 @@ typedef enum mlt_dtype { MLT_BF16 = 0, MLT_FP16 = 1, MLT_FP8_E4M3 = 2, MLT_FP8_E
 /* The static facts of an MLA decode problem (docs/DESIGN.md section 2). */
 typedef struct mlt_decode_problem {
     int n_heads;            /* 1..128 */
-    int sq;                 /* query tokens per request, 1..8 (causal among them) */
+    int sq;                 /* query tokens per request, 1..1024 (causal among them): speculative
+                               decoding's few, or a prefill chunk in the absorbed form */
     int d;                  /* q/k head dim: kv_lora_rank + rope dim (576) */
     int dl;                 /* latent (value) dim (512) */
     int page_size;          /* tokens per KV-cache page (1, 16, 64, ...) */
