@@ -15,7 +15,7 @@
 static const char *const suffixes[MT_BLASLT_N_ENTRIES] = {
     "Create", "Destroy", "Matmul", "MatmulDescCreate", "MatmulDescDestroy", "MatmulDescSetAttribute",
     "MatrixLayoutCreate", "MatrixLayoutDestroy", "MatmulPreferenceCreate", "MatmulPreferenceDestroy",
-    "MatmulPreferenceSetAttribute", "MatmulAlgoGetHeuristic"};
+    "MatmulPreferenceSetAttribute", "MatmulAlgoGetHeuristic", "MatrixLayoutSetAttribute"};
 
 const char *mt_blaslt_vendor_name(mt_blaslt_vendor v) { return v == MT_BLASLT_CUBLASLT ? "cuBLASLt" : "hipBLASLt"; }
 
