@@ -2,7 +2,8 @@
  * GPU test (label "gpu"): the MLA decode kernels against the CPU reference
  * on randomly drawn shapes.
  *
- * Coverage, drawn per case: heads 1, 3, 8, 16, 64, 128; Sq 1..8 (causal);
+ * Coverage, drawn per case: heads 1, 3, 8, 16, 64, 128; Sq 1..8 (causal),
+ * and one case in 12 a prefill chunk in the absorbed form (Sq 9..512);
  * page size 1, 16, 64 through a shuffled block table; ragged lengths up to
  * 20000 including 0 and fewer keys than Sq; every q/kv dtype pair (bf16,
  * fp16 q; bf16, fp16, fp8 e4m3 KV in both encodings, OCP and fnuz, with a
@@ -270,6 +271,8 @@ int main(void) {
     /* MLA_TUNE_TEST_FOCUS=wgmma64: the 64-row warpgroup path wherever it runs (decode_variants.h) */
     const char *focus_env = getenv("MLA_TUNE_TEST_FOCUS");
     const int focus_wg64 = focus_env && strcmp(focus_env, "wgmma64") == 0;
+    /* MLA_TUNE_TEST_FOCUS=chunks: every case a prefill chunk (Sq 9..512) */
+    const int focus_chunks = focus_env && strcmp(focus_env, "chunks") == 0;
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL);
     int n_cases = cases_env ? atoi(cases_env) : 144;
     rng_state = seed * 2654435761u + 1;
@@ -292,6 +295,16 @@ int main(void) {
         int pi = i % 3, dt = (i + i / N_DT) % N_DT;
         tc->n_heads = heads[i % 6];
         tc->sq = 1 + (i % 8);
+        if (focus_chunks || i % 12 == 7) {
+            /* a prefill chunk in the absorbed form: many tokens, causal
+             * among them, after some context; as long as the reference's
+             * budget allows keys past the chunk (the rows of a tile then
+             * span several tokens, each with its own key limit) */
+            static const int chunk_sq[] = {9, 16, 40, 64, 100, 128, 256, 512};
+            tc->sq = chunk_sq[rnd() % 8];
+            while (tc->sq > 9 && (double)tc->sq * tc->n_heads * 1088 * (tc->sq + 64) > 3e9) tc->sq /= 2;
+            if (tc->sq < 9) tc->sq = 9;
+        }
         int di = i % 16 == 4 ? 1 : i % 16 == 9 ? 2 : 0, dl = dls[di];
         tc->s = (mt_problem_static){.d = 576, .dl = dl, .page_size = pages[pi], .q_dtype = q_types[dt / N_KV],
                                    .kv_dtype = kv_types[dt % N_KV]};
@@ -328,6 +341,7 @@ int main(void) {
         int rows = tc->sq * tc->n_heads;
         double per_key = (double)rows * (576 + dl);
         int lmax = lmax_class[(i / 3) % 4];
+        if (tc->sq > 8 && lmax < tc->sq + 64) lmax = tc->sq + rnd_int(64, 2000); /* a chunk: context before it */
         if (lmax * per_key > budget) lmax = (int)(budget / per_key);
         if (lmax < 1) lmax = 1;
         tc->batch = (int)fmin(8, fmax(1, budget / (lmax * per_key / 2)));
