@@ -28,6 +28,7 @@ typedef struct pf_case {
                                                       fewer than the new tokens (causal: the first -n_ctx see none) */
     int lse_head_major;      /* lse as [N, total_q] (strides {1, total_q}) */
     double scale;
+    double q_scale, k_scale, v_scale;  /* fp8: the stored values' scales (0: 1); the plan's must match */
     uint64_t seed;
     pf_form form;
 } pf_case;
@@ -52,7 +53,9 @@ typedef struct pf_result {
 void pf_draw_lengths(pf_case *c, int max_new, int max_ctx);
 
 /* Runs case c through `l` on backend b and compares it with the reference:
- * out relative error < 1e-2 (bf16) / 5e-3 (fp16), lse < 1e-3, NaN never.
+ * out relative error < 1e-2 (bf16 out) / 5e-3 (fp16) / 4e-2 (fp8: P is
+ * rounded to e4m3), lse < 1e-3 (fp8: 2e-3), NaN never.  fp8 calls get a
+ * workspace and max_k.
  * Outputs are poisoned (NaN) before the calls. */
 pf_result pf_run_case(mt_backend *b, const pf_launcher *l, const pf_case *c);
 

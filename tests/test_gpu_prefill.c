@@ -46,11 +46,16 @@ static void through_api(mlt_runtime *rt, uint64_t seed) {
     } problems[] = {
         {16, 4, 300, 700, MLT_BF16, MLT_BF16}, {128, 3, 80, 200, MLT_BF16, MLT_BF16},
         {1, 6, 500, 900, MLT_FP16, MLT_FP16},  {16, 2, 130, 100, MLT_FP16, MLT_BF16},
+        {16, 3, 300, 600, MLT_FP8_E4M3, MLT_FP8_E4M3}, {128, 2, 90, 250, MLT_FP8_E4M3, MLT_FP8_E4M3},
     };
+    const int fp8_runs = strncmp(mlt_runtime_arch(rt), "sm_90", 5) == 0; /* the wgmma path's */
     for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++) {
         mlt_prefill_problem pp;
         mlt_prefill_problem_default(&pp);
         pp.n_heads = problems[i].n_heads, pp.q_dtype = problems[i].q, pp.kv_dtype = problems[i].kv;
+        const int fp8 = pp.q_dtype == MLT_FP8_E4M3;
+        if (fp8 && !fp8_runs) continue;
+        if (fp8) pp.q_scale = 0.5f, pp.k_scale = 2.0f, pp.v_scale = 0.25f; /* each where the result shows it */
         mlt_prefill_plan *plan = NULL;
         mlt_status st = mlt_prefill_plan_create(rt, &pp, &plan);
         CHECK_MSG(st == MLT_OK, "plan for %d heads: %s", pp.n_heads, mlt_last_error());
@@ -68,6 +73,7 @@ static void through_api(mlt_runtime *rt, uint64_t seed) {
             pf_case c = {.s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = (mt_dtype)pp.q_dtype,
                                .kv_dtype = (mt_dtype)pp.kv_dtype},
                          .batch = problems[i].batch, .n_heads = pp.n_heads, .nope = 192, .scale = pp.softmax_scale,
+                         .q_scale = pp.q_scale, .k_scale = pp.k_scale, .v_scale = pp.v_scale,
                          .seed = seed + 10 * i + form, .form = (pf_form)form};
             pf_draw_lengths(&c, problems[i].max_new, problems[i].max_ctx);
             if (form == PF_NONCAUSAL) c.nope = pp.qk_nope_dim, c.lse_head_major = 1;
@@ -84,7 +90,28 @@ static void api_refusals(mlt_runtime *rt) {
     pp.kv_dtype = MLT_FP8_E4M3;
     mlt_prefill_plan *plan = NULL;
     CHECK(mlt_prefill_plan_create(rt, &pp, &plan) == MLT_ERR_INVALID_ARGUMENT && !plan);
-    CHECK_MSG(strstr(mlt_last_error(), "fp8 prefill is not built yet") != NULL, "%s", mlt_last_error());
+    CHECK_MSG(strstr(mlt_last_error(), "all MLT_FP8_E4M3") != NULL, "%s", mlt_last_error());
+    mlt_prefill_problem_default(&pp);
+    pp.q_dtype = pp.kv_dtype = MLT_FP8_E4M3, pp.v_scale = 0.0f;
+    CHECK(mlt_prefill_plan_create(rt, &pp, &plan) == MLT_ERR_INVALID_ARGUMENT && !plan);
+    CHECK_MSG(strstr(mlt_last_error(), "v_scale 0") != NULL, "%s", mlt_last_error());
+    if (strncmp(mlt_runtime_arch(rt), "sm_90", 5) == 0) { /* an fp8 call without its workspace or max_seqlen_k */
+        pp.v_scale = 1.0f;
+        CHECK(mlt_prefill_plan_create(rt, &pp, &plan) == MLT_OK);
+        void *m8 = NULL;
+        CHECK(mlt_device_alloc(rt, 1 << 16, &m8) == MLT_OK);
+        CHECK(mlt_prefill_workspace_size(plan, 2, 300) == (size_t)2 * 128 * 128 * 384);
+        mlt_prefill_args a8 = {.batch = 2, .max_seqlen_q = 1, .causal = 1, .cu_seqlens_q = m8, .cu_seqlens_k = m8,
+                               .q = m8, .k = m8, .v = m8, .out = m8, .lse = m8, .max_seqlen_k = 300};
+        CHECK(mlt_prefill_run(plan, &a8, NULL) == MLT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mlt_last_error(), "workspace of 12582912 bytes") != NULL, "%s", mlt_last_error());
+        a8.max_seqlen_k = 0, a8.workspace = m8, a8.workspace_size = 1 << 16;
+        CHECK(mlt_prefill_run(plan, &a8, NULL) == MLT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mlt_last_error(), "max_k") != NULL, "%s", mlt_last_error());
+        mlt_device_free(rt, m8);
+        mlt_prefill_plan_destroy(plan);
+        plan = NULL;
+    }
     mlt_prefill_problem_default(&pp);
     pp.n_heads = 0;
     CHECK(mlt_prefill_plan_create(rt, &pp, &plan) == MLT_ERR_INVALID_ARGUMENT);
@@ -165,6 +192,25 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
             pf_draw_lengths(&c, 60, 200);
             pf_result r = pf_run_case(f.b, &l, &c);
             record(&c, name, &r);
+        }
+        /* fp8 e4m3 on the wgmma path (wgmma_fp8.cuh): v^T through the
+         * workspace, P rounded to e4m3, the scales; causal, chunked, and
+         * k's rope part apart */
+        if (points[i].values[MT_PF_MMA] == 2) {
+            const mt_problem_static s8 = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_FP8_E4M3,
+                                          .kv_dtype = MT_FP8_E4M3};
+            family_ctx g = {.b = f.b, .v = &points[i], .s = &s8};
+            st = mt_build_variant(mt_runtime_jit(rt), &points[i], &s8, &t, &g.k);
+            CHECK_MSG(st == MT_OK, "%s in fp8: %s", name, mt_last_error());
+            pf_launcher gl = {.ctx = &g, .run = family_run, .merge = family_merge};
+            for (int form = PF_WHOLE; st == MT_OK && form <= PF_NONCAUSAL; form++) {
+                pf_case c = {.s = s8, .batch = 3, .n_heads = 6, .nope = form == PF_NONCAUSAL ? 128 : 192,
+                             .scale = 1 / sqrt(192.0), .q_scale = 0.5, .k_scale = 2.0, .v_scale = 0.25,
+                             .seed = seed + 3000 + 3 * i + form, .form = (pf_form)form};
+                pf_draw_lengths(&c, 200, 400);
+                pf_result r = pf_run_case(f.b, &gl, &c);
+                record(&c, name, &r);
+            }
         }
         /* the wgmma path's other shapes: qk 128 (64 + 64 with k_pe apart),
          * v 64 (the N = 64 product of P V) */

@@ -232,7 +232,20 @@ static void constraints_and_rule(void) {
     CHECK_OK(mt_variant_validate(&v, &s, &gfx942)); /* one wave of 64 */
     mt_problem_static fp8 = s, paged = s, wide = s;
     fp8.kv_dtype = MT_FP8_E4M3, paged.page_size = 64, wide.d = 576;
-    refused(mt_variant_validate(&v, &fp8, &sm90), "fp8 prefill is not built yet");
+    refused(mt_variant_validate(&v, &fp8, &sm90), "all fp8e4m3"); /* bf16 q over fp8 k/v */
+    fp8.q_dtype = MT_FP8_E4M3;
+    refused(mt_variant_validate(&v, &fp8, &sm90), "fp8 runs on the wgmma path only");
+    {   /* e4m3 on the wgmma path: its tiles half as wide, v^T in a workspace, out in bf16 */
+        mt_variant w;
+        CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=256,mma=2", &w));
+        CHECK_OK(mt_variant_validate(&w, &fp8, &sm90));
+        CHECK(mt_mla_prefill_shared_bytes(w.values, &fp8) == 1024 + 128 * 192 + 2 * 128 * (192 + 128) + 64);
+        CHECK(mt_mla_prefill_out_dtype(&fp8) == MT_BF16 && mt_mla_prefill_out_dtype(&s) == s.q_dtype);
+        CHECK(mt_mla_prefill_vt_keys(1) == 128 && mt_mla_prefill_vt_keys(128) == 128 && mt_mla_prefill_vt_keys(129) == 256);
+        CHECK(mt_mla_prefill_workspace_bytes(w.values, &fp8, 3, 16, 1000) == (size_t)3 * 16 * 128 * 1024);
+        CHECK(mt_mla_prefill_workspace_bytes(w.values, &s, 3, 16, 1000) == 0); /* 16-bit v is read as it is */
+        refused(mt_variant_validate(&w, &fp8, &gfx942), "not on gfx942");
+    }
     refused(mt_variant_validate(&v, &paged, &sm90), "page size must be 1");
     refused(mt_variant_validate(&v, &wide, &sm90), "qk head dim");
     /* mma=1: 16 rows per warp (mma.sync) or wave (MFMA), one 16-bit type */
@@ -286,6 +299,12 @@ static void constraints_and_rule(void) {
     CHECK_OK(mt_mla_prefill_heuristic_set(&shape, &sm90, &set));
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
     CHECK_MSG(set.n == 1 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2"), "%s", why);
+    mt_problem_static fp8s = s;
+    fp8s.q_dtype = fp8s.kv_dtype = MT_FP8_E4M3;
+    mt_shape fp8_shape = {.s = fp8s, .n_heads = 16, .sq = 1}; /* fp8: the measured fp8 point */
+    CHECK_OK(mt_mla_prefill_heuristic_set(&fp8_shape, &sm90, &set));
+    mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
+    CHECK_MSG(set.n == 1 && strstr(why, "tile_q=64,kv_tile=64,block_threads=128,mma=2"), "%s", why);
     mt_shape mixed_shape = {.s = mixed, .n_heads = 16, .sq = 1}; /* the wgmma point does not fit: the default */
     CHECK_OK(mt_mla_prefill_heuristic_set(&mixed_shape, &sm90, &set));
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
@@ -297,11 +316,12 @@ static void constraints_and_rule(void) {
 static int maps_made, launches;
 static uint64_t map_dims[3][3], map_strides[3][2];
 static mt_devptr map_base[3];
-static unsigned launch_block[3];
+static unsigned launch_block[3], first_grid[3];
 static mt_status record_map(mt_backend *b, mt_devptr base, unsigned elem, const uint64_t dims[3],
                             const uint64_t strides[2], const unsigned box[3], void *out) {
     (void)b, (void)elem;
-    CHECK(box[0] == 64 && box[1] == 1 && box[2] == 128);
+    /* k, k_pe, 16-bit v: 64 columns of a head over 128 tokens; fp8's v^T: 64 keys over 128 columns */
+    CHECK((box[0] == 64 && box[1] == 1 && box[2] == 128) || (box[0] == 64 && box[1] == 128 && box[2] == 1));
     if (maps_made < 3) {
         memcpy(map_dims[maps_made], dims, sizeof map_dims[0]), memcpy(map_strides[maps_made], strides, sizeof map_strides[0]);
         map_base[maps_made] = base;
@@ -314,7 +334,7 @@ static mt_status record_launch(mt_backend *b, mt_function f, const unsigned g[3]
                                mt_stream st, void **args) {
     (void)b, (void)f, (void)g, (void)sh, (void)st, (void)args;
     memcpy(launch_block, bl, sizeof launch_block);
-    launches++;
+    if (launches++ == 0) memcpy(first_grid, g, sizeof first_grid);
     return MT_OK;
 }
 
@@ -349,6 +369,27 @@ static void wgmma_launch(void) {
     CHECK_OK(mt_mla_prefill_launch(&b, &k, &w, &s, &a, NULL));
     CHECK(maps_made == 2 && map_dims[0][0] == 192 && map_dims[0][1] == 16 && map_strides[0][0] == 384 &&
           map_strides[0][1] == 16 * 384 && map_dims[1][0] == 128);
+    /* fp8: v transposed into the workspace by a kernel of its own first,
+     * v's map over v^T ([request][head][column][key], keys rounded up to
+     * 128), k's over 1-byte elements */
+    mt_problem_static s8 = s;
+    s8.q_dtype = s8.kv_dtype = MT_FP8_E4M3;
+    k.fn[MT_PREFILL_VT_FN] = (mt_function)(uintptr_t)0x2000;
+    a.nope = 128, a.k_pe.ptr = p + 0x20000, a.max_k = 1000, a.v_scale = 0.5f, a.workspace = p + 0x800000;
+    a.workspace_bytes = (size_t)2 * 16 * 128 * 1024;
+    maps_made = 0, launches = 0;
+    CHECK_OK(mt_mla_prefill_launch(&b, &k, &w, &s8, &a, NULL));
+    CHECK(launches == 2 && launch_block[0] == 256 && first_grid[0] == 16 && first_grid[1] == 16 && first_grid[2] == 2);
+    CHECK(maps_made == 3 && map_strides[0][0] == 128 && map_strides[0][1] == 16 * 128);
+    CHECK(map_base[2] == a.workspace && map_dims[2][0] == 1024 && map_dims[2][1] == 128 && map_dims[2][2] == 32 &&
+          map_strides[2][0] == 1024 && map_strides[2][1] == 128 * 1024);
+    a.workspace_bytes -= 1; /* one byte short */
+    CHECK_STATUS(mt_mla_prefill_launch(&b, &k, &w, &s8, &a, NULL), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "workspace of 4194304 bytes") != NULL, "%s", mt_last_error());
+    a.workspace_bytes += 1, a.v_scale = 0.0f;
+    CHECK_STATUS(mt_mla_prefill_launch(&b, &k, &w, &s8, &a, NULL), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "v scale 0") != NULL, "%s", mt_last_error());
+    a.v_scale = 0.5f, a.nope = 192, a.k_pe.ptr = 0, a.max_k = 0, a.workspace = 0, a.workspace_bytes = 0;
     /* the wrapper's own checks, before the backend */
     unsigned char map[MT_TENSOR_MAP_BYTES];
     const uint64_t dims[3] = {64, 16, 100}, bad_strides[2] = {136, 2176};

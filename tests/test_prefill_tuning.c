@@ -107,7 +107,7 @@ static void test_plan_keys(void) {
     expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n", "", "lacks 'requests'");
     expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n    requests: 1\n    causal: false\n", "", "context");
     expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n    requests: 1\n    q_dtype: fp8e4m3\n", ":7:",
-                      "q_dtype");
+                      "not swept yet");
     expect_plan_error(HEAD "    heads: 16\n    tokens: 8\n    requests: 1\n    bogus: 1\n", ":7:", "bogus");
     expect_plan_error("name: p\nproblems:\n  - kind: mla_decoder\n    heads: 16\n    batch: 1\n    seq_len: 1\n",
                       ":3:", "kind: expected 'mla_decode' or 'mla_prefill'");

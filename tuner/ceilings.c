@@ -81,6 +81,13 @@ double mt_ceiling_matrix_tflops(mt_backend *b, mt_jit *jit, const char *arch, in
     return wgmma > mma ? wgmma : mma;
 }
 
+double mt_ceiling_wgmma_fp8_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
+    if (strcmp(arch, "sm_90") != 0 || compute_units < 1) return 0;
+    /* 2 warpgroups per group, 8 m64n256k32 products per warpgroup and iteration */
+    return matrix_peak_tflops(b, jit, arch, "mt_wgmma_fp8_peak", (unsigned)compute_units, 2048,
+                              2.0 * 64 * 256 * 32 * 8 * 2, s);
+}
+
 double mt_ceiling_wgmma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s) {
     if (strcmp(arch, "sm_90") != 0 || compute_units < 1) return 0;
     /* 2 warpgroups per group, 8 m64n256k16 products per warpgroup and iteration */

@@ -25,6 +25,8 @@ double mt_ceiling_mma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int c
  * registers, B from shared memory, 2 warpgroups per SM), which the mma=2
  * decode path uses; 0 on anything but sm_90. */
 double mt_ceiling_wgmma_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s);
+/* ... and its fp8 form (wgmma m64n256k32 e4m3, B K-major): what fp8 prefill is held to. */
+double mt_ceiling_wgmma_fp8_tflops(mt_backend *b, mt_jit *jit, const char *arch, int compute_units, mt_stream s);
 
 /* The matrix ceiling a decode's TFLOP/s is measured against: the faster of
  * the two above (wgmma on sm_90, mma.sync elsewhere on NVIDIA), what

@@ -55,7 +55,8 @@ static void usage(FILE *to) {
             "                     non-causal: the chunk of context that is the keys\n"
             "  --causal           causal over context + new tokens (the default)\n"
             "  --non-causal       every token sees the context chunk (with --causal: both)\n"
-            "  --q-dtype T, --kv-dtype T   bf16|fp16 (default bf16)\n"
+            "  --q-dtype T, --kv-dtype T   bf16|fp16|fp8e4m3 (default bf16; fp8: both, out bf16,\n"
+            "                     scales 1, the time includes v's transpose into the workspace)\n"
             "  --variant SPEC     time this mla_prefill variant instead of the DB's choice\n"
             "                     (\"tile_q=64,kv_tile=64,block_threads=128,mma=1\")\n"
             "  --db FILE, --system-db FILE   tuning databases (as the runtime)\n"
@@ -100,15 +101,17 @@ static mt_status bench_one(mt_bench_gpu *g, const pf_opts *o, const mt_problem_k
     const int causal = mt_prefill_key_causal(k), B = k->batch;
     mlt_prefill_plan_explain_call(plan, B, k->sq, causal, &r->choice);
     const size_t total_q = (size_t)B * k->sq, total_k = (size_t)B * k->seq_len, N = (size_t)k->n_heads;
-    const size_t d = (size_t)k->s.d, dl = (size_t)k->s.dl;
-    const size_t q_bytes = total_q * N * d * 2, k_bytes = total_k * N * d * 2, v_bytes = total_k * N * dl * 2;
+    const size_t d = (size_t)k->s.d, dl = (size_t)k->s.dl, e = mt_dtype_size(o->kv_dtype);
+    const size_t q_bytes = total_q * N * d * e, k_bytes = total_k * N * d * e, v_bytes = total_k * N * dl * e;
     const size_t out_bytes = total_q * N * dl * 2, lse_bytes = total_q * N * 4, cu_bytes = sizeof(int32_t) * (B + 1);
+    const size_t ws_bytes = mlt_prefill_workspace_size(plan, B, k->seq_len); /* fp8: v^T */
     int32_t *cu_q = malloc(cu_bytes), *cu_k = malloc(cu_bytes);
     uint16_t *host_out = malloc(out_bytes);
     double *ms = calloc((size_t)o->reps, sizeof *ms);
     mt_status st = cu_q && cu_k && host_out && ms ? MT_OK : mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int b = 0; st == MT_OK && b <= B; b++) cu_q[b] = b * k->sq, cu_k[b] = b * k->seq_len;
-    mt_devptr dq = 0, dk = 0, dv = 0, dout = 0, dlse = 0, dcq = 0, dck = 0;
+    mt_devptr dq = 0, dk = 0, dv = 0, dout = 0, dlse = 0, dcq = 0, dck = 0, dws = 0;
+    if (st == MT_OK && ws_bytes) st = mt_backend_mem_alloc(g->b, ws_bytes, &dws);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, q_bytes, &dq);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, k_bytes, &dk);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, v_bytes, &dv);
@@ -116,9 +119,9 @@ static mt_status bench_one(mt_bench_gpu *g, const pf_opts *o, const mt_problem_k
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, lse_bytes, &dlse);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, cu_bytes, &dcq);
     if (st == MT_OK) st = mt_backend_mem_alloc(g->b, cu_bytes, &dck);
-    if (st == MT_OK) st = mt_bench_gpu_fill(g, dq, q_bytes / 2, o->q_dtype, 1);
-    if (st == MT_OK) st = mt_bench_gpu_fill(g, dk, k_bytes / 2, o->kv_dtype, 2);
-    if (st == MT_OK) st = mt_bench_gpu_fill(g, dv, v_bytes / 2, o->kv_dtype, 3);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dq, q_bytes / e, o->q_dtype, 1);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dk, k_bytes / e, o->kv_dtype, 2);
+    if (st == MT_OK) st = mt_bench_gpu_fill(g, dv, v_bytes / e, o->kv_dtype, 3);
     if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dcq, cu_q, cu_bytes, NULL);
     if (st == MT_OK) st = mt_backend_copy_to_device(g->b, dck, cu_k, cu_bytes, NULL);
     if (st == MT_OK) st = mt_backend_mem_set(g->b, dout, 0xff, out_bytes, NULL);  /* NaN: unwritten shows */
@@ -126,7 +129,8 @@ static mt_status bench_one(mt_bench_gpu *g, const pf_opts *o, const mt_problem_k
                           .cu_seqlens_q = (const int32_t *)(uintptr_t)dcq,
                           .cu_seqlens_k = (const int32_t *)(uintptr_t)dck, .q = (const void *)(uintptr_t)dq,
                           .k = (const void *)(uintptr_t)dk, .v = (const void *)(uintptr_t)dv,
-                          .out = (void *)(uintptr_t)dout, .lse = (float *)(uintptr_t)dlse};
+                          .out = (void *)(uintptr_t)dout, .lse = (float *)(uintptr_t)dlse,
+                          .max_seqlen_k = k->seq_len, .workspace = (void *)(uintptr_t)dws, .workspace_size = ws_bytes};
     pf_call call = {plan, &a};
     if (st == MT_OK) st = mt_time_runs(g->b, NULL, &g->flush, o->warmup, o->reps, run_call, &call, ms);
     if (st == MT_OK) st = mt_backend_copy_to_host(g->b, host_out, dout, out_bytes, NULL);
@@ -137,14 +141,14 @@ static mt_status bench_one(mt_bench_gpu *g, const pf_opts *o, const mt_problem_k
         r->tflops = mt_prefill_flops(k) / (r->median_us * 1e-6) / 1e12;
         r->non_finite = 0;
         for (size_t i = 0; i < out_bytes / 2; i++) {
-            float f = o->q_dtype == MT_BF16 ? mt_host_bf16_to_f32(host_out[i]) : mt_host_f16_to_f32(host_out[i]);
+            float f = o->q_dtype == MT_FP16 ? mt_host_f16_to_f32(host_out[i]) : mt_host_bf16_to_f32(host_out[i]);
             r->non_finite += !isfinite(f);
         }
     }
     free(cu_q), free(cu_k), free(host_out), free(ms);
     mt_backend_mem_free(g->b, dq), mt_backend_mem_free(g->b, dk), mt_backend_mem_free(g->b, dv);
     mt_backend_mem_free(g->b, dout), mt_backend_mem_free(g->b, dlse), mt_backend_mem_free(g->b, dcq);
-    mt_backend_mem_free(g->b, dck);
+    mt_backend_mem_free(g->b, dck), mt_backend_mem_free(g->b, dws);
     mlt_prefill_plan_destroy(plan);
     return st;
 }
@@ -180,7 +184,7 @@ static int parse_opts(int argc, char **argv, pf_opts *o) {
         else if (strcmp(a, "--context") == 0) bad = mt_int_list_parse(v, &o->context, 0, MT_PREFILL_MAX_TOKENS);
         else if (strcmp(a, "--q-dtype") == 0 || strcmp(a, "--kv-dtype") == 0) {
             mt_dtype t;
-            bad = mt_dtype_parse(v, &t) != MT_OK || (t != MT_BF16 && t != MT_FP16);
+            bad = mt_dtype_parse(v, &t) != MT_OK || (t != MT_BF16 && t != MT_FP16 && t != MT_FP8_E4M3);
             *(a[2] == 'q' ? &o->q_dtype : &o->kv_dtype) = t;
         } else if (strcmp(a, "--variant") == 0) o->variant = v;
         else if (strcmp(a, "--db") == 0) o->user_db = v;
@@ -211,6 +215,10 @@ static int parse_opts(int argc, char **argv, pf_opts *o) {
                              o->requests.v[r]);
                 return 2;
             }
+    if ((o->q_dtype == MT_FP8_E4M3) != (o->kv_dtype == MT_FP8_E4M3)) {
+        mt_cli_error("bench --prefill: fp8 prefill takes q and k/v both fp8e4m3 (--q-dtype and --kv-dtype)");
+        return 2;
+    }
     for (int m = 0; m < o->n_masks; m++)
         for (int x = 0; x < o->context.n; x++)
             if (!o->masks[m] && o->context.v[x] == 0) {
@@ -256,8 +264,15 @@ int cmd_bench_prefill(int argc, char **argv) {
         double mma_sync = mt_ceiling_mma_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units, NULL);
         double wgmma = mt_ceiling_wgmma_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units, NULL);
         mma = wgmma > mma_sync ? wgmma : mma_sync;
+        const int fp8 = o.q_dtype == MT_FP8_E4M3;
+        double wgmma8 = fp8 ? mt_ceiling_wgmma_fp8_tflops(g.b, mt_runtime_jit(g.rt), info->arch, info->compute_units,
+                                                          NULL) : 0;
         mt_clear_error();
-        if (mma > 0)
+        if (fp8 && wgmma8 > 0)
+            printf("matrix ceiling: %.0f TFLOP/s (wgmma m64n256k32 e4m3; bf16's %.0f); %%mma uses the fp8 one\n",
+                   wgmma8, wgmma);
+        if (fp8 && wgmma8 > 0) mma = wgmma8;
+        else if (mma > 0)
             printf("matrix ceiling: %.0f TFLOP/s (%s); %%mma uses it\n", mma,
                    wgmma > mma_sync ? "wgmma m64n256k16 bf16" : "mma.sync m16n8k16 bf16");
         else printf("matrix ceiling: not measured on %s (no probe for this architecture)\n", info->arch);

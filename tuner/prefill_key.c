@@ -71,7 +71,8 @@ const char *mt_prefill_key_columns_note(void) {
 
 /* --- plan entries ---------------------------------------------------------------- */
 
-/* bf16 / fp16, one or a list (fp8 prefill is not built: docs/prefill.md) */
+/* bf16 / fp16, one or a list (fp8 prefill runs through the runtime's
+ * built-in rule; the sweep's workers do not time it yet: docs/prefill.md) */
 static mt_status dtypes(const char *path, const yt_node *n, const char *what, mt_dtype *out, int *count) {
     *count = 0;
     if (!n) {
@@ -88,7 +89,7 @@ static mt_status dtypes(const char *path, const yt_node *n, const char *what, mt
         if (items[i]->kind != YT_SCALAR || mt_dtype_parse(items[i]->scalar, &t) != MT_OK)
             return yt_error(path, items[i], "%s: expected bf16 or fp16", what);
         if (t != MT_BF16 && t != MT_FP16)
-            return yt_error(path, items[i], "%s: %s: prefill takes bf16 or fp16 (fp8 prefill is not built yet)", what,
+            return yt_error(path, items[i], "%s: %s: prefill sweeps take bf16 or fp16 (fp8 prefill is not swept yet)", what,
                             items[i]->scalar);
         for (int j = 0; j < *count; j++)
             if (out[j] == t) return yt_error(path, items[i], "%s: %s listed twice", what, items[i]->scalar);

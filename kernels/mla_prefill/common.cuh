@@ -15,10 +15,12 @@ __device__ __forceinline__ float pf_load(mt_u16 h, int dtype) {
 }
 __device__ __forceinline__ float pf_load_q(mt_u16 h) { return pf_load(h, Q_DTYPE); }
 __device__ __forceinline__ float pf_load_kv(mt_u16 h) { return pf_load(h, KV_DTYPE); }
-/* out has q's type */
+/* out has q's type, except that fp8 (e4m3, 2) q writes bf16 out */
+#define PF_OUT_DTYPE (Q_DTYPE == 2 ? 0 : Q_DTYPE)
 __device__ __forceinline__ mt_u16 pf_store_out(float x) {
-    return Q_DTYPE == 0 ? mt_f32_to_bf16(x) : mt_f32_to_f16(x);
+    return PF_OUT_DTYPE == 0 ? mt_f32_to_bf16(x) : mt_f32_to_f16(x);
 }
+__device__ __forceinline__ float pf_load_out(mt_u16 h) { return pf_load(h, PF_OUT_DTYPE); }
 
 /* Two floats -> a packed pair of the 16-bit type k and v share (the
  * matrix-unit paths' P, which multiplies v; one type for q and k/v there,
@@ -39,7 +41,7 @@ __device__ __forceinline__ T *pf_row(const mt_prefill_rows &r, long long t, int 
  * mma.sync paths take (tile, head, request) from blockIdx (pf_tile_of);
  * wgmma.cu orders the blocks otherwise (pw_block_tile). */
 struct pf_tile {
-    int head, q0, rows, key_end;
+    int b, head, q0, rows, key_end;
     int q_first, n_q;   /* the request's new tokens: rows of q, out, lse */
     int k_first, n_k;   /* its keys: rows of k, k_pe, v */
 };
@@ -47,7 +49,7 @@ struct pf_tile {
 __device__ __forceinline__ pf_tile pf_tile_at(const mt_prefill_params &p, int tile, int head, int b) {
     const int *cu_q = (const int *)p.cu_q, *cu_k = (const int *)p.cu_k;
     pf_tile t;
-    t.head = head, t.q0 = tile * TILE_Q;
+    t.b = b, t.head = head, t.q0 = tile * TILE_Q;
     t.q_first = cu_q[b], t.n_q = cu_q[b + 1] - t.q_first;
     t.k_first = cu_k[b], t.n_k = cu_k[b + 1] - t.k_first;
     t.rows = min(TILE_Q, t.n_q - t.q0);

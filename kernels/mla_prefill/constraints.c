@@ -16,10 +16,12 @@ mt_status mt_mla_prefill_check_static(const mt_problem_static *s) {
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: k and v are rows of tokens, not pages: page size must be 1 (got %d)",
                        s->page_size);
-    /* the fp8 form (per-tensor scales) is part of issue 29 still to build */
-    if (mt_dtype_is_fp8(s->q_dtype) || mt_dtype_is_fp8(s->kv_dtype))
+    /* fp8: e4m3 (OCP) q, k and v together, per-tensor scales (the wgmma
+     * path's k32 products; out in bf16) */
+    const int fp8 = mt_dtype_is_fp8(s->q_dtype) || mt_dtype_is_fp8(s->kv_dtype);
+    if (fp8 && (s->q_dtype != MT_FP8_E4M3 || s->kv_dtype != MT_FP8_E4M3))
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_prefill: q/k/v must be bf16 or fp16 (got q %s, k/v %s): fp8 prefill is not built yet",
+                       "mla_prefill: fp8 prefill takes q, k and v all fp8e4m3 (got q %s, k/v %s)",
                        mt_dtype_name(s->q_dtype), mt_dtype_name(s->kv_dtype));
     return MT_OK;
 }
@@ -88,6 +90,9 @@ mt_status mt_mla_prefill_check(const int *values, const mt_problem_static *s, co
     if (t->warp_size > 0 && threads % t->warp_size != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: block_threads=%d is not a multiple of %s's warp (%d)",
                        threads, t->arch, t->warp_size);
+    if (mt_dtype_is_fp8(s->kv_dtype) && values[MT_PF_MMA] != 2)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: fp8 runs on the wgmma path only (mma=2, sm_90), not mma=%d", values[MT_PF_MMA]);
     if (values[MT_PF_MMA] == 1 && (st = check_matrix_units(values, s, t)) != MT_OK) return st;
     if (values[MT_PF_MMA] == 2 && (st = check_warpgroups(values, s, t)) != MT_OK) return st;
     /* SIMT: the output tile lives in registers, spread over the threads:

@@ -36,10 +36,10 @@ static const mt_param_desc mla_prefill_params[] = {
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {
     if (values[MT_PF_MMA] == 2) {
         /* must match wgmma.cu: 1024 bytes to align the swizzled tiles, the
-         * q tile, two stages of k and v tiles (16-bit, unpadded), the
-         * stages' 8 mbarriers */
-        size_t kv = (size_t)values[MT_PF_KV_TILE];
-        return 1024 + 2 * ((size_t)values[MT_PF_TILE_Q] * (size_t)s->d + 2 * kv * (size_t)(s->d + s->dl)) + 64;
+         * q tile, two stages of k and v tiles (unpadded: 2-byte elements,
+         * or 1-byte fp8), the stages' 8 mbarriers */
+        size_t kv = (size_t)values[MT_PF_KV_TILE], eb = mt_dtype_size(s->kv_dtype);
+        return 1024 + eb * ((size_t)values[MT_PF_TILE_Q] * (size_t)s->d + 2 * kv * (size_t)(s->d + s->dl)) + 64;
     }
     if (values[MT_PF_MMA] == 1) {
         /* must match mma_sync.cu and mfma.cu (one layout): the q tile and
@@ -55,6 +55,19 @@ size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s
                             4 * tile_q);
 }
 
+mt_dtype mt_mla_prefill_out_dtype(const mt_problem_static *s) {
+    return mt_dtype_is_fp8(s->q_dtype) ? MT_BF16 : s->q_dtype;
+}
+
+/* v^T's rows: whole 128-key tiles (any kv_tile's boxes stay inside) */
+int mt_mla_prefill_vt_keys(int max_k) { return max_k < 1 ? 128 : (max_k + 127) / 128 * 128; }
+
+size_t mt_mla_prefill_workspace_bytes(const int *values, const mt_problem_static *s, int batch, int n_heads,
+                                      int max_k) {
+    if (values[MT_PF_MMA] != 2 || !mt_dtype_is_fp8(s->kv_dtype) || batch < 1 || n_heads < 1) return 0;
+    return (size_t)batch * (size_t)n_heads * (size_t)s->dl * (size_t)mt_mla_prefill_vt_keys(max_k);
+}
+
 /* params.h (the host/device structs), the dtype helpers, the path, then
  * the merge, which every variant carries so that a plan can merge the
  * states its own calls wrote. */
@@ -64,6 +77,7 @@ static int mla_prefill_sources(const mt_variant *v, int warp_size, const char *n
     names[n++] = "mla_prefill/common.cuh";
     if (v->values[MT_PF_MMA] == 2) {
         names[n++] = "mla_prefill/wgmma_ops.cuh";
+        names[n++] = "mla_prefill/wgmma_fp8.cuh";
         names[n++] = "mla_prefill/wgmma_copy.cuh";
         names[n++] = "mla_prefill/wgmma.cu";
     } else {
@@ -76,10 +90,9 @@ static int mla_prefill_sources(const mt_variant *v, int warp_size, const char *n
 }
 
 static void mla_prefill_entries(const mt_variant *v, const char *names[MT_MAX_ENTRIES]) {
-    (void)v;
     names[MT_PREFILL_FN] = MT_MLA_PREFILL_KERNEL;
     names[MT_PREFILL_MERGE_FN] = MT_MLA_PREFILL_MERGE_KERNEL;
-    names[2] = NULL;
+    names[MT_PREFILL_VT_FN] = v->values[MT_PF_MMA] == 2 ? MT_MLA_PREFILL_VT_KERNEL : NULL;
 }
 
 static size_t family_shared_bytes(const mt_variant *v, const mt_problem_static *s, int warp_size) {

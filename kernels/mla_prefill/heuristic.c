@@ -15,8 +15,11 @@
  * the four wgmma points on every shape of issue 29 on the H100 and 16-100x
  * the SIMT default; other NVIDIA sm_80+: mma.sync, the winner of the first
  * prefill sweep (an H200, reports/h200/prefill-small/).  AMD's MFMA path
- * has only run on the CPU emulation, so AMD keeps the default. */
-static const char *measured_choice(const mt_target *t) {
+ * has only run on the CPU emulation, so AMD keeps the default.  fp8 on
+ * sm_90: 64-token tiles over 64-key tiles, fastest or within 1% of it of
+ * the four wgmma points on the issue's four shapes (PERFLOG session 19). */
+static const char *measured_choice(const mt_target *t, const mt_problem_static *s) {
+    if (strcmp(t->arch, "sm_90") == 0 && mt_dtype_is_fp8(s->kv_dtype)) return "tile_q=64,kv_tile=64,block_threads=128,mma=2";
     if (strcmp(t->arch, "sm_90") == 0) return "tile_q=128,kv_tile=128,block_threads=256,mma=2";
     if (strncmp(t->arch, "sm_", 3) == 0) return "tile_q=64,kv_tile=32,block_threads=128,mma=1";
     return NULL;
@@ -25,7 +28,7 @@ static const char *measured_choice(const mt_target *t) {
 mt_status mt_mla_prefill_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set) {
     memset(set, 0, sizeof *set);
     set->aware = -1;
-    const char *choice = measured_choice(t);
+    const char *choice = measured_choice(t, &shape->s);
     if (choice && mt_variant_parse(&mt_family_mla_prefill, choice, &set->variants[0]) == MT_OK &&
         mt_variant_validate(&set->variants[0], &shape->s, t) == MT_OK) {
         set->n = 1;

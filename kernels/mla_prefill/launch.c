@@ -61,9 +61,10 @@ mt_status mt_mla_prefill_check_args(const mt_problem_static *s, const mt_mla_pre
     if (!a->cu_q || !a->cu_k || a->cu_q % 4 || a->cu_k % 4)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: cu_seqlens_%s is NULL or not 4-byte aligned",
                        !a->cu_q || a->cu_q % 4 ? "q" : "k");
-    size_t qe = mt_dtype_size(s->q_dtype), ke = mt_dtype_size(s->kv_dtype);
+    size_t qe = mt_dtype_size(s->q_dtype), ke = mt_dtype_size(s->kv_dtype),
+           oe = mt_dtype_size(mt_mla_prefill_out_dtype(s));
     if ((st = check_view("q", &a->q, qe, 0)) != MT_OK || (st = check_view("k", &a->k, ke, 0)) != MT_OK ||
-        (st = check_view("v", &a->v, ke, 0)) != MT_OK || (st = check_view("out", &a->out, qe, 1)) != MT_OK ||
+        (st = check_view("v", &a->v, ke, 0)) != MT_OK || (st = check_view("out", &a->out, oe, 1)) != MT_OK ||
         (st = check_view("lse", &a->lse, 4, 1)) != MT_OK)
         return st;
     if (a->nope < s->d) {
@@ -76,14 +77,35 @@ mt_status mt_mla_prefill_check_args(const mt_problem_static *s, const mt_mla_pre
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: k_pe is given but nope = D = %d leaves it no columns",
                        s->d);
     }
+    if (mt_dtype_is_fp8(s->kv_dtype)) {
+        if (a->max_k < 1)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                           "mla_prefill: fp8 needs max_k (the most keys of any request, >= 1; got %d): it sizes the "
+                           "workspace v is transposed into", a->max_k);
+        if (!(a->v_scale > 0.0f) || !isfinite(a->v_scale))
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: fp8 v scale %g is not a positive finite number",
+                           (double)a->v_scale);
+    }
+    return MT_OK;
+}
+
+/* fp8's workspace (v^T), for the variant that runs. */
+static mt_status check_workspace(const int *values, const mt_problem_static *s, const mt_mla_prefill_args *a) {
+    size_t need = mt_mla_prefill_workspace_bytes(values, s, a->batch, a->n_heads, a->max_k);
+    if (need == 0) return MT_OK;
+    if (!a->workspace || a->workspace % 16 != 0 || a->workspace_bytes < need)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: fp8 needs a 16-byte aligned workspace of %zu bytes (batch %d x %d heads x Dl %d "
+                       "x %d keys); got %zu bytes at 0x%llx", need, a->batch, a->n_heads, s->dl,
+                       mt_mla_prefill_vt_keys(a->max_k), a->workspace_bytes, (unsigned long long)a->workspace);
     return MT_OK;
 }
 
 /* The wgmma path (mma=2) copies q, k, k_pe and v in 16-byte pieces and
  * stores out two elements at a time: each row must start on such a
  * boundary (its address and both strides), and k's split at nope too. */
-static mt_status check_rows_aligned(const char *name, const mt_prefill_rows *r, int bytes) {
-    const long long per = bytes / 2; /* 16-bit elements */
+static mt_status check_rows_aligned(const char *name, const mt_prefill_rows *r, int bytes, int elem) {
+    const long long per = bytes / elem;
     if (r->ptr % (mt_devptr)bytes != 0 || r->t_stride % per != 0 || r->h_stride % per != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: the wgmma variant (mma=2) needs %s's rows %d-byte aligned: its address and "
@@ -92,15 +114,16 @@ static mt_status check_rows_aligned(const char *name, const mt_prefill_rows *r, 
     return MT_OK;
 }
 
-static mt_status check_wgmma_rows(const mt_prefill_params *p) {
+static mt_status check_wgmma_rows(const mt_prefill_params *p, const mt_problem_static *s) {
     mt_status st;
+    const int e = (int)mt_dtype_size(s->kv_dtype), oe = (int)mt_dtype_size(mt_mla_prefill_out_dtype(s));
     if (p->nope % 64 != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: the wgmma variant (mma=2) copies k in 64-column blocks: nope %d must be a "
                        "multiple of 64", p->nope);
-    if ((st = check_rows_aligned("q", &p->q, 16)) != MT_OK || (st = check_rows_aligned("k", &p->k, 16)) != MT_OK ||
-        (st = check_rows_aligned("k_pe", &p->k_pe, 16)) != MT_OK ||
-        (st = check_rows_aligned("v", &p->v, 16)) != MT_OK || (st = check_rows_aligned("out", &p->out, 4)) != MT_OK)
+    if ((st = check_rows_aligned("q", &p->q, 16, e)) != MT_OK || (st = check_rows_aligned("k", &p->k, 16, e)) != MT_OK ||
+        (st = check_rows_aligned("k_pe", &p->k_pe, 16, e)) != MT_OK ||
+        (st = check_rows_aligned("v", &p->v, 16, e)) != MT_OK || (st = check_rows_aligned("out", &p->out, 4, oe)) != MT_OK)
         return st;
     return MT_OK;
 }
@@ -120,6 +143,14 @@ static mt_status wgmma_maps(mt_backend *b, const mt_problem_static *s, const mt_
     const mt_prefill_rows *r[3] = {&p->k, &p->k_pe, &p->v};
     const uint64_t cols[3] = {(uint64_t)a->nope, (uint64_t)(s->d - a->nope), (uint64_t)s->dl};
     for (int i = 0; i < 3; i++) {
+        if (i == 2 && p->vt) { /* fp8: v^T, (key, column, request x head), boxes of 64 keys x Dl columns */
+            const uint64_t vt_dims[3] = {(uint64_t)p->vt_keys, (uint64_t)s->dl, (uint64_t)a->batch * heads};
+            const uint64_t vt_strides[2] = {(uint64_t)p->vt_keys, (uint64_t)p->vt_keys * (uint64_t)s->dl};
+            const unsigned vt_box[3] = {64, (unsigned)s->dl, 1};
+            mt_status st = mt_backend_tensor_map_3d(b, p->vt, 1, vt_dims, vt_strides, vt_box, maps[i]);
+            if (st != MT_OK) return st;
+            continue;
+        }
         if (cols[i] == 0) { /* k holds every column: k_pe's map is never read */
             memcpy(maps[i], maps[0], MT_TENSOR_MAP_BYTES);
             continue;
@@ -141,9 +172,12 @@ mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_var
     if (st != MT_OK) return st;
     if (!k || !k->fn[MT_PREFILL_FN])
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: the variant's kernel was not loaded");
+    if ((st = check_workspace(v->values, s, a)) != MT_OK) return st;
     const long long n = a->n_heads, d = s->d, dl = s->dl, rope = s->d - a->nope;
+    const int fp8 = mt_dtype_is_fp8(s->kv_dtype);
     mt_prefill_params p = {.batch = a->batch, .n_heads = a->n_heads, .nope = a->nope, .causal = a->causal,
-                           .scale = a->scale, .cu_q = a->cu_q, .cu_k = a->cu_k};
+                           .scale = a->scale, .v_scale = fp8 ? a->v_scale : 1.0f, .cu_q = a->cu_q, .cu_k = a->cu_k};
+    if (fp8) p.vt = a->workspace, p.vt_keys = mt_mla_prefill_vt_keys(a->max_k);
     p.q = rows_of(&a->q, n * d, d);
     p.v = rows_of(&a->v, n * dl, dl);
     p.out = rows_of(&a->out, n * dl, dl);
@@ -158,7 +192,7 @@ mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_var
         p.k_pe = p.k;
         p.k_pe.ptr += (mt_devptr)a->nope * mt_dtype_size(s->kv_dtype);
     }
-    if (v->values[MT_PF_MMA] == 2 && (st = check_wgmma_rows(&p)) != MT_OK) return st;
+    if (v->values[MT_PF_MMA] == 2 && (st = check_wgmma_rows(&p, s)) != MT_OK) return st;
     const int tile_q = v->values[MT_PF_TILE_Q];
     unsigned grid[3] = {(unsigned)((a->max_q + tile_q - 1) / tile_q), (unsigned)a->n_heads, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_PF_BLOCK_THREADS], 1, 1};
@@ -169,6 +203,15 @@ mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_var
     void *kargs[] = {&p, maps[0], maps[1], maps[2]};
     if (v->values[MT_PF_MMA] == 2) {
         if ((st = wgmma_maps(b, s, a, &p, v->values[MT_PF_KV_TILE], maps)) != MT_OK) return st;
+    }
+    if (p.vt) { /* fp8: v transposed into the workspace first (wgmma_fp8.cuh) */
+        if (!k->fn[MT_PREFILL_VT_FN])
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill: the variant's v transpose kernel was not loaded");
+        unsigned vt_grid[3] = {(unsigned)(p.vt_keys / 64), (unsigned)a->n_heads, (unsigned)a->batch};
+        unsigned vt_block[3] = {256, 1, 1};
+        void *vt_args[] = {&p};
+        if ((st = mt_backend_launch(b, k->fn[MT_PREFILL_VT_FN], vt_grid, vt_block, 0, stream, vt_args)) != MT_OK)
+            return st;
     }
     return mt_backend_launch(b, k->fn[MT_PREFILL_FN], grid, block, mt_mla_prefill_shared_bytes(v->values, s), stream,
                              kargs);
@@ -184,7 +227,7 @@ mt_status mt_mla_prefill_check_merge_args(const mt_problem_static *s, const mt_m
     if ((long long)a->tokens * a->n_heads * s->dl > (long long)MT_PREFILL_MERGE_THREADS * 0x7fffffffLL)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_prefill merge: %d tokens x %d heads is too many for one grid",
                        a->tokens, a->n_heads);
-    size_t qe = mt_dtype_size(s->q_dtype);
+    size_t qe = mt_dtype_size(mt_mla_prefill_out_dtype(s));
     if ((st = check_view("out_a", &a->out_a, qe, 0)) != MT_OK || (st = check_view("lse_a", &a->lse_a, 4, 0)) != MT_OK ||
         (st = check_view("out_b", &a->out_b, qe, 0)) != MT_OK || (st = check_view("lse_b", &a->lse_b, 4, 0)) != MT_OK ||
         (st = check_view("out", &a->out, qe, 1)) != MT_OK || (st = check_view("lse", &a->lse, 4, 1)) != MT_OK)

@@ -31,8 +31,8 @@ extern "C" __global__ void __launch_bounds__(MT_PREFILL_MERGE_THREADS)
     const float sum = wa + wb;
     /* an empty state's out is not read: it may be anything, even NaN */
     float x = 0.0f;
-    if (wa > 0.0f) x += wa * pf_load_q(pf_row<const mt_u16>(p.out_a, t, h)[c]);
-    if (wb > 0.0f) x += wb * pf_load_q(pf_row<const mt_u16>(p.out_b, t, h)[c]);
+    if (wa > 0.0f) x += wa * pf_load_out(pf_row<const mt_u16>(p.out_a, t, h)[c]);
+    if (wb > 0.0f) x += wb * pf_load_out(pf_row<const mt_u16>(p.out_b, t, h)[c]);
     pf_row<mt_u16>(p.out, t, h)[c] = pf_store_out(x / sum);
     if (c == 0) *pf_row<float>(p.lse, t, h) = m + logf(sum);
 }

@@ -43,9 +43,10 @@ enum { MT_PREFILL_MAX_TOKENS = 1 << 20 };
 enum { MT_PF_TILE_Q, MT_PF_KV_TILE, MT_PF_BLOCK_THREADS, MT_PF_MMA };
 
 /* Entry points, in mt_kernels order. */
-enum { MT_PREFILL_FN, MT_PREFILL_MERGE_FN };
+enum { MT_PREFILL_FN, MT_PREFILL_MERGE_FN, MT_PREFILL_VT_FN /* mma=2 only */ };
 #define MT_MLA_PREFILL_KERNEL "mla_prefill"
 #define MT_MLA_PREFILL_MERGE_KERNEL "mla_prefill_merge"
+#define MT_MLA_PREFILL_VT_KERNEL "mla_prefill_vt"
 
 /* A tensor of rows (token, head) on the host side: its device address and
  * strides in elements (both 0: contiguous, filled in by the launch). */
@@ -62,6 +63,10 @@ typedef struct mt_mla_prefill_args {
     int batch;               /* requests, >= 1 */
     int n_heads;             /* 1..128 */
     int max_q;               /* the most new tokens of any request: the grid covers this many */
+    int max_k;               /* the most keys of any request (fp8: sizes v^T's rows; 0 otherwise) */
+    float v_scale;           /* fp8: v's dequantisation scale (out's factor); 16-bit: 1 */
+    mt_devptr workspace;     /* fp8: mt_mla_prefill_workspace_bytes(), 16-byte aligned; 16-bit: 0 */
+    size_t workspace_bytes;
     int nope;                /* columns of k in k; 0 < nope <= D (D: k_pe unused) */
     int causal;              /* 0 or 1 */
     float scale;             /* softmax scale */
@@ -74,6 +79,16 @@ typedef struct mt_mla_prefill_merge_args {
     int tokens, n_heads;
     mt_prefill_view out_a, lse_a, out_b, lse_b, out, lse;
 } mt_mla_prefill_merge_args;
+
+/* out's type: q's, except bf16 for fp8 q. */
+mt_dtype mt_mla_prefill_out_dtype(const mt_problem_static *s);
+
+/* Device workspace a call needs: fp8 on the wgmma path keeps v transposed
+ * there (wgmma_fp8.cuh), batch x heads x Dl x max_k rounded up to 128
+ * bytes; 0 otherwise.  And v^T's keys per row (max_k rounded up). */
+size_t mt_mla_prefill_workspace_bytes(const int *values, const mt_problem_static *s, int batch, int n_heads,
+                                      int max_k);
+int mt_mla_prefill_vt_keys(int max_k);
 
 /* Dynamic shared memory (LDS) one work-group of the prefill kernel needs. */
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s);

@@ -41,12 +41,18 @@ typedef struct mt_prefill_params {
     mt_prefill_rows lse;    /* one fp32 per row, natural log */
     mt_prefill_ptr cu_q;    /* [batch + 1] int32 */
     mt_prefill_ptr cu_k;    /* [batch + 1] int32 */
+    /* fp8 (the wgmma path): v transposed by mla_prefill_vt into the
+     * workspace, [batch][n_heads][DL][vt_keys] (wgmma_fp8.cuh says why
+     * and in which key order); 0 for 16-bit types */
+    mt_prefill_ptr vt;
     int batch, n_heads;
     int nope;               /* columns of k read from k; the rest from k_pe */
     int causal;
-    float scale;            /* softmax scale */
-    int zero;               /* always 0 (the launch sets nothing here): keeps the struct's size a multiple
-                               of 8 on both sides, and wgmma.cu adds it to registers it must keep alive */
+    float scale;            /* softmax scale (fp8: times q's and k's scales) */
+    float v_scale;          /* out's factor: fp8 v's scale, 1 otherwise */
+    int vt_keys;            /* keys per (request, head) row of vt: a multiple of the kv tile >= every request's */
+    int zero;               /* always 0 (the launch sets nothing here): wgmma.cu adds it to registers it must
+                               keep alive */
 } mt_prefill_params;
 
 /* mla_prefill_merge's argument: two attention states of the same rows

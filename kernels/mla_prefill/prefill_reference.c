@@ -58,7 +58,8 @@ void mt_prefill_reference(const mt_prefill_host_problem *p, double *out, double 
                     const size_t vrow = ((size_t)(k0 + j) * n + h) * dl;
                     for (int c = 0; c < dl; c++) o[c] += w * mt_host_load(p->s.kv_dtype, p->v, vrow + c);
                 }
-                for (int c = 0; c < dl; c++) o[c] /= sum;
+                const double v_scale = p->v_scale > 0.0 ? p->v_scale : 1.0;
+                for (int c = 0; c < dl; c++) o[c] *= v_scale / sum;
                 lse[row] = m + log(sum);
             }
     }

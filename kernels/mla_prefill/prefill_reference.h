@@ -18,7 +18,8 @@ typedef struct mt_prefill_host_problem {
     int batch, n_heads;
     int nope;                   /* k's own columns; d - nope come from k_pe (when given) */
     int causal;
-    double scale;
+    double scale;               /* softmax scale (fp8: times q's and k's scales) */
+    double v_scale;             /* fp8: v's scale, out's factor (0 is read as 1) */
     const int32_t *cu_q;        /* [batch + 1] */
     const int32_t *cu_k;        /* [batch + 1] */
     const void *q;              /* [total_q, N, d] */

@@ -31,8 +31,9 @@
  *   k      2 x [D/64][KV_TILE keys][128 B]    the K stages
  *   v      2 x [DL/64][KV_TILE keys][128 B]   the V stages
  *   bars   8 mbarriers: k_full[2] v_full[2] k_empty[2] v_empty[2]
+ * (fp8 e4m3: rows of 64-byte blocks, v^T in place of v; wgmma_fp8.cuh.)
  * Fixed shape (constraints.c): tile_q 64 or 128 with 2 x tile_q threads,
- * kv_tile 64 or 128, D % 64 == 0, DL 64 or 128, one 16-bit type; every
+ * kv_tile 64 or 128, D % 64 == 0, DL 64 or 128, one type (16-bit or e4m3); every
  * q / k / k_pe / v row 16-byte aligned and nope a multiple of 64
  * (launch.c checks the views).
  */
@@ -94,8 +95,17 @@ __device__ __forceinline__ void pw_softmax(float *s, mt_u32 (*pf)[4], int k0, in
         const float p10 = pw_exp2(fmaf(s[4 * j + 2], s_scale, -sub1));
         const float p11 = pw_exp2(fmaf(s[4 * j + 3], s_scale, -sub1));
         ps0 += p00 + p01, ps1 += p10 + p11;
+#if PW_FP8
+        /* k32 step j / 4 holds 8-key blocks 4 (j / 4) .. + 3: registers 0 / 1
+         * (rows r0 / r1) the first two blocks' pairs, 2 / 3 the last two's,
+         * 16 bits each (v^T's key order matches: wgmma_fp8.cuh) */
+        const int kk = j >> 2, a = ((j >> 1) & 1) * 2;
+        if ((j & 1) == 0) pf[kk][a] = pw8_pack2(p00, p01), pf[kk][a + 1] = pw8_pack2(p10, p11);
+        else pf[kk][a] |= pw8_pack2(p00, p01) << 16, pf[kk][a + 1] |= pw8_pack2(p10, p11) << 16;
+#else
         pf[j >> 1][(j & 1) * 2] = pf_pack16(p00, p01);
         pf[j >> 1][(j & 1) * 2 + 1] = pf_pack16(p10, p11);
+#endif
     }
     l0 = l0 * a0 + ps0, l1 = l1 * a1 + ps1;
     m0 = mn0, m1 = mn1;
@@ -103,20 +113,32 @@ __device__ __forceinline__ void pw_softmax(float *s, mt_u32 (*pf)[4], int k0, in
 
 /* S = Q K^T of one key tile, issued (the caller commits and waits). */
 __device__ __forceinline__ void pw_issue_scores(float *s, mt_u64 q_desc, const unsigned char *k_s) {
-    const mt_u64 k_desc = mt_wgmma_desc(k_s, 16, 1024);
+    const mt_u64 k_desc = pw_desc(k_s);
+    constexpr int per = 64 / PW_KSTEP; /* steps per 64-column block */
 #pragma unroll
-    for (int ks = 0; ks < D / 16; ks++) {
-        const int q_off = ((ks >> 2) * TILE_Q * 128 + (ks & 3) * 32) >> 4;
-        const int k_off = ((ks >> 2) * KV_TILE * 128 + (ks & 3) * 32) >> 4;
+    for (int ks = 0; ks < D / PW_KSTEP; ks++) {
+        const int q_off = ((ks / per) * TILE_Q * PW_ROW + (ks % per) * 32) >> 4;
+        const int k_off = ((ks / per) * KV_TILE * PW_ROW + (ks % per) * 32) >> 4;
+#if PW_FP8
+        pw8_wgmma_ss<KV_TILE>(s, q_desc + q_off, k_desc + k_off, ks > 0);
+#else
         pw_wgmma_ss<KV_TILE, PW_FP16>(s, q_desc + q_off, k_desc + k_off, ks > 0);
+#endif
     }
 }
 
 /* O += P V of one key tile, issued (the caller commits and waits). */
 __device__ __forceinline__ void pw_issue_pv(float *o, const mt_u32 (*pf)[4], const unsigned char *v_s) {
+#if PW_FP8
+    /* v^T: 64-key blocks of DL rows, K-major; two k32 steps per block */
+    const mt_u64 v_desc = pw_desc(v_s);
+#pragma unroll
+    for (int kk = 0; kk < PW_P; kk++) pw8_wgmma_rs<DL>(o, pf[kk], v_desc + (((kk >> 1) * DL * 64 + (kk & 1) * 32) >> 4), 1);
+#else
     const mt_u64 v_desc = mt_wgmma_desc(v_s, KV_TILE * 128, 1024);
 #pragma unroll
     for (int kk = 0; kk < KV_TILE / 16; kk++) pw_wgmma_rs<DL, PW_FP16>(o, pf[kk], v_desc + ((kk * 2048) >> 4), 1);
+#endif
 }
 
 /* The next tile's P becomes the A operand of its P V.  The previous P is
@@ -129,7 +151,7 @@ __device__ __forceinline__ void pw_issue_pv(float *o, const mt_u32 (*pf)[4], con
  * is 0 at run time, which neither compiler can see: one LOP3 per register. */
 __device__ __forceinline__ void pw_next_p(mt_u32 (*pf)[4], const mt_u32 (*pn)[4], int zero) {
 #pragma unroll
-    for (int kk = 0; kk < KV_TILE / 16; kk++)
+    for (int kk = 0; kk < PW_P; kk++)
 #pragma unroll
         for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e] | (pf[kk][e] & (mt_u32)zero);
 }
@@ -171,6 +193,16 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
 
     const pf_tile t = pw_block_tile(p);
     if (t.rows <= 0) return;                                            /* the whole work-group */
+#if PW_FP8
+    if (t.n_k > p.vt_keys) { /* more keys than the call said (max_seqlen_k): NaN, never a silent cut */
+        for (int i = tid; i < t.rows * (DL + 1); i += BLOCK_THREADS) {
+            const int r = i / (DL + 1), c = i - r * (DL + 1);
+            if (c < DL) pf_row<mt_u16>(p.out, t.q_first + t.q0 + r, t.head)[c] = 0x7fc0;
+            else *pf_row<float>(p.lse, t.q_first + t.q0 + r, t.head) = __int_as_float(0x7fc00000);
+        }
+        return;
+    }
+#endif
     const int n_tiles = (t.key_end + KV_TILE - 1) / KV_TILE;
     if (tid == 0) {
         for (int i = 0; i < 4; i++) mt_mbar_init(&bars[i], 1);                  /* the producer's arrival */
@@ -194,8 +226,8 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
     for (int i = 0; i < PW_O; i++) o[i] = 0.0f;
     /* descriptors of the tiles' starts; a k-step or key offset adds its
      * byte offset / 16 (no carry: shared addresses stay below 2^18) */
-    const mt_u64 q_desc = mt_wgmma_desc(q_s + wg * 64 * 128, 16, 1024);
-    mt_u32 pf[KV_TILE / 16][4]; /* P of the previous tile, the A operand of its P V */
+    const mt_u64 q_desc = pw_desc(q_s + wg * 64 * PW_ROW);
+    mt_u32 pf[PW_P][4]; /* P of the previous tile, the A operand of its P V */
     mt_cp_async_wait<0>();
     mt_fence_proxy_async();
     __syncthreads(); /* everyone's part of Q */
@@ -225,7 +257,7 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
         }
         mt_wgmma_pin<PW_S>(s);
         if (lane == 0) pw_mbar_arrive(&empty_k[st]); /* this warp is done with K_j */
-        mt_u32 pn[KV_TILE / 16][4];
+        mt_u32 pn[PW_P][4];
         float a0, a1;
         pw_softmax(s, pn, j * KV_TILE, lim0, lim1, s_scale, m0, m1, l0, l1, a0, a1);
         mt_wgmma_wait<0>(); /* P_(j-1) V_(j-1) */
@@ -242,13 +274,14 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
         mt_wgmma_commit();
         mt_wgmma_wait<0>();
         mt_wgmma_pin<PW_O>(o);
-        mt_wgmma_pin_a<4 * (KV_TILE / 16)>(&pf[0][0]);
+        mt_wgmma_pin_a<4 * PW_P>(&pf[0][0]);
     }
 
     /* a row's sum from its quad; then out = O / l, lse = m + log l */
     l0 += mt_shfl_xor(l0, 1), l1 += mt_shfl_xor(l1, 1);
     l0 += mt_shfl_xor(l0, 2), l1 += mt_shfl_xor(l1, 2);
-    const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    /* v_scale: fp8 v's dequantisation, 1 otherwise */
+    const float inv0 = l0 > 0.0f ? p.v_scale / l0 : 0.0f, inv1 = l1 > 0.0f ? p.v_scale / l1 : 0.0f;
     const bool in0 = r0 < t.rows, in1 = r1 < t.rows;
     mt_u16 *out0 = pf_row<mt_u16>(p.out, t.q_first + t.q0 + (in0 ? r0 : 0), t.head);
     mt_u16 *out1 = pf_row<mt_u16>(p.out, t.q_first + t.q0 + (in1 ? r1 : 0), t.head);

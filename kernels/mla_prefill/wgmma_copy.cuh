@@ -5,28 +5,33 @@
  * mbarriers hand between it and the warps (full when a tile's bytes are
  * in, empty when every warp has retired the product that reads it).
  */
-/* Copies ROWS rows of BLOCKS 64-column blocks into a 128-byte-swizzled
- * tile of ROWS rows, zeros from row `valid` on, by THREADS threads (the
- * work-group for q, warp 0's lanes for the key tiles' fallback): thread i
- * copies 16-byte piece i % 8 of rows i / 8, i / 8 + THREADS / 8, ...
- * src_row0 is the first row's first element, rows row_bytes apart. */
+/* Copies ROWS rows of BLOCKS 64-column blocks into a swizzled tile of
+ * ROWS rows of PW_ROW bytes per block, zeros from row `valid` on, by
+ * THREADS threads (the work-group for q, warp 0's lanes for the key tiles'
+ * fallback): thread i copies 16-byte piece i % PIECES of rows i / PIECES,
+ * i / PIECES + THREADS / PIECES, ...  The 128-byte swizzle moves piece c
+ * of row r to c ^ (r % 8), the 64-byte one to c ^ (r / 2 % 4).  src_row0
+ * is the first row's first element, rows row_bytes apart. */
 template <int ROWS, int BLOCKS, int THREADS>
 __device__ __forceinline__ void pw_copy_rows(unsigned char *dst, const unsigned char *src_row0, long long row_bytes,
                                              int valid) {
-    const int i = threadIdx.x % THREADS, piece = i & 7;
-    for (int r = i >> 3; r < ROWS; r += THREADS / 8) {
+    constexpr int PIECES = PW_ROW / 16;
+    const int i = threadIdx.x % THREADS, piece = i % PIECES;
+    for (int r = i / PIECES; r < ROWS; r += THREADS / PIECES) {
         const bool ok = r < valid;
+        const int swz = PW_FP8 ? piece ^ ((r >> 1) & 3) : piece ^ (r & 7);
 #pragma unroll
         for (int blk = 0; blk < BLOCKS; blk++)
-            mt_cp_async16(dst + blk * ROWS * 128 + r * 128 + ((piece ^ (r & 7)) << 4),
-                          ok ? src_row0 + r * row_bytes + blk * 128 + piece * 16 : src_row0, ok ? 16 : 0);
+            mt_cp_async16(dst + blk * ROWS * PW_ROW + r * PW_ROW + (swz << 4),
+                          ok ? src_row0 + r * row_bytes + blk * PW_ROW + piece * 16 : src_row0, ok ? 16 : 0);
     }
 }
 
 /* The tile's q rows -> q_s (zeros past its rows). */
 __device__ __forceinline__ void pw_load_q(const mt_prefill_params &p, const pf_tile &t, unsigned char *q_s) {
     pw_copy_rows<TILE_Q, D / 64, BLOCK_THREADS>(
-        q_s, (const unsigned char *)pf_row<const mt_u16>(p.q, t.q_first + t.q0, t.head), p.q.t_stride * 2, t.rows);
+        q_s, (const unsigned char *)pf_row<const pw_elem>(p.q, t.q_first + t.q0, t.head), p.q.t_stride * PW_EB,
+        t.rows);
 }
 
 /* ---- the producer warp: key tiles by the tensor copy engine ----------
@@ -63,15 +68,26 @@ __device__ __forceinline__ void pw_issue_k(const mt_prefill_params &p, const pf_
 #pragma unroll
     for (int blk = 0; blk < D / 64; blk++) {
         const bool from_k = blk * 64 < p.nope;
-        pw_tma_load_3d(k_s + blk * KV_TILE * 128, from_k ? m.k : m.k_pe, from_k ? blk * 64 : blk * 64 - p.nope,
+        pw_tma_load_3d(k_s + blk * KV_TILE * PW_ROW, from_k ? m.k : m.k_pe, from_k ? blk * 64 : blk * 64 - p.nope,
                        from_k || p.k_pe.h_stride ? t.head : 0, row, full);
     }
 }
-__device__ __forceinline__ void pw_issue_v(const pf_tile &t, const pw_maps &m, int row, unsigned char *v_s,
+/* v: 16-bit, 64-column blocks of key rows (MN-major for P V); fp8, v^T
+ * from the workspace (wgmma_fp8.cuh): 64-key blocks of DL rows, the map
+ * over (key, column, request x head), k0 the tile's first key. */
+__device__ __forceinline__ void pw_issue_v(const pf_tile &t, const pw_maps &m, int row, int k0, unsigned char *v_s,
                                            mt_u64 *full) {
     mt_mbar_expect_tx(full, PW_V_BYTES);
+#if PW_FP8
+    (void)row;
+#pragma unroll
+    for (int blk = 0; blk < KV_TILE / 64; blk++)
+        pw_tma_load_3d(v_s + blk * DL * PW_ROW, m.v, k0 + blk * 64, 0, t.b * (int)gridDim.y + t.head, full);
+#else
+    (void)k0;
 #pragma unroll
     for (int blk = 0; blk < DL / 64; blk++) pw_tma_load_3d(v_s + blk * KV_TILE * 128, m.v, blk * 64, t.head, row, full);
+#endif
 }
 
 /* The fallback: warp 0's lanes copy the tile (pw_copy_rows), wait for
@@ -81,15 +97,20 @@ __device__ __forceinline__ void pw_copy_k(const mt_prefill_params &p, const pf_t
 #pragma unroll
     for (int blk = 0; blk < D / 64; blk++) {
         const bool from_k = blk * 64 < p.nope;
-        const unsigned char *src = from_k ? (const unsigned char *)(pf_row<const mt_u16>(p.k, row, t.head) + blk * 64)
-                                          : (const unsigned char *)(pf_row<const mt_u16>(p.k_pe, row, t.head) +
+        const unsigned char *src = from_k ? (const unsigned char *)(pf_row<const pw_elem>(p.k, row, t.head) + blk * 64)
+                                          : (const unsigned char *)(pf_row<const pw_elem>(p.k_pe, row, t.head) +
                                                                     (blk * 64 - p.nope));
-        pw_copy_rows<KV_TILE, 1, 32>(k_s + blk * KV_TILE * 128, src, (from_k ? p.k.t_stride : p.k_pe.t_stride) * 2, t.key_end - k0);
+        pw_copy_rows<KV_TILE, 1, 32>(k_s + blk * KV_TILE * PW_ROW, src,
+                                     (from_k ? p.k.t_stride : p.k_pe.t_stride) * PW_EB, t.key_end - k0);
     }
 }
 __device__ __forceinline__ void pw_copy_v(const mt_prefill_params &p, const pf_tile &t, int k0, unsigned char *v_s) {
+#if PW_FP8
+    (void)p, (void)t, (void)k0, (void)v_s; /* never: v^T's rows are padded to whole tiles */
+#else
     pw_copy_rows<KV_TILE, DL / 64, 32>(v_s, (const unsigned char *)pf_row<const mt_u16>(p.v, t.k_first + k0, t.head),
                                        p.v.t_stride * 2, t.key_end - k0);
+#endif
 }
 __device__ __forceinline__ void pw_copied(mt_u64 *full) {
     mt_cp_async_commit(); /* wait_group waits for committed groups only */
@@ -108,9 +129,10 @@ __device__ __forceinline__ void pw_produce(const mt_prefill_params &p, const pf_
     const int st = j & 1, use = j >> 1, k0 = j * KV_TILE, row = t.k_first + k0;
     unsigned char *dst = stages + st * (V ? PW_V_BYTES : PW_K_BYTES);
     if (use > 0) mt_mbar_wait(&empty[st], (unsigned)(use - 1) & 1u);
-    if (row + KV_TILE <= ((const int *)p.cu_k)[p.batch]) { /* the box ends inside the batch's keys */
+    /* the box ends inside the batch's keys (fp8's v^T: always, its rows padded) */
+    if ((V && PW_FP8) || row + KV_TILE <= ((const int *)p.cu_k)[p.batch]) {
         if ((threadIdx.x & 31) == 0) {
-            if (V) pw_issue_v(t, m, row, dst, &full[st]);
+            if (V) pw_issue_v(t, m, row, k0, dst, &full[st]);
             else pw_issue_k(p, t, m, row, dst, &full[st]);
         }
     } else {

@@ -11,20 +11,46 @@
  *                   m16n8k16 A layout per warp), B MN-major in shared
  *                   memory (O += P V: key rows, v columns contiguous)
  * and the path's fixed shape, which wgmma_copy.cuh and wgmma.cu share.
+ * fp8 e4m3 (KV_DTYPE 2) takes the k32 forms of wgmma_fp8.cuh instead.
+ *
+ * Shared tiles are 64-column blocks of rows in the swizzle as wide as a
+ * block's row: 128 bytes for 16-bit elements, 64 for fp8 (PW_ROW); a
+ * product's k-step reads 32 bytes of each row (PW_KSTEP elements).
  */
 #if !defined(MT_HAVE_WGMMA)
 #error "mma=2 (wgmma) needs NVIDIA sm_90a"
 #endif
 #if (TILE_Q != 64 && TILE_Q != 128) || BLOCK_THREADS != 2 * TILE_Q || (KV_TILE != 64 && KV_TILE != 128) || \
-    D % 64 != 0 || (DL != 64 && DL != 128) || Q_DTYPE != KV_DTYPE
+    D % 64 != 0 || (DL != 64 && DL != 128) || Q_DTYPE != KV_DTYPE || KV_DTYPE > 2
 #error "mma=2 takes tile_q 64 or 128 on 2 x tile_q threads, kv_tile 64 or 128, D % 64 == 0, Dl 64 or 128, one type"
 #endif
 #define PW_FP16 (KV_DTYPE == 1)
-#define PW_Q_BYTES (TILE_Q * D * 2)
-#define PW_K_BYTES (KV_TILE * D * 2)
-#define PW_V_BYTES (KV_TILE * DL * 2)
+#define PW_FP8 (KV_DTYPE == 2)    /* e4m3 q, k, v; out bf16 */
+#define PW_EB (PW_FP8 ? 1 : 2)    /* bytes of a q, k or v element */
+#define PW_ROW (64 * PW_EB)       /* bytes of a 64-column block's row, the swizzle's width */
+#define PW_KSTEP (32 / PW_EB)     /* k of one product step: 32 bytes of a row */
+#define PW_Q_BYTES (TILE_Q * D * PW_EB)
+#define PW_K_BYTES (KV_TILE * D * PW_EB)
+#define PW_V_BYTES (KV_TILE * DL * PW_EB)
 #define PW_S (KV_TILE / 2) /* score accumulators per thread */
 #define PW_O (DL / 2)      /* output accumulators per thread */
+#define PW_P (KV_TILE / PW_KSTEP) /* A fragments (4 registers each) of a tile's P */
+#if PW_FP8
+typedef mt_u8 pw_elem;
+#else
+typedef mt_u16 pw_elem;
+#endif
+
+/* A K-major operand's descriptor (q, k; fp8's v^T): rows of PW_ROW bytes
+ * in groups of 8 (the swizzle's period: 8 x PW_ROW bytes apart). */
+__device__ __forceinline__ mt_u64 pw_desc(const void *smem) {
+#if PW_FP8
+    const mt_u64 addr = mt_smem_addr(smem);
+    return ((addr & 0x3ffffu) >> 4) | (1ull << 16) | ((mt_u64)(512 >> 4) << 32) | (2ull << 62); /* 64-byte swizzle */
+#else
+    return mt_wgmma_desc(smem, 16, 1024);
+#endif
+}
 #define PW_OUT64 MT_OUT32(0), MT_OUT32(32)
 #define PW_ACC64 \
     MT_ACC32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \

@@ -15,7 +15,7 @@ import struct
 
 # the header's MLT_VERSION_MAJOR / MLT_VERSION_MINOR at the time these
 # mirrors were last compared with it
-HEADER_VERSION = (0, 2)
+HEADER_VERSION = (0, 3)
 
 # The C API version from which mlt_decode_args has the views (q in two
 # parts, strides for q / q_pe / out / lse) and the device-side kv scale.
@@ -156,6 +156,9 @@ class PrefillProblem(ctypes.Structure):
         ("q_dtype", _c_enum),
         ("kv_dtype", _c_enum),
         ("softmax_scale", ctypes.c_float),
+        ("q_scale", ctypes.c_float),
+        ("k_scale", ctypes.c_float),
+        ("v_scale", ctypes.c_float),
     ]
 
 
@@ -179,6 +182,9 @@ class PrefillArgs(ctypes.Structure):
         ("out_strides", ctypes.c_int64 * 2),
         ("lse_strides", ctypes.c_int64 * 2),
         ("k_pe_strides", ctypes.c_int64 * 2),
+        ("max_seqlen_k", ctypes.c_int),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_size", ctypes.c_size_t),
     ]
 
 
@@ -216,6 +222,7 @@ OPTIONAL_FUNCTIONS = {
     "mlt_prefill_plan_explain": (ctypes.c_int, [_vp, ctypes.POINTER(ChoiceInfo)], (0, 2)),
     "mlt_prefill_plan_explain_call": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                                      ctypes.POINTER(ChoiceInfo)], (0, 2)),
+    "mlt_prefill_workspace_size": (ctypes.c_size_t, [_vp, ctypes.c_int, ctypes.c_int], (0, 3)),
 }
 
 

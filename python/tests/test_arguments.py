@@ -267,7 +267,7 @@ class ViewsTest(StubCase):
         return _views_of(self.lib)
 
     def test_version(self):
-        self.assertEqual(self.lib.version, (0, 2))
+        self.assertEqual(self.lib.version, (0, 3))
         self.assertTrue(self.lib.supports_views and self.lib.supports_split_q)
         self.assertEqual(mlatune.VIEWS_VERSION, mlatune.SPLIT_Q_VERSION)
 

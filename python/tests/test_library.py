@@ -122,14 +122,14 @@ class DiscoveryTest(unittest.TestCase):
         # have grown past what the package packs
         if support.stub_library() is None:
             self.skipTest("no C compiler or mlatune.h: cannot build the stub library")
-        self.assertEqual(support.stub_library().version, (0, 2))
+        self.assertEqual(support.stub_library().version, (0, 3))
         self.assertEqual(support.stub_library(api_0_1=True).version, (0, 1))
         path = support.compile_c(os.path.join(support.HERE, "stub", "stub_mlatune.c"),
-                                 os.path.join(support.temp_dir(), "libmlatune_stub_0_3.so"), shared=True,
-                                 defines=["MLT_VERSION_MINOR_OVERRIDE=3"])
+                                 os.path.join(support.temp_dir(), "libmlatune_stub_0_4.so"), shared=True,
+                                 defines=["MLT_VERSION_MINOR_OVERRIDE=4"])
         with self.assertRaises(mlatune.LibraryNotFound) as cm:
             mlatune.load_library(path)
-        self.assertIn(f"{path} has C API 0.3, newer than this mlatune package's mirrors (0.2)", str(cm.exception))
+        self.assertIn(f"{path} has C API 0.4, newer than this mlatune package's mirrors (0.3)", str(cm.exception))
 
 
 if __name__ == "__main__":

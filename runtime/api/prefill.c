@@ -26,7 +26,7 @@ struct mlt_prefill_plan {
     mlt_runtime *rt;
     mt_problem_key shape;
     int nope;
-    float scale;
+    float scale, v_scale;   /* scale: softmax x q's x k's (fp8; else their 1s) */
     mt_prefill_dispatch dispatch;
     /* the variants of both tables, once each, built; index[m][i]: where
      * table m's variant i is */
@@ -39,7 +39,8 @@ struct mlt_prefill_plan {
 void mlt_prefill_problem_default(mlt_prefill_problem *p) {
     if (!p) return;
     *p = (mlt_prefill_problem){.n_heads = 128, .qk_nope_dim = 128, .qk_rope_dim = 64, .v_dim = 128,
-                               .q_dtype = MLT_BF16, .kv_dtype = MLT_BF16, .softmax_scale = 1.0f / sqrtf(192.0f)};
+                               .q_dtype = MLT_BF16, .kv_dtype = MLT_BF16, .softmax_scale = 1.0f / sqrtf(192.0f),
+                               .q_scale = 1.0f, .k_scale = 1.0f, .v_scale = 1.0f};
 }
 
 static mt_status problem_to_shape(const mlt_prefill_problem *p, mt_problem_key *k) {
@@ -53,14 +54,27 @@ static mt_status problem_to_shape(const mlt_prefill_problem *p, mt_problem_key *
                        p->qk_nope_dim, p->qk_rope_dim);
     if (p->v_dim < 1 || p->v_dim > 512)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: v_dim %d outside 1..512", p->v_dim);
-    if (p->q_dtype != MLT_BF16 && p->q_dtype != MLT_FP16)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: q_dtype must be MLT_BF16 or MLT_FP16 (got %d%s)",
-                       (int)p->q_dtype, p->q_dtype == MLT_FP8_E4M3 ? ": fp8 prefill is not built yet" : "");
-    if (p->kv_dtype != MLT_BF16 && p->kv_dtype != MLT_FP16)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: kv_dtype must be MLT_BF16 or MLT_FP16 (got %d%s)",
-                       (int)p->kv_dtype,
-                       p->kv_dtype == MLT_FP8_E4M3 || p->kv_dtype == MLT_FP8_E4M3_FNUZ ? ": fp8 prefill is not built yet"
-                                                                                       : "");
+    if (p->q_dtype != MLT_BF16 && p->q_dtype != MLT_FP16 && p->q_dtype != MLT_FP8_E4M3)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: q_dtype must be MLT_BF16, MLT_FP16 or MLT_FP8_E4M3 (got %d)",
+                       (int)p->q_dtype);
+    if (p->kv_dtype != MLT_BF16 && p->kv_dtype != MLT_FP16 && p->kv_dtype != MLT_FP8_E4M3)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: kv_dtype must be MLT_BF16, MLT_FP16 or MLT_FP8_E4M3 (got %d)",
+                       (int)p->kv_dtype);
+    const int fp8 = p->q_dtype == MLT_FP8_E4M3 || p->kv_dtype == MLT_FP8_E4M3;
+    if (fp8 && p->q_dtype != p->kv_dtype)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "prefill: fp8 takes q, k and v all MLT_FP8_E4M3 (got q_dtype %d, kv_dtype %d)", (int)p->q_dtype,
+                       (int)p->kv_dtype);
+    const float scales[3] = {p->q_scale, p->k_scale, p->v_scale};
+    static const char *const scale_names[3] = {"q_scale", "k_scale", "v_scale"};
+    for (int i = 0; i < 3; i++) {
+        if (!fp8 && scales[i] != 1.0f && scales[i] != 0.0f)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: %s %g: the scales are fp8's; 16-bit types take 1 (or 0)",
+                           scale_names[i], (double)scales[i]);
+        if (fp8 && (!(scales[i] > 0.0f) || !isfinite(scales[i])))
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: %s %g is not a positive finite number", scale_names[i],
+                           (double)scales[i]);
+    }
     if (!(p->softmax_scale > 0.0f) || !isfinite(p->softmax_scale))
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "prefill: softmax_scale %g is not a positive finite number",
                        (double)p->softmax_scale);
@@ -90,7 +104,9 @@ static mlt_status plan_create(mlt_runtime *rt, const mlt_prefill_problem *proble
     if (!plan) return mt_to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
     plan->rt = rt;
     plan->nope = problem->qk_nope_dim;
-    plan->scale = problem->softmax_scale;
+    const int fp8 = problem->q_dtype == MLT_FP8_E4M3;  /* its scales; 16-bit types have none */
+    plan->scale = problem->softmax_scale * (fp8 ? problem->q_scale * problem->k_scale : 1.0f);
+    plan->v_scale = fp8 ? problem->v_scale : 1.0f;
     const mt_device_info *info = mt_runtime_device(rt);
     const mt_target *target = mt_runtime_target(rt);
     const mt_choice *choices;
@@ -166,9 +182,21 @@ mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *a, vo
                              .cu_k = (mt_devptr)(uintptr_t)a->cu_seqlens_k,
                              .q = view_of(a->q, a->q_strides), .k = view_of(a->k, a->k_strides),
                              .k_pe = view_of(a->k_pe, a->k_pe_strides), .v = view_of(a->v, a->v_strides),
-                             .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides)};
+                             .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides),
+                             .max_k = a->max_seqlen_k, .v_scale = plan->v_scale,
+                             .workspace = (mt_devptr)(uintptr_t)a->workspace, .workspace_bytes = a->workspace_size};
     return mt_to_public(mt_mla_prefill_launch(mt_runtime_backend(plan->rt), &plan->kernels[at], v,
                                                &plan->shape.s, &k, (mt_stream)stream));
+}
+
+size_t mlt_prefill_workspace_size(const mlt_prefill_plan *plan, int batch, int max_seqlen_k) {
+    size_t most = 0;
+    for (int i = 0; plan && i < plan->n_variants; i++) { /* whichever the dispatch picks */
+        size_t n = mt_mla_prefill_workspace_bytes(plan->variants[i].values, &plan->shape.s, batch,
+                                                  plan->shape.n_heads, max_seqlen_k);
+        if (n > most) most = n;
+    }
+    return most;
 }
 
 mlt_status mlt_prefill_merge(mlt_prefill_plan *plan, const mlt_prefill_merge_args *a, void *stream) {

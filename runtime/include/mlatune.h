@@ -50,9 +50,13 @@ extern "C" {
 
 /* 0.2: mlt_decode_args gained the views (q in two parts, strides for q,
  * out and lse) and the device-side kv scale at its end: a program built
- * against 0.1 must be rebuilt (mlt_api_version tells which a library is). */
+ * against 0.1 must be rebuilt (mlt_api_version tells which a library is).
+ * 0.3: fp8 prefill: mlt_prefill_problem gained the scales and
+ * mlt_prefill_args max_seqlen_k and the workspace, at their ends
+ * (mlt_prefill_workspace_size); a prefill caller built against 0.2 must
+ * be rebuilt. */
 #define MLT_VERSION_MAJOR 0
-#define MLT_VERSION_MINOR 2
+#define MLT_VERSION_MINOR 3
 
 /* The library's (MLT_VERSION_MAJOR << 16) | MLT_VERSION_MINOR, to compare
  * with the header a program (or a binding) was written against. */
@@ -291,18 +295,26 @@ mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, i
  * mask, requests and max_seqlen_q (the keys per request are on the GPU
  * only: of the keys with those requests and new tokens, the one with the
  * least context is nearest); with no key for the mask, the family's
- * built-in default.  dtypes: bf16 or fp16; fp8 is refused. */
+ * built-in default.
+ *
+ * dtypes: bf16 or fp16; or fp8: q, k, k_pe and v all MLT_FP8_E4M3 (OCP
+ * e4m3) with per-tensor dequantisation scales (q_scale, k_scale, v_scale:
+ * the value is the stored one times its scale), out in bf16.  fp8 runs on
+ * the Hopper matrix units only (sm_90) and needs a workspace per call
+ * (mlt_prefill_workspace_size: v is transposed there) and max_seqlen_k. */
 typedef struct mlt_prefill_problem {
     int n_heads;            /* 1..128 (q, k and v alike) */
     int qk_nope_dim;        /* q/k columns without rope (128) */
     int qk_rope_dim;        /* q/k rope columns (64); nope + rope <= 512 */
     int v_dim;              /* v and out columns (128), <= 512 */
-    mlt_dtype q_dtype;      /* q and out: MLT_BF16 or MLT_FP16 */
-    mlt_dtype kv_dtype;     /* k, k_pe and v: MLT_BF16 or MLT_FP16 */
+    mlt_dtype q_dtype;      /* q (and out, but bf16 for fp8 q): MLT_BF16, MLT_FP16 or MLT_FP8_E4M3 */
+    mlt_dtype kv_dtype;     /* k, k_pe and v: the same as q_dtype */
     float softmax_scale;
+    float q_scale, k_scale, v_scale; /* fp8's per-tensor scales (positive); 16-bit types: 1 or 0 (unused) */
 } mlt_prefill_problem;
 
-/* DeepSeek's shape: 128 heads, 128 + 64 / 128, bf16, scale 1/sqrt(192). */
+/* DeepSeek's shape: 128 heads, 128 + 64 / 128, bf16, scale 1/sqrt(192),
+ * scales 1. */
 void mlt_prefill_problem_default(mlt_prefill_problem *problem);
 
 typedef struct mlt_prefill_plan mlt_prefill_plan;
@@ -333,7 +345,16 @@ typedef struct mlt_prefill_args {
     float *lse;                     /* [total_q, n_heads]; head-major [n_heads, total_q] is strides {1, total_q} */
     int64_t q_strides[2], k_strides[2], v_strides[2], out_strides[2], lse_strides[2];
     int64_t k_pe_strides[2];        /* {0, 0}: [total_k, rope] shared by the heads; a head stride of 0 shares a row */
+    /* fp8 only (0 / NULL otherwise): */
+    int max_seqlen_k;               /* the most keys of any request (>= 1); a request with more gets NaN out */
+    void *workspace;                /* mlt_prefill_workspace_size(plan, batch, max_seqlen_k) bytes, 16-byte aligned */
+    size_t workspace_size;
 } mlt_prefill_args;
+
+/* Bytes of device workspace an mlt_prefill_run of `batch` requests of at
+ * most max_seqlen_k keys needs: 0 for 16-bit types; for fp8, v transposed
+ * (batch x heads x v_dim x max_seqlen_k rounded up to 128). */
+size_t mlt_prefill_workspace_size(const mlt_prefill_plan *plan, int batch, int max_seqlen_k);
 
 /* stream: a CUstream / hipStream_t, or NULL for the default stream. */
 mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *args, void *stream);

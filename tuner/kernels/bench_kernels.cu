@@ -86,4 +86,42 @@ extern "C" __global__ void __launch_bounds__(256, 1) mt_wgmma_peak(float *out, i
     for (int i = 0; i < 128; i++) s += acc[i];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
+
+/* The fp8 form: wgmma m64n256k32 e4m3 (A from registers, B K-major in
+ * shared memory: the only layout fp8 takes), as the prefill family's fp8
+ * path uses it; the same batches.  FLOPs = 2 * 64 * 256 * 32 * 8 * iters
+ * per warpgroup. */
+extern "C" __global__ void __launch_bounds__(256, 1) mt_wgmma_fp8_peak(float *out, int iters) {
+    /* n256 rows of 64 bytes (the 64-byte swizzle's row; a k32 step reads 32 of them) */
+    __shared__ __align__(1024) mt_u8 b_s[256 * 64];
+    for (int i = threadIdx.x; i < 256 * 64; i += blockDim.x) b_s[i] = (mt_u8)(0x38u ^ (i & 7));
+    mt_fence_proxy_async();
+    __syncthreads();
+    mt_u32 a[4];
+    for (int i = 0; i < 4; i++) a[i] = 0x38383838u ^ (threadIdx.x * 0x01010101u * (i + 1) & 0x07070707u);
+    float acc[128];
+    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+    const mt_u64 addr = mt_smem_addr(b_s);
+    const mt_u64 b_desc = ((addr & 0x3ffffu) >> 4) | (1ull << 16) | ((mt_u64)(512 >> 4) << 32) | (2ull << 62);
+    const int accumulate = 1;
+    for (int it = 0; it < iters; it++) {
+        mt_wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float *d = acc;
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {" MT_ACC128 "}, "
+                         "{%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+                         : MT_OUT128
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+        }
+        mt_wgmma_commit();
+        mt_wgmma_wait<1>();
+    }
+    mt_wgmma_wait<0>();
+    mt_wgmma_pin<128>(acc);
+    float s = 0.0f;
+    for (int i = 0; i < 128; i++) s += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
 #endif
