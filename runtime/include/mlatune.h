@@ -393,6 +393,35 @@ mlt_status mlt_prefill_plan_explain_call(const mlt_prefill_plan *plan, int batch
 /* The same for one causal request of one new token. */
 mlt_status mlt_prefill_plan_explain(const mlt_prefill_plan *plan, mlt_choice_info *out);
 
+/* ---- which form for a chunk of prefill (MQA or MHA) ----------------------
+ * A request's chunk of sq new tokens after `context` tokens runs either
+ * absorbed (MQA: q_nope @ W_UK^T, attention over the latent cache with
+ * mlt_plan_run at Sq = the chunk, then out @ W_UV) or decompressed (MHA:
+ * the latent rows @ [W_UK | W_UV], then mlt_prefill_run).  Which is faster
+ * depends on sq, the context, the heads and the GPU: `mla-tune crossover`
+ * measures both end to end and stores the points in the tuning DB; this
+ * answers from them (runtime/api/crossover_pick.h: the nearest measured
+ * heads and context, both forms' times interpolated in sq).  With nothing
+ * measured for this GPU's architecture and the dtypes it answers by the
+ * flop count and says so (measured = 0, source "rule"). */
+typedef enum mlt_prefill_form { MLT_FORM_MQA = 0, MLT_FORM_MHA = 1 } mlt_prefill_form;
+
+typedef struct mlt_form_info {
+    mlt_prefill_form form;     /* the faster form at (sq, context) */
+    int measured;              /* 1: from measured points; 0: the flop rule */
+    char source[16];           /* "user", "system" (the DB the points came from) or "rule" */
+    int key_n_heads;           /* the measured head count used */
+    int key_context;           /* the measured context used */
+    int lo_sq, hi_sq;          /* the measured Sq around sq (equal when sq is one of them or outside them) */
+    double mqa_ms, mha_ms;     /* both forms' times at sq (interpolated); 0 by the rule */
+    int boundary_sq;           /* at key_context: the Sq from which MHA is faster (interpolated); 0 when
+                                  MQA is faster at every measured Sq */
+    char why[256];
+} mlt_form_info;
+
+mlt_status mlt_prefill_choose_form(mlt_runtime *rt, int n_heads, mlt_dtype q_dtype, mlt_dtype kv_dtype, int sq,
+                                   int context, mlt_form_info *out);
+
 #ifdef __cplusplus
 }
 #endif
