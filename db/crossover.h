@@ -40,18 +40,40 @@ typedef struct mt_crossover_point {
     char mha_variant[200];   /* the mla_prefill variant the MHA attention ran */
     char blas[64];           /* the GEMM library and version, "cuBLASLt 13.1.0" */
     char source[16];         /* not stored: "user" / "system", set by whoever merges two DBs' points */
+    char measured_at[32];    /* when it was stored (filled by the loader; put stamps the time itself) */
 } mt_crossover_point;
 
 /* Stores p for device_id (mt_db_put_device), replacing any point of the
- * same device, heads, dtypes, sq and context; one transaction.  Values out
- * of range (heads 1..128, sq 1..MT_DECODE_MAX_SQ, context >= 0, times not
- * positive and finite) are refused naming the field, nothing written. */
+ * same device, heads, dtypes, sq and context; one transaction (or the
+ * caller's, when one is open).  p's arch, compute_units, device_name,
+ * source and measured_at are not read: the device is device_id's, the time
+ * now.  Values out of range (heads 1..128, q_dtype bf16 or fp16, kv_dtype
+ * a known one, sq 1..MT_DECODE_MAX_SQ, context >= 0, any of the seven
+ * times not positive and finite, variant or BLAS text not printable or
+ * filling its field, a device_id this file does not hold) are refused
+ * with MT_ERR_INVALID_ARGUMENT naming the field and value; nothing is
+ * written. */
 mt_status mt_db_put_crossover(mt_db *db, int64_t device_id, const mt_crossover_point *p);
 
 /* Every point of `arch` (NULL: of every arch), ordered by arch, compute
- * units, heads, dtypes, context, sq.  *out is malloc'd (free() it; NULL
- * when *n is 0).  A row whose values are out of range is refused as
- * MT_ERR_CORRUPT naming the row. */
+ * units, heads, dtypes, context, sq.  A device is its arch and compute
+ * units (as for choices): where one point was measured under two device
+ * rows of the same arch and compute units (another driver or compiler),
+ * only the latest measured is returned.  *out is malloc'd (free() it; NULL
+ * when *n is 0).  A row whose values are out of range or of the wrong
+ * type is refused as MT_ERR_CORRUPT naming the file and the row. */
 mt_status mt_db_load_crossover(mt_db *db, const char *arch, mt_crossover_point **out, int *n);
+
+/* The points of `arch` (NULL: all) of the system DB, then the user DB's
+ * over them: a user point replaces the system point of the same arch,
+ * compute units, heads, dtypes, sq and context.  Each point's source says
+ * "user" or "system".  Paths as mt_db_load_overlay's: one that is NULL or
+ * names no file is skipped unless required.  Ordered as the loader's;
+ * *out malloc'd (NULL when *n is 0). */
+mt_status mt_db_load_crossover_overlay(const char *user_path, int user_required, const char *system_path,
+                                       int system_required, const char *arch, mt_crossover_point **out, int *n);
+
+/* The same point: arch, compute units, heads, dtypes, sq and context. */
+int mt_crossover_same_point(const mt_crossover_point *a, const mt_crossover_point *b);
 
 #endif

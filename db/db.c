@@ -33,7 +33,6 @@
 #define MT_APPLICATION_ID 0x4d4c4154 /* "MLAT" */
 #define APPLICATION_ID_TEXT "1296843092" /* the same number, for SQL text */
 _Static_assert(MT_APPLICATION_ID == 1296843092, "APPLICATION_ID_TEXT must match");
-#define TOOL_VERSION "mla-tune 0.1.0"
 
 enum { BUSY_TIMEOUT_MS = 5000, BUSY_RETRY_LIMIT_MS = 120000 };
 
@@ -143,6 +142,19 @@ static const char *const migrations[] = {
     "  last_at TEXT NOT NULL,"
     "  PRIMARY KEY(arch, compute_units, kind, q_dtype, kv_dtype, n_heads, sq, d, dl, page_size, batch, seq_len,"
     "    max_len));",
+
+    /* 5 -> 6 (issue 29): the measured crossover between prefill's two forms
+     * (db/crossover.h), one point per (device, heads, dtypes, sq, context):
+     * a point measured again replaces the old one (crossover.c says why) */
+    "CREATE TABLE crossover("
+    "  id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL REFERENCES devices(id),"
+    "  n_heads INTEGER NOT NULL, q_dtype TEXT NOT NULL, kv_dtype TEXT NOT NULL,"
+    "  sq INTEGER NOT NULL, context INTEGER NOT NULL, mqa_ms REAL NOT NULL, mha_ms REAL NOT NULL,"
+    "  mqa_absorb_ms REAL NOT NULL, mqa_attention_ms REAL NOT NULL, mqa_output_ms REAL NOT NULL,"
+    "  mha_decompress_ms REAL NOT NULL, mha_attention_ms REAL NOT NULL,"
+    "  mqa_variant TEXT NOT NULL, mha_variant TEXT NOT NULL, blas TEXT NOT NULL,"
+    "  tool_version TEXT NOT NULL, measured_at TEXT NOT NULL,"
+    "  UNIQUE(device_id, n_heads, q_dtype, kv_dtype, sq, context));",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == MT_DB_SCHEMA_VERSION,
                "one migration per schema version");
@@ -573,7 +585,7 @@ mt_status mt_db_record(mt_db *db, const mt_measurement *m) {
     }
     sqlite3_bind_int(s, 9, m->reps);
     if (m->error) sqlite3_bind_text(s, 10, m->error, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 11, TOOL_VERSION, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 11, DB_TOOL_VERSION, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 12, db->origin, -1, SQLITE_STATIC);
     if (m->source_hash && m->source_hash[0]) sqlite3_bind_text(s, 13, m->source_hash, -1, SQLITE_TRANSIENT);
     if (step(s) != SQLITE_DONE) {

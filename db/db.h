@@ -30,7 +30,7 @@
 #include "kernels/family.h"
 #include "runtime/gpu/backend.h"
 
-enum { MT_DB_SCHEMA_VERSION = 5 };
+enum { MT_DB_SCHEMA_VERSION = 6 };
 
 typedef struct mt_db mt_db;
 
@@ -177,8 +177,21 @@ void mt_db_default_paths(char *user, size_t user_size, char *system_db, size_t s
 
 /* Copies what belongs to `arch` (NULL: everything) from `src` into `dst`
  * (created when missing), skipping rows already there; provenance (the
- * measurement's origin) is kept.  Used by export, import and merge. */
+ * measurement's origin) is kept.  Used by export, import and merge.  The
+ * crossover points (db/crossover.h) travel too, each with its device: the
+ * same point in both files stays as the newer measurement.  *copied
+ * counts the measurements added. */
 mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied);
+
+/* What mt_db_copy_counted copied: measurements added, crossover points
+ * added or replaced by newer ones. */
+typedef struct mt_copy_counts {
+    int measurements;
+    int crossover_points;
+} mt_copy_counts;
+
+/* mt_db_copy_into, counting both (export, import and merge say both). */
+mt_status mt_db_copy_counted(mt_db *src, mt_db *dst, const char *arch, mt_copy_counts *counts);
 
 /* Turns a file just written by export or merge into one that readers can
  * open where they cannot write (rollback-journal mode, WAL folded in): the

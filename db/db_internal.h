@@ -44,6 +44,22 @@ int db_spread_usable(sqlite3_stmt *s, int col);
  * lower-case hex digits: it is compared and printed, never more. */
 int db_source_hash_ok(const char *hash);
 
+/* validate.c: text a file holds that is printed and compared (a length
+ * mix, a crossover point's variant names): printable ASCII only (a hostile
+ * name cannot reach a terminal), and whole in a field of `size` bytes (a
+ * longer one was cut on reading). */
+int db_text_fits(const char *text, size_t size);
+
+/* crossover.c: copies the crossover points of `arch` (NULL: all) from src
+ * into dst inside dst's open write transaction (mt_db_copy_counted), each
+ * with its device and checked as the loader checks it; the same point in
+ * both stays as the newer measurement.  *copied: points added or
+ * replaced. */
+mt_status db_copy_crossover(mt_db *src, mt_db *dst, const char *arch, int *copied);
+
+/* What wrote a row (measurements, crossover points). */
+#define DB_TOOL_VERSION "mla-tune 0.1.0"
+
 /* A text column, "" for NULL: a hostile file may hold NULLs anywhere. */
 static inline const char *col_text(sqlite3_stmt *s, int i) {
     const unsigned char *t = sqlite3_column_text(s, i);

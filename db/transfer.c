@@ -11,6 +11,8 @@
  * keys.  Conflicts (two measurements of the same variant and key) are not
  * resolved by dropping one: both are kept, and the choices are recomputed
  * from the union (choices.c: the latest measurement per variant counts).
+ * Crossover points (crossover.c) are one row per point: there the newer of
+ * the two stays.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -106,7 +108,15 @@ void mt_db_default_paths(char *user, size_t user_size, char *system_db, size_t s
 }
 
 mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied) {
-    *copied = 0;
+    mt_copy_counts counts;
+    mt_status st = mt_db_copy_counted(src, dst, arch, &counts);
+    *copied = counts.measurements;
+    return st;
+}
+
+mt_status mt_db_copy_counted(mt_db *src, mt_db *dst, const char *arch, mt_copy_counts *counts) {
+    memset(counts, 0, sizeof *counts);
+    int *copied = &counts->measurements;
     sqlite3_stmt *sel = NULL, *ins = NULL;
     if (sqlite3_prepare_v2(src->h,
                            "SELECT d.arch, d.name, d.compute_units, d.memory_bytes, d.driver_version, d.compiler_version,"
@@ -199,6 +209,9 @@ mt_status mt_db_copy_into(mt_db *src, mt_db *dst, const char *arch, int *copied)
         *copied += sqlite3_changes(dst->h);
     }
     if (rc != SQLITE_DONE) st = db_error(src, "read measurements");
+    /* the crossover points in the same transaction: a shipped file has
+     * both or neither */
+    if (st == MT_OK) st = db_copy_crossover(src, dst, arch, &counts->crossover_points);
 out:
     sqlite3_finalize(sel);
     sqlite3_finalize(ins);

@@ -16,16 +16,16 @@
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_prefill/mla_prefill.h"
 
-/* A key's length-mix name is shown and compared as text: printable ASCII
- * only (a hostile name cannot reach a terminal), and it must have fitted
- * the key's field (a longer one was cut on reading). */
-static int lengths_text_ok(const char *text) {
-    size_t n = strlen(text);
-    if (n + 1 >= sizeof ((mt_problem_key *)0)->lengths) return 0;
+int db_text_fits(const char *text, size_t size) {
+    size_t n = strnlen(text, size);
+    if (n + 1 >= size) return 0;
     for (size_t i = 0; i < n; i++)
         if (text[i] < 0x20 || text[i] > 0x7e) return 0;
     return 1;
 }
+
+/* A key's length-mix name: shown and compared as text. */
+static int lengths_text_ok(const char *text) { return db_text_fits(text, sizeof ((mt_problem_key *)0)->lengths); }
 
 /* A prefill key's checks (kernels/mla_prefill/mla_prefill.h says what its
  * fields mean): NULL when it passes. */

@@ -127,7 +127,7 @@ static void test_migration_from_v4(void) {
     /* write: migrated in place */
     CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
     mt_db_close(db);
-    CHECK(db_query_int(path, "PRAGMA user_version") == 5);
+    CHECK(db_query_int(path, "PRAGMA user_version") == MT_DB_SCHEMA_VERSION);
     CHECK(db_query_int(path, "SELECT count(*) FROM measurements WHERE source_hash IS NULL") == 1);
     CHECK(db_query_int(path, "SELECT count(*) FROM choices WHERE compute_units = 132 AND source_hash IS NULL") == 1);
     CHECK(db_query_int(path, "SELECT count(*) FROM recorded_calls") == 0);

@@ -220,12 +220,13 @@ int cmd_show(int argc, char **argv) {
     return 0;
 }
 
-/* Appends the architectures `db` has measurements for to `list`
- * ("sm_90, gfx942"), each once. */
+/* Appends the architectures `db` has measurements or crossover points for
+ * to `list` ("sm_90, gfx942"), each once. */
 static void list_archs(mt_db *db, char *list, size_t size) {
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(mt_db_handle(db), "SELECT DISTINCT d.arch FROM measurements m JOIN devices d ON "
-                           "d.id = m.device_id ORDER BY 1", -1, &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(mt_db_handle(db), "SELECT d.arch FROM measurements m JOIN devices d ON d.id = m.device_id "
+                           "UNION SELECT d.arch FROM crossover x JOIN devices d ON d.id = x.device_id ORDER BY 1",
+                           -1, &q, NULL) != SQLITE_OK)
         return;
     while (sqlite3_step(q) == SQLITE_ROW) {
         const char *a = (const char *)sqlite3_column_text(q, 0);
@@ -236,6 +237,14 @@ static void list_archs(mt_db *db, char *list, size_t size) {
         snprintf(list + n, size - n, "%s%s", n ? ", " : "", quoted);
     }
     sqlite3_finalize(q);
+}
+
+/* " and 4 crossover points" when there are any (files without them are
+ * described as they always were). */
+static const char *points_text(int points, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (points > 0) snprintf(buf, size, " and %d crossover point%s", points, points == 1 ? "" : "s");
+    return buf;
 }
 
 /* Copies `arch` (NULL = all) of each source into `out`, which must not
@@ -258,30 +267,34 @@ static int copy_to_new(const char *const *sources, int n_sources, const char *ar
             return 1;
         }
     mt_db *dst = NULL;
-    int rc = 0, total = 0;
+    int rc = 0, total = 0, total_points = 0;
+    char points[64];
     if (mt_db_open(out, MT_DB_WRITE, &dst) != MT_OK) {
         mt_cli_error("%s: %s", cmd, mt_last_error());
         rc = 1;
     }
     for (int i = 0; i < n_sources && rc == 0; i++) {
-        int copied = 0;
-        if (mt_db_copy_into(src[i], dst, arch, &copied) != MT_OK) {
+        mt_copy_counts copied;
+        if (mt_db_copy_counted(src[i], dst, arch, &copied) != MT_OK) {
             mt_cli_error("%s: %s", cmd, mt_last_error());
             rc = 1;
             break;  /* nothing is said about a file that was not copied */
         }
-        printf("%s: %d measurements from %s\n", cmd, copied, sources[i]);
-        total += copied;
+        printf("%s: %d measurements%s from %s\n", cmd, copied.measurements,
+               points_text(copied.crossover_points, points, sizeof points), sources[i]);
+        total += copied.measurements;
+        total_points += copied.crossover_points;
     }
     /* an empty file would install as a system DB that silently answers
      * nothing: say what the sources do hold instead */
-    if (rc == 0 && total == 0) {
+    if (rc == 0 && total == 0 && total_points == 0) {
         char held[512] = "";
         for (int i = 0; i < n_sources; i++) list_archs(src[i], held, sizeof held);
-        mt_cli_error("%s: nothing to write: %s would hold no measurements%s%s (%s%s)", cmd, out,
-                     arch ? " for " : "", arch ? arch : "",
-                     held[0] ? (n_sources > 1 ? "the inputs hold measurements for: " : "it holds measurements for: ")
-                             : "the input holds no measurements at all", held);
+        mt_cli_error("%s: nothing to write: %s would hold no measurements%s%s and no crossover points (%s%s)", cmd,
+                     out, arch ? " for " : "", arch ? arch : "",
+                     held[0] ? (n_sources > 1 ? "the inputs hold measurements or crossover points for: "
+                                              : "it holds measurements or crossover points for: ")
+                             : "the input holds no measurements or crossover points at all", held);
         rc = 1;
     }
     /* the new file is read where it is installed, often read-only */
@@ -300,7 +313,8 @@ static int copy_to_new(const char *const *sources, int n_sources, const char *ar
         snprintf(path, sizeof path, "%s-shm", out);
         unlink(path);
     } else {
-        printf("%s: wrote %s (%d measurements%s%s)\n", cmd, out, total, arch ? " for " : "", arch ? arch : "");
+        printf("%s: wrote %s (%d measurements%s%s%s)\n", cmd, out, total,
+               points_text(total_points, points, sizeof points), arch ? " for " : "", arch ? arch : "");
     }
     return rc;
 }
@@ -310,8 +324,9 @@ int cmd_export(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
             printf("usage: mla-tune export --arch ARCH -o|--output FILE [--db FILE]\n\n"
-                   "Writes a new database holding what the user DB measured on ARCH, ready to ship.\n"
-                   "Fails, writing nothing, when the user DB holds no measurement for ARCH.\n");
+                   "Writes a new database holding what the user DB measured on ARCH (measurements and\n"
+                   "crossover points), ready to ship.  Fails, writing nothing, when the user DB holds\n"
+                   "neither for ARCH.\n");
             return 0;
         } else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
         else if (i + 1 < argc && (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)) out = argv[++i];
@@ -341,7 +356,8 @@ int cmd_import(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
             printf("usage: mla-tune import FILE [--db FILE]\n\n"
-                   "Adds FILE's measurements to the user DB (no duplicates; choices recomputed).\n");
+                   "Adds FILE's measurements to the user DB (no duplicates; choices recomputed), and its\n"
+                   "crossover points (where both hold a point, the newer measurement stays).\n");
             return 0;
         } else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
         else if (!file && argv[i][0] != '-') file = argv[i];
@@ -362,12 +378,15 @@ int cmd_import(int argc, char **argv) {
         mt_cli_error("import: %s", mt_last_error());
         return 1;
     }
-    int copied = 0, rc = 0;
-    if (mt_db_open(dst_path, MT_DB_WRITE, &dst) != MT_OK || mt_db_copy_into(src, dst, NULL, &copied) != MT_OK) {
+    mt_copy_counts copied;
+    char points[64];
+    int rc = 0;
+    if (mt_db_open(dst_path, MT_DB_WRITE, &dst) != MT_OK || mt_db_copy_counted(src, dst, NULL, &copied) != MT_OK) {
         mt_cli_error("import: %s", mt_last_error());
         rc = 1;
     } else {
-        printf("import: %d new measurements from %s into %s\n", copied, file, dst_path);
+        printf("import: %d new measurements%s from %s into %s\n", copied.measurements,
+               points_text(copied.crossover_points, points, sizeof points), file, dst_path);
     }
     mt_db_close(src);
     mt_db_close(dst);
@@ -384,7 +403,7 @@ int cmd_merge(int argc, char **argv) {
             printf("usage: mla-tune merge A B [C ...] -o|--output OUT\n\n"
                    "Writes a new database OUT with every measurement of the inputs (the shards of a\n"
                    "sweep, several hosts' results), each once, provenance kept; choices recomputed\n"
-                   "from the union.\n");
+                   "from the union.  Crossover points too: of one point in two inputs, the newer.\n");
             free(in);
             return 0;
         } else if (i + 1 < argc && (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)) out = argv[++i];

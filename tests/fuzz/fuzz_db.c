@@ -2,7 +2,8 @@
  * libFuzzer target: the database loader on arbitrary files.  The input is
  * written to a file and opened the way the runtime and `mla-tune show` open
  * databases (read-only: inspection, migration of a copy in memory, loading
- * and validating the choices), then the way import reads a source.  Any
+ * and validating the choices and the crossover points), then the way
+ * import reads a source.  Any
  * input must give MT_OK or a clean error.
  */
 #define _GNU_SOURCE
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "db/crossover.h"
 #include "db/db.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -28,6 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         mt_choice *c = NULL;
         int n = 0;
         if (mt_db_load_choices(db, NULL, &c, &n) == MT_OK) free(c);
+        mt_crossover_point *points = NULL;
+        if (mt_db_load_crossover(db, NULL, &points, &n) == MT_OK) free(points);
         mt_db *dst = NULL;
         unlink(out_path);
         if (mt_db_open(out_path, MT_DB_WRITE, &dst) == MT_OK) {
