@@ -401,24 +401,36 @@ mlt_status mlt_prefill_plan_explain(const mlt_prefill_plan *plan, mlt_choice_inf
  * depends on sq, the context, the heads and the GPU: `mla-tune crossover`
  * measures both end to end and stores the points in the tuning DB; this
  * answers from them (runtime/api/crossover_pick.h: the nearest measured
- * heads and context, both forms' times interpolated in sq).  With nothing
- * measured for this GPU's architecture and the dtypes it answers by the
- * flop count and says so (measured = 0, source "rule"). */
+ * device, heads and context, both forms' times interpolated in sq).  With
+ * nothing measured for this GPU's architecture and the dtypes it answers
+ * by the flop count and says so (measured = 0, source "rule").
+ * docs/prefill.md, "The crossover". */
 typedef enum mlt_prefill_form { MLT_FORM_MQA = 0, MLT_FORM_MHA = 1 } mlt_prefill_form;
 
 typedef struct mlt_form_info {
-    mlt_prefill_form form;     /* the faster form at (sq, context) */
+    mlt_prefill_form form;     /* the faster form at (sq, context); MHA on a tie */
     int measured;              /* 1: from measured points; 0: the flop rule */
-    char source[16];           /* "user", "system" (the DB the points came from) or "rule" */
-    int key_n_heads;           /* the measured head count used */
-    int key_context;           /* the measured context used */
+    char source[16];           /* "user", "system" (the DB the points came from; "user+system" when the two
+                                  interpolated between came from both) or "rule" */
+    int key_compute_units;     /* the measured device's compute units used (0 by the rule) */
+    int key_n_heads;           /* the measured head count used (0 by the rule) */
+    int key_context;           /* the measured context used (0 by the rule) */
     int lo_sq, hi_sq;          /* the measured Sq around sq (equal when sq is one of them or outside them) */
     double mqa_ms, mha_ms;     /* both forms' times at sq (interpolated); 0 by the rule */
-    int boundary_sq;           /* at key_context: the Sq from which MHA is faster (interpolated); 0 when
-                                  MQA is faster at every measured Sq */
-    char why[256];
+    int boundary_sq;           /* at key_context (by the rule: at context): the smallest Sq at which MHA is
+                                  picked; 0 when MQA is at every Sq up to 1024 */
+    char why[256];             /* one line: which points, how near, or the rule */
 } mlt_form_info;
 
+/* Which form a chunk of sq (1..1024) new tokens after `context` (>= 0)
+ * tokens of one request should take, with n_heads (1..128) heads, q in
+ * q_dtype (MLT_BF16 or MLT_FP16) and the latent cache in kv_dtype, on the
+ * runtime's GPU (its architecture and compute units).  The points are read
+ * from the runtime's user and system DBs at the first call (the user DB's
+ * point replaces the system DB's for the same device, heads, dtypes, sq
+ * and context) and kept; calls may come from several threads at once.  A
+ * bad argument is MLT_ERR_INVALID_ARGUMENT naming it; a damaged DB,
+ * MLT_ERR_DATABASE (and the next call reads again). */
 mlt_status mlt_prefill_choose_form(mlt_runtime *rt, int n_heads, mlt_dtype q_dtype, mlt_dtype kv_dtype, int sq,
                                    int context, mlt_form_info *out);
 
