@@ -12,12 +12,12 @@ is loaded by the first Runtime (see load_library for where it is looked
 for).  python/README.md has the rules for arguments and CUDA graphs.
 """
 
-from ._capi import HEADER_VERSION, LENGTHS_UNKNOWN, VIEWS_VERSION, ChoiceReason, DType, LogLevel, Status
+from ._capi import HEADER_VERSION, LENGTHS_UNKNOWN, VIEWS_VERSION, ChoiceReason, DType, LogLevel, PrefillForm, Status
 from ._errors import Error, LibraryNotFound, Unsupported
 from ._library import INSTALLED_PATH, SPLIT_Q_VERSION, Library, load_library
 from ._tensors import DeviceArray
 from .plan import Choice, Plan, Problem
-from .runtime import Runtime, as_dtype
+from .runtime import FormChoice, Runtime, as_dtype
 
 # the header's name for it
 MLT_LENGTHS_UNKNOWN = LENGTHS_UNKNOWN
@@ -25,7 +25,7 @@ MLT_LENGTHS_UNKNOWN = LENGTHS_UNKNOWN
 __version__ = "0.2.0"
 
 __all__ = [
-    "Choice", "ChoiceReason", "DType", "DeviceArray", "Error", "HEADER_VERSION", "INSTALLED_PATH",
-    "LENGTHS_UNKNOWN", "Library", "LibraryNotFound", "LogLevel", "MLT_LENGTHS_UNKNOWN", "Plan", "Problem",
-    "Runtime", "SPLIT_Q_VERSION", "Status", "Unsupported", "VIEWS_VERSION", "as_dtype", "load_library",
+    "Choice", "ChoiceReason", "DType", "DeviceArray", "Error", "FormChoice", "HEADER_VERSION", "INSTALLED_PATH",
+    "LENGTHS_UNKNOWN", "Library", "LibraryNotFound", "LogLevel", "MLT_LENGTHS_UNKNOWN", "Plan", "PrefillForm",
+    "Problem", "Runtime", "SPLIT_Q_VERSION", "Status", "Unsupported", "VIEWS_VERSION", "as_dtype", "load_library",
 ]

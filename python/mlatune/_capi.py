@@ -63,6 +63,13 @@ class ChoiceReason(enum.IntEnum):
     HEURISTIC = 2
 
 
+class PrefillForm(enum.IntEnum):
+    """mlt_prefill_form: how a chunk of prefill runs (docs/prefill.md, "The
+    crossover")."""
+    MQA = 0             # absorbed: attention over the latent cache (mlt_plan_run)
+    MHA = 1             # decompressed: k and v per head (mlt_prefill_run)
+
+
 # C enums are ints on every ABI the runtime supports (x86-64, aarch64 Linux)
 _c_enum = ctypes.c_int
 
@@ -207,6 +214,24 @@ class PrefillMergeArgs(ctypes.Structure):
     ]
 
 
+class FormInfo(ctypes.Structure):
+    """mlt_form_info."""
+    _fields_ = [
+        ("form", _c_enum),
+        ("measured", ctypes.c_int),
+        ("source", ctypes.c_char * 16),
+        ("key_compute_units", ctypes.c_int),
+        ("key_n_heads", ctypes.c_int),
+        ("key_context", ctypes.c_int),
+        ("lo_sq", ctypes.c_int),
+        ("hi_sq", ctypes.c_int),
+        ("mqa_ms", ctypes.c_double),
+        ("mha_ms", ctypes.c_double),
+        ("boundary_sq", ctypes.c_int),
+        ("why", ctypes.c_char * 256),
+    ]
+
+
 # the library's functions that are not always there: name -> (restype,
 # argtypes, the API version that added it).  Library binds each when the
 # library has it, else None.
@@ -223,6 +248,8 @@ OPTIONAL_FUNCTIONS = {
     "mlt_prefill_plan_explain_call": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                                      ctypes.POINTER(ChoiceInfo)], (0, 2)),
     "mlt_prefill_workspace_size": (ctypes.c_size_t, [_vp, ctypes.c_int, ctypes.c_int], (0, 3)),
+    "mlt_prefill_choose_form": (ctypes.c_int, [_vp, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                               ctypes.c_int, ctypes.POINTER(FormInfo)], (0, 3)),
 }
 
 
@@ -240,6 +267,7 @@ STRUCTS = {
     "mlt_prefill_problem": PrefillProblem,
     "mlt_prefill_args": PrefillArgs,
     "mlt_prefill_merge_args": PrefillMergeArgs,
+    "mlt_form_info": FormInfo,
 }
 
 # C enum name -> (mirror, prefix of the C enumerators)
@@ -248,6 +276,7 @@ ENUMS = {
     "mlt_log_level": (LogLevel, "MLT_LOG_"),
     "mlt_dtype": (DType, "MLT_"),
     "mlt_choice_reason": (ChoiceReason, "MLT_CHOICE_"),
+    "mlt_prefill_form": (PrefillForm, "MLT_FORM_"),
 }
 
 # C macro -> value

@@ -1,10 +1,12 @@
 """Runtime: the GPU, the tuning databases and the JIT (mlt_runtime_*)."""
 
 import ctypes
+import operator
 import os
 import weakref
+from dataclasses import dataclass
 
-from ._capi import DecodeProblem, DType, LogLevel, RuntimeOptions, Status
+from ._capi import DecodeProblem, DType, FormInfo, LogLevel, PrefillForm, RuntimeOptions, Status
 from ._errors import Error, Unsupported
 from ._library import Library, load_library
 from .plan import Plan, Problem
@@ -40,6 +42,35 @@ def as_dtype(value, name="dtype"):
 
 def _path_arg(value):
     return None if value is None else os.fsencode(value)
+
+
+def _c_int_arg(value, name):
+    """value as a Python int that a C int holds, else Error naming it: ctypes
+    would cut a larger one to 32 bits without a word (2**32 + 5 -> 5)."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise Error(Status.ERR_INVALID_ARGUMENT, f"{name}: expected an integer, got {value!r}") from None
+    if isinstance(value, bool) or not -2**31 <= v < 2**31:
+        raise Error(Status.ERR_INVALID_ARGUMENT, f"{name}: {value!r} is not an integer a C int holds")
+    return v
+
+
+@dataclass(frozen=True)
+class FormChoice:
+    """Which prefill form a chunk should take, and why (mlt_form_info)."""
+    form: PrefillForm        # MQA (absorbed) or MHA (decompressed); MHA on a tie
+    measured: bool           # True: from measured points; False: the flop rule
+    source: str              # "user", "system", "user+system" or "rule"
+    key_compute_units: int   # the measured device, heads and context used (0 by the rule)
+    key_n_heads: int
+    key_context: int
+    lo_sq: int               # the measured sq around sq (equal when sq is one or outside them)
+    hi_sq: int
+    mqa_ms: float            # both forms' times at sq (interpolated); 0 by the rule
+    mha_ms: float
+    boundary_sq: int         # at key_context (the rule: at context), the smallest sq of MHA; 0: none
+    why: str
 
 
 class Runtime:
@@ -110,6 +141,28 @@ class Runtime:
         plan = Plan(self, problem, handle.value)
         self._plans.add(plan)
         return plan
+
+    def choose_form(self, n_heads, sq, context, q_dtype="bfloat16", kv_dtype="bfloat16"):
+        """Which form a chunk of `sq` new tokens after `context` tokens of one
+        request should take on this GPU (mlt_prefill_choose_form): MQA, the
+        absorbed form (Plan.run at Sq = the chunk), or MHA, the decompressed
+        one; from the points `mla-tune crossover` measured into the tuning
+        DBs, or the flop rule where none were measured.  A FormChoice."""
+        fn = self.library.mlt_prefill_choose_form
+        if fn is None:
+            raise Unsupported(f"choose_form: {self.library.path} has no mlt_prefill_choose_form (an older "
+                              f"libmlatune)")
+        args = [_c_int_arg(n_heads, "n_heads"), int(as_dtype(q_dtype, "q_dtype")), int(as_dtype(kv_dtype, "kv_dtype")),
+                _c_int_arg(sq, "sq"), _c_int_arg(context, "context")]
+        info = FormInfo()
+        st = fn(self._live(), *args, ctypes.byref(info))
+        if st:
+            self._fail(st)
+        return FormChoice(form=PrefillForm(info.form), measured=bool(info.measured), source=info.source.decode(),
+                          key_compute_units=info.key_compute_units, key_n_heads=info.key_n_heads,
+                          key_context=info.key_context, lo_sq=info.lo_sq, hi_sq=info.hi_sq, mqa_ms=info.mqa_ms,
+                          mha_ms=info.mha_ms, boundary_sq=info.boundary_sq,
+                          why=info.why.decode("utf-8", "replace"))
 
     def bind_thread(self):
         """Makes the runtime's device current on the calling thread."""

@@ -782,5 +782,70 @@ class RuntimeTest(StubCase):
         self.rt.bind_thread()
 
 
+class ChooseFormTest(StubCase):
+    """Runtime.choose_form: what reaches C, what comes back, and what is
+    refused (by the package: non-integers, values a C int cannot hold,
+    unknown dtypes; by C, with its message: the ranges)."""
+
+    def calls(self):
+        return self.lib._cdll.stub_form_calls()
+
+    def test_arguments_reach_c_and_the_answer_comes_back(self):
+        f = self.rt.choose_form(128, 200, 4096, q_dtype="float16", kv_dtype="fp8")
+        self.assertEqual(list(self.lib._cdll.stub_last_form()[:5]),
+                         [128, int(mlatune.DType.FP16), int(mlatune.DType.FP8_E4M3), 200, 4096])
+        self.assertEqual(f, mlatune.FormChoice(form=mlatune.PrefillForm.MHA, measured=False, source="rule",
+                                               key_compute_units=132, key_n_heads=128, key_context=4096, lo_sq=199,
+                                               hi_sq=201, mqa_ms=2.0, mha_ms=4.096, boundary_sq=168,
+                                               why="stub: 128 heads, sq 200, context 4096"))
+        with self.assertRaises(AttributeError):  # frozen
+            f.form = mlatune.PrefillForm.MQA
+        f = self.rt.choose_form(16, 1, 0)  # bf16 / bf16 by default
+        self.assertEqual(list(self.lib._cdll.stub_last_form()[:5]), [16, 0, 0, 1, 0])
+        self.assertIs(f.form, mlatune.PrefillForm.MQA)
+
+    def test_refused_by_the_package(self):
+        before = self.calls()
+        for kwargs, start in (({"n_heads": 16.0}, "n_heads: expected an integer, got 16.0"),
+                              ({"sq": "64"}, "sq: expected an integer, got '64'"),
+                              ({"sq": True}, "sq: True is not an integer a C int holds"),
+                              ({"context": 2**32 + 5}, "context: 4294967301 is not an integer a C int holds"),
+                              ({"context": -2**31 - 1}, "context: -2147483649 is not an integer a C int holds"),
+                              ({"q_dtype": "float32"}, "q_dtype: 'float32' is not a dtype the runtime knows"),
+                              ({"kv_dtype": 9}, "kv_dtype: 9 is not a dtype the runtime knows")):
+            args = dict(dict(n_heads=16, sq=64, context=1024), **kwargs)
+            with self.assertRaises(mlatune.Error) as cm:
+                self.rt.choose_form(**args)
+            self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+            self.assertTrue(cm.exception.message.startswith(start), (cm.exception.message, start))
+        self.assertEqual(self.calls(), before, "a refused call reached C")
+
+    def test_refused_by_c_with_its_message(self):
+        for args, message in (((0, 64, 1024), "head count 0 outside 1..128"),
+                              ((129, 64, 1024), "head count 129 outside 1..128"),
+                              ((16, 0, 1024), "sq 0 outside 1..1024 (the new tokens of the chunk)"),
+                              ((16, 1025, 1024), "sq 1025 outside 1..1024"),
+                              ((16, 64, -1), "context -1 is negative")):
+            with self.assertRaises(mlatune.Error) as cm:
+                self.rt.choose_form(*args)
+            self.assertEqual(cm.exception.status, Status.ERR_INVALID_ARGUMENT)
+            self.assertTrue(cm.exception.message.startswith(message), cm.exception.message)
+        with self.assertRaises(mlatune.Error) as cm:
+            self.rt.choose_form(16, 64, 1024, q_dtype="fp8")
+        self.assertEqual(cm.exception.message, "q_dtype must be MLT_BF16 or MLT_FP16 (got 2)")
+
+    def test_closed_runtime_and_an_older_library(self):
+        rt = mlatune.Runtime(library=self.lib)
+        rt.close()
+        with self.assertRaises(mlatune.Error) as cm:
+            rt.choose_form(16, 64, 1024)
+        self.assertEqual(cm.exception.message, "runtime is closed")
+        old = mlatune.Runtime(library=support.stub_library(api_0_1=True))
+        with self.assertRaises(mlatune.Unsupported) as cm:
+            old.choose_form(16, 64, 1024)
+        self.assertIn("has no mlt_prefill_choose_form", cm.exception.message)
+        old.close()
+
+
 if __name__ == "__main__":
     unittest.main()

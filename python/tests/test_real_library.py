@@ -14,7 +14,8 @@ used:
   * a stub CUDA driver ($MLA_TUNE_STUB_CUDA, or tests/stub_libcuda.c of the
     repository built here) loaded through MLA_TUNE_CUDA_DRIVER: a runtime
     that reports an H100, so that options and errors are seen to cross the
-    boundary (plan creation then fails where the stub refuses to load code).
+    boundary (plan creation then fails where the stub refuses to load code),
+    and the prefill form is chosen by the flop rule (no DB).
 """
 
 import contextlib
@@ -142,6 +143,15 @@ class RealLibraryTest(unittest.TestCase):
             with self.assertRaises(mlatune.Error) as cm:
                 rt.alloc(1024)
             self.assertIn("not supported by the stub driver", cm.exception.message)
+            # the prefill form: no crossover measured (no DB), so the flop
+            # rule, MHA from sq 168 at context 4096; C's checks come back
+            f = rt.choose_form(128, 200, 4096)
+            self.assertEqual((f.form, f.measured, f.source, f.boundary_sq), (mlatune.PrefillForm.MHA, False, "rule", 168))
+            self.assertIn("no crossover measured for sm_90 with bf16/bf16", f.why)
+            self.assertIs(rt.choose_form(128, 167, 4096).form, mlatune.PrefillForm.MQA)
+            with self.assertRaises(mlatune.Error) as cm:
+                rt.choose_form(128, 2000, 4096)
+            self.assertEqual(cm.exception.message, "sq 2000 outside 1..1024 (the new tokens of the chunk)")
             rt.close()
 
 

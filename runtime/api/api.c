@@ -3,8 +3,9 @@
  * JIT, the tuning databases and the dispatcher.
  *
  * Where the work happens:
- *   mlt_runtime_create: open the GPU, read both DBs into memory (the only
- *     SQLite access the runtime ever makes);
+ *   mlt_runtime_create: open the GPU, read both DBs' choices into memory
+ *     (with the crossover points read at the first mlt_prefill_choose_form,
+ *     the only SQLite access the runtime ever makes);
  *   mlt_plan_create: build the plan's dispatch table, compile or load every
  *     variant it can dispatch to, and prepare each for launch;
  *   mlt_plan_run: argument checks, table lookup, launch.  No allocation,
@@ -41,6 +42,7 @@ struct mlt_runtime {
     int n_choices;
     int record_calls;        /* plans created now count their calls without an exact key */
     char user_db[1024];      /* where recorded calls go */
+    mt_crossover_store *crossover;  /* the same DBs' crossover points, read when first asked for */
 };
 
 struct mlt_plan {
@@ -151,6 +153,10 @@ mlt_status mlt_runtime_create(const mlt_runtime_options *options, mlt_runtime **
                                          rt->info.arch, mt_validator_keep, val, &rt->choices, &rt->sources,
                                          &rt->n_choices);
         }
+        if (st == MT_OK)
+            st = mt_crossover_store_create(o.user_db ? o.user_db : user, o.user_db != NULL || env_user,
+                                           o.system_db ? o.system_db : sys, o.system_db != NULL || env_sys,
+                                           rt->info.arch, &rt->crossover);
         if (st == MT_OK) {
             log_at(rt, MLT_LOG_INFO, "%s (%s, %d CUs): %d tuning entries from %s and %s", rt->info.name,
                    rt->info.arch, rt->info.compute_units, rt->n_choices, o.user_db ? o.user_db : user,
@@ -172,6 +178,7 @@ void mlt_runtime_destroy(mlt_runtime *rt) {
     if (!rt) return;
     mt_jit_destroy(rt->jit);
     mt_backend_close(rt->backend);
+    mt_crossover_store_destroy(rt->crossover);
     free(rt->choices);
     free(rt->sources);
     free(rt);
@@ -301,6 +308,7 @@ mt_backend *mt_runtime_backend(mlt_runtime *rt) { return rt ? rt->backend : NULL
 mt_jit *mt_runtime_jit(mlt_runtime *rt) { return rt ? rt->jit : NULL; }
 const mt_device_info *mt_runtime_device(const mlt_runtime *rt) { return rt ? &rt->info : NULL; }
 const mt_target *mt_runtime_target(const mlt_runtime *rt) { return rt ? &rt->target : NULL; }
+mt_crossover_store *mt_runtime_crossover(mlt_runtime *rt) { return rt ? rt->crossover : NULL; }
 
 void mt_runtime_choices(const mlt_runtime *rt, const mt_choice **choices, const mt_choice_source **sources, int *n) {
     *choices = rt ? rt->choices : NULL;

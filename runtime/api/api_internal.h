@@ -9,6 +9,7 @@
 #ifndef MT_API_INTERNAL_H
 #define MT_API_INTERNAL_H
 
+#include "crossover_store.h"
 #include "db/db.h"
 #include "kernels/variant.h"
 #include "runtime/gpu/backend.h"
@@ -27,6 +28,9 @@ const mt_device_info *mt_runtime_device(const mlt_runtime *rt);
  * families (prefill.c). */
 void mt_runtime_choices(const mlt_runtime *rt, const mt_choice **choices, const mt_choice_source **sources, int *n);
 const mt_target *mt_runtime_target(const mlt_runtime *rt);
+
+/* The runtime's crossover points (mlt_prefill_choose_form, crossover.c). */
+mt_crossover_store *mt_runtime_crossover(mlt_runtime *rt);
 
 /* A plan that dispatches every call to `v` (validated for the problem and
  * this GPU like a DB entry); its explain() reports the key (1, 1) as "user". */

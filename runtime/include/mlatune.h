@@ -27,7 +27,8 @@
  * emulation of the GPU: for tests on hosts without one; slow), and a backend
  * so named that cannot run is an error.
  *
- * Databases (read once, at mlt_runtime_create):
+ * Databases (read once, at mlt_runtime_create; their crossover points at
+ * the first mlt_prefill_choose_form):
  *   user DB:   options.user_db, else $MLA_TUNE_DB, else
  *              $XDG_DATA_HOME/mla-tune/tuning.db (~/.local/share/...)
  *   system DB: options.system_db, else $MLA_TUNE_SYSTEM_DB, else the first

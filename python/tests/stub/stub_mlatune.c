@@ -255,6 +255,43 @@ mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, i
     return MLT_OK;
 }
 
+#ifndef STUB_API_0_1  /* (a 0.1 library had none) */
+/* what the last mlt_prefill_choose_form that passed its checks was given:
+ * heads, q dtype, kv dtype, sq, context, in the C order */
+static int last_form[5];
+static long long form_calls;
+const int *stub_last_form(void) { return last_form; }
+long long stub_form_calls(void) { return form_calls; }
+
+/* The checks of runtime/api/crossover.c, with its messages; the answer is
+ * the flop rule's shape (MHA from sq 168), marked as the stub's. */
+mlt_status mlt_prefill_choose_form(mlt_runtime *rt, int n_heads, mlt_dtype q_dtype, mlt_dtype kv_dtype, int sq,
+                                   int context, mlt_form_info *out) {
+    if (!rt || !out) return fail(MLT_ERR_INVALID_ARGUMENT, "mlt_prefill_choose_form: %s is NULL", !rt ? "runtime" : "out");
+    if (n_heads < 1 || n_heads > 128) return fail(MLT_ERR_INVALID_ARGUMENT, "head count %d outside 1..128", n_heads);
+    if (sq < 1 || sq > 1024)
+        return fail(MLT_ERR_INVALID_ARGUMENT, "sq %d outside 1..1024 (the new tokens of the chunk)", sq);
+    if (context < 0)
+        return fail(MLT_ERR_INVALID_ARGUMENT, "context %d is negative (the tokens before the chunk)", context);
+    if (q_dtype != MLT_BF16 && q_dtype != MLT_FP16)
+        return fail(MLT_ERR_INVALID_ARGUMENT, "q_dtype must be MLT_BF16 or MLT_FP16 (got %d)", (int)q_dtype);
+    if ((int)kv_dtype < 0 || kv_dtype > MLT_FP8_E4M3_FNUZ)
+        return fail(MLT_ERR_INVALID_ARGUMENT, "kv_dtype %d is not a known dtype", (int)kv_dtype);
+    last_form[0] = n_heads, last_form[1] = (int)q_dtype, last_form[2] = (int)kv_dtype, last_form[3] = sq;
+    last_form[4] = context;
+    form_calls++;
+    memset(out, 0, sizeof *out);
+    out->form = sq >= 168 ? MLT_FORM_MHA : MLT_FORM_MQA;
+    snprintf(out->source, sizeof out->source, "rule");
+    out->boundary_sq = 168;
+    out->key_compute_units = 132, out->key_n_heads = n_heads, out->key_context = context;  /* to see them come back */
+    out->lo_sq = sq - 1, out->hi_sq = sq + 1;
+    out->mqa_ms = sq / 100.0, out->mha_ms = context / 1000.0;
+    snprintf(out->why, sizeof out->why, "stub: %d heads, sq %d, context %d", n_heads, sq, context);
+    return MLT_OK;
+}
+#endif
+
 /* The baseline for the overhead benchmark: nanoseconds per mlt_plan_run
  * call made from C, n calls on the same arguments (median of 9 rounds). */
 double stub_time_runs(mlt_plan *plan, const mlt_decode_args *a, void *stream, int n) {
