@@ -1,7 +1,7 @@
 /*
  * cmd_db.c - the database commands: show, export, import, merge.
  *
- *   mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json]
+ *   mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json] [--stale | --crossover]
  *   mla-tune export --arch ARCH -o FILE [--db FILE]
  *   mla-tune import FILE [--db FILE]
  *   mla-tune merge A B [C ...] -o OUT
@@ -21,6 +21,8 @@
 #include <sqlite3.h>
 
 #include "commands.h"
+#include "crossover_json.h"
+#include "db/crossover.h"
 #include "db/db.h"
 #include "heuristic_gain.h"
 #include "json.h"
@@ -119,20 +121,61 @@ static void show_table(const mt_choice *c, const mt_choice_source *src, int n, g
     }
 }
 
+/* The crossover points (db/crossover.h), user over system, as a table
+ * (after the choices' tables in the text form), or alone as a JSON array
+ * (--crossover --json); *n gets how many.  1 when they cannot be read (the
+ * message said). */
+static int show_crossover(const char *u, int u_required, const char *s, int s_required, const char *arch, int json,
+                          int *n) {
+    mt_crossover_point *p = NULL;
+    *n = 0;
+    if (mt_db_load_crossover_overlay(u, u_required, s, s_required, arch, &p, n) != MT_OK) {
+        mt_cli_error("show: %s", mt_last_error());
+        return 1;
+    }
+    if (json) {
+        printf("[");
+        for (int i = 0; i < *n; i++) {
+            printf("%s\n  ", i ? "," : "");
+            mt_crossover_json(&p[i]);
+        }
+        printf("%s]\n", *n ? "\n" : "");
+    } else if (*n) {
+        printf("\ncrossover points (MQA: absorbed, MHA: decompressed; `mla-tune lookup --crossover` answers from "
+               "them)\n%-7s %-10s %5s %5s %-13s %8s %5s %10s %10s %-6s  %s\n", "source", "arch", "CUs", "heads",
+               "q/kv", "context", "sq", "MQA ms", "MHA ms", "winner",
+               "MQA absorb/attention/output, MHA decompress/attention ms");
+        for (int i = 0; i < *n; i++) {
+            char dt[32];
+            snprintf(dt, sizeof dt, "%s/%s", mt_dtype_name(p[i].q_dtype), mt_dtype_name(p[i].kv_dtype));
+            printf("%-7s %-10s %5d %5d %-13s %8d %5d %10.4f %10.4f %-6s  %.4f/%.4f/%.4f, %.4f/%.4f\n", p[i].source,
+                   p[i].arch, p[i].compute_units, p[i].n_heads, dt, p[i].context, p[i].sq, p[i].mqa_ms, p[i].mha_ms,
+                   mt_crossover_winner(&p[i]), p[i].mqa_absorb_ms, p[i].mqa_attention_ms, p[i].mqa_output_ms,
+                   p[i].mha_decompress_ms, p[i].mha_attention_ms);
+        }
+        printf("%d crossover points\n", *n);
+    }
+    free(p);
+    return 0;
+}
+
 int cmd_show(int argc, char **argv) {
     const char *user = NULL, *sys = NULL, *arch = NULL;
-    int json = 0, stale = 0;
+    int json = 0, stale = 0, crossover = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) json = 1;
         else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json] [--stale]\n\n"
+            printf("usage: mla-tune show [--db FILE] [--system-db FILE] [--arch ARCH] [--json] [--stale | --crossover]\n\n"
                    "Prints the chosen variant per (architecture, problem key): the user DB over the system DB,\n"
                    "with its gain over the built-in heuristic (what the runtime runs untuned, measured in\n"
                    "the same sweep) and the range its measured spreads allow.\n"
                    "--stale lists instead the choices the runtime ignores: measured from other kernel sources\n"
-                   "or with another compiler than this build's (validators; docs/tuning.md).\n");
+                   "or with another compiler than this build's (validators; docs/tuning.md).\n"
+                   "The text form lists the crossover points (MQA or MHA per prefill chunk, `mla-tune\n"
+                   "crossover`) after the choices; --crossover lists them alone (with --json: an array).\n");
             return 0;
         } else if (strcmp(argv[i], "--stale") == 0) stale = 1;
+        else if (strcmp(argv[i], "--crossover") == 0) crossover = 1;
         else if (i + 1 < argc && strcmp(argv[i], "--db") == 0) user = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--system-db") == 0) sys = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--arch") == 0) arch = argv[++i];
@@ -158,7 +201,13 @@ int cmd_show(int argc, char **argv) {
     int n = 0;
     int env_user = 0, env_sys = 0;  /* a path someone set must exist */
     mt_db_env_required(&env_user, &env_sys);
+    if (stale && crossover) {
+        mt_cli_error("show: --stale and --crossover are two lists: ask for one");
+        return 2;
+    }
     if (stale) return mt_show_stale(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, json);
+    int n_points = 0;
+    if (crossover) return show_crossover(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, json, &n_points);
     if (mt_db_load_overlay(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, &c, &src, &n) != MT_OK) {
         mt_cli_error("show: %s", mt_last_error());
         return 1;
@@ -211,6 +260,14 @@ int cmd_show(int argc, char **argv) {
         char why[700];
         mt_gain_notes_text(&notes, why, sizeof why);
         if (notes.unknown) printf("'-' for %d choice(s): %s\n", notes.unknown, why);
+        /* the last line stays the choices' count (scripts read it) */
+        if (show_crossover(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, 0, &n_points) != 0) {
+            mt_db_close(from[0].db);
+            mt_db_close(from[1].db);
+            free(c);
+            free(src);
+            return 1;
+        }
         printf("%d choices (user DB %s, system DB %s)\n", n, u, s);
     }
     mt_db_close(from[0].db);

@@ -7,6 +7,10 @@
  * Like the runtime, it leaves out entries measured for other code (the
  * validators, runtime/api/validators.h) and says how many.
  *
+ * `lookup --prefill` (cmd_lookup_prefill.c) and `lookup --crossover`
+ * (cmd_lookup_crossover.c) answer their own questions with their own
+ * options.
+ *
  * Two things the dispatcher does silently are said here: a nearest key far
  * from the problem (distance above --max-distance: the variant was timed
  * on a very different amount of work), and, when the heuristic runs, which
@@ -40,13 +44,22 @@ static void usage(FILE *to) {
                 "                     the sum of |log2| ratios of batch, mean and spread)\n"
                 "  --json             one JSON object instead of text\n"
                 "  --db FILE, --system-db FILE   as the runtime (default paths otherwise)\n"
-                "  --prefill          a prefill call instead (mla-tune lookup --prefill --help)\n",
+                "  --prefill          a prefill call instead (mla-tune lookup --prefill --help)\n"
+                "  --crossover        which prefill form, MQA or MHA (mla-tune lookup --crossover --help)\n",
             MT_LOOKUP_MAX_DISTANCE);
 }
 
 int cmd_lookup(int argc, char **argv) {
+    int prefill = 0, crossover = 0;
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--prefill") == 0) return cmd_lookup_prefill(argc, argv);
+        prefill |= strcmp(argv[i], "--prefill") == 0, crossover |= strcmp(argv[i], "--crossover") == 0;
+    if (prefill && crossover) {
+        mt_cli_error("lookup: --prefill (which kernel a prefill call runs) and --crossover (which form a chunk "
+                     "takes) are two questions: ask one");
+        return 2;
+    }
+    if (prefill) return cmd_lookup_prefill(argc, argv);
+    if (crossover) return cmd_lookup_crossover(argc, argv);
     mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
     const char *arch = NULL, *user = NULL, *sys = NULL;
     int batch = 0, len = -2, max_len = 0, cus = 0, json = 0;

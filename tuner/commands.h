@@ -15,6 +15,8 @@ int cmd_merge(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 /* `lookup --prefill` (cmd_lookup_prefill.c): cmd_lookup hands it the whole command line. */
 int cmd_lookup_prefill(int argc, char **argv);
+/* `lookup --crossover` (cmd_lookup_crossover.c): which prefill form; the whole command line, as --prefill. */
+int cmd_lookup_crossover(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* `bench --prefill` (cmd_bench_prefill.c): cmd_bench hands it the whole command line. */
