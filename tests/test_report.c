@@ -7,7 +7,11 @@
  * plots scale with the page, read their ticks as plain numbers, carry error
  * bars and a labelled ceiling; the lookup-distance section shows 0.0 at a
  * measured key; and, where headless Chromium is installed, nothing is
- * clipped at 1000 and 1600 px (tests/report-screenshot.sh).
+ * clipped at 1000 and 1600 px (tests/report-screenshot.sh).  The crossover
+ * section (issue 29): with points added to the fixture, a chart per device,
+ * heads and dtypes (both forms per context, the boundary marked) and a
+ * table of every point with its winner and parts; a file of crossover
+ * points alone gets its report too; a file with neither is refused.
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -15,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "db/crossover.h"
 #include "db/db.h"
 #include "db_query.h"
 #include "tuner/heuristic_gain.h"
@@ -36,6 +41,105 @@ static int count_of(const char *hay, const char *needle) {
     int n = 0;
     for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
     return n;
+}
+
+/* Points at 132 CUs, 128 heads, bf16/bf16 (context, sq, MQA ms, MHA ms):
+ * at 4096 MHA - MQA is +1 at sq 64 and -0.5 at 128, zero at 106.67: MHA
+ * from 107; at 16384 +0.5 at 32 and -1 at 64, zero at 42.67: from 43.  A
+ * 16-head group where MQA always wins. */
+static const struct { int heads, context, sq; double mqa, mha; } xpoints[] = {
+    {128, 4096, 32, 1.0, 2.0},   {128, 4096, 64, 2.0, 3.0},  {128, 4096, 128, 4.0, 3.5}, {128, 4096, 256, 8.0, 5.0},
+    {128, 16384, 32, 3.0, 3.5},  {128, 16384, 64, 5.0, 4.0}, {16, 4096, 64, 1.0, 2.0},
+};
+enum { N_XPOINTS = sizeof xpoints / sizeof xpoints[0] };
+
+static void put_points(const char *path) {
+    mt_db *db = NULL;
+    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    mt_device_info d = {.compute_units = 132, .total_memory = 80ull << 30};
+    snprintf(d.arch, sizeof d.arch, "sm_90");
+    snprintf(d.name, sizeof d.name, "crossover GPU");
+    int64_t id = 0;
+    CHECK_OK(mt_db_put_device(db, &d, "nvrtc", &id));
+    for (int i = 0; i < N_XPOINTS; i++) {
+        mt_crossover_point p = {.n_heads = xpoints[i].heads, .q_dtype = MT_BF16, .kv_dtype = MT_BF16,
+                                .sq = xpoints[i].sq, .context = xpoints[i].context, .mqa_ms = xpoints[i].mqa,
+                                .mha_ms = xpoints[i].mha, .mqa_absorb_ms = xpoints[i].mqa / 4,
+                                .mqa_attention_ms = xpoints[i].mqa / 2, .mqa_output_ms = xpoints[i].mqa / 4,
+                                .mha_decompress_ms = xpoints[i].mha / 4, .mha_attention_ms = xpoints[i].mha * 3 / 4};
+        snprintf(p.mqa_variant, sizeof p.mqa_variant, "tile_q=64|num_splits=1");  /* a '|' cannot open a column */
+        snprintf(p.blas, sizeof p.blas, "cuBLASLt 13.1.0");
+        CHECK_OK(mt_db_put_crossover(db, id, &p));
+    }
+    mt_db_close(db);
+}
+
+static void test_crossover(const char *bin, const char *dir, int svgs_before) {
+    char cmd[4096], path[600];
+    /* the sweep's fixture with points added: its sections as before, then the crossover's */
+    snprintf(cmd, sizeof cmd, "cp '%s/fixture.db' '%s/cross.db'", dir, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/cross.db", dir);
+    put_points(path);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' report --db cross.db -o cross > cross.txt", dir, bin);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/cross/report.md", dir);
+    char *md = slurp(path);
+    snprintf(path, sizeof path, "%s/cross/report.html", dir);
+    char *html = slurp(path);
+    snprintf(path, sizeof path, "%s/cross/crossover-sm_90-cu132-h128-bf16-bf16.svg", dir);
+    char *svg = slurp(path);
+    CHECK(md && html && svg);
+    if (!md || !html || !svg) return;
+    CHECK(strstr(md, "12 chosen variants and 7 crossover points") && strstr(md, "## Winner per problem key"));
+    CHECK(strstr(md, "## The crossover: MQA or MHA per prefill chunk"));
+    CHECK(strstr(md, "### sm\\_90, 132 CUs, 128 heads, bf16/bf16") && strstr(md, "### sm\\_90, 132 CUs, 16 heads, bf16/bf16"));
+    CHECK_MSG(strstr(md, "Context 4096: MHA from sq 107. Context 16384: MHA from sq 43."), "boundaries");
+    CHECK(strstr(md, "Context 4096: MQA at every sq."));
+    /* every point's row: winner, MHA / MQA, the parts */
+    for (int i = 0; i < N_XPOINTS; i++) {
+        char row[300];
+        const double q = xpoints[i].mqa, h = xpoints[i].mha;
+        snprintf(row, sizeof row, "| %d | %d | %.4f | %.4f | %s | %.2f | %.4f | %.4f | %.4f | %.4f | %.4f | ",
+                 xpoints[i].context, xpoints[i].sq, q, h, h <= q ? "MHA" : "MQA", h / q, q / 4, q / 2, q / 4, h / 4,
+                 h * 3 / 4);
+        CHECK_MSG(strstr(md, row) != NULL, "markdown lacks '%s'", row);
+    }
+    CHECK(strstr(md, "tile\\_q\\=64\\|num\\_splits\\=1") != NULL);
+    /* one chart per group, inlined; both forms per context, MHA dashed, the boundaries marked */
+    CHECK_MSG(count_of(html, "<svg ") == svgs_before + 2, "%d svgs, %d before", count_of(html, "<svg "), svgs_before);
+    CHECK(count_of(svg, "<polyline") == 4 && count_of(svg, "stroke-dasharray=\"7 4\" points=") == 2);
+    CHECK(strstr(svg, "MHA from sq 107 (context 4096)") && strstr(svg, "MHA from sq 43 (context 16384)"));
+    CHECK(strstr(svg, "MQA, context 4096") && strstr(svg, "MHA, context 16384"));
+    CHECK(strstr(svg, ">32</text>") && strstr(svg, ">256</text>") && strstr(svg, "(log2)"));
+    CHECK(strstr(svg, "style=\"max-width:100%;height:auto\""));
+    free(md), free(html), free(svg);
+    /* a file of points alone: the devices, then the crossover */
+    snprintf(path, sizeof path, "%s/points-only.db", dir);
+    put_points(path);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' report --db points-only.db -o only > only.txt", dir, bin);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/only/report.md", dir);
+    md = slurp(path);
+    CHECK(md && strstr(md, "0 chosen variants and 7 crossover points") && !strstr(md, "## Winner per problem key") &&
+          strstr(md, "Context 4096: MHA from sq 107.") && strstr(md, "crossover GPU"));
+    free(md);
+    snprintf(path, sizeof path, "%s/only.txt", dir);
+    char *said = slurp(path);
+    CHECK_MSG(said && strstr(said, "report: 0 keys, 7 crossover points, 2 plots"), "%s", said ? said : "?");
+    free(said);
+    /* neither: refused; a hostile point: refused naming it */
+    snprintf(path, sizeof path, "%s/empty.db", dir);
+    mt_db *db = NULL;
+    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    mt_db_close(db);
+    snprintf(cmd, sizeof cmd, "'%s' report --db '%s' -o '%s/e' 2>&1 | grep -q 'holds no chosen variant and no "
+             "crossover point'", bin, path, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s/points-only.db' \"UPDATE crossover SET sq = 0 WHERE sq = 32\" && "
+             "'%s' report --db '%s/points-only.db' -o '%s/h' 2>&1 | grep -q 'invalid crossover point .*sq 0 is outside'",
+             dir, bin, dir, dir);
+    CHECK(system(cmd) == 0);
 }
 
 int main(void) {
@@ -162,9 +266,11 @@ int main(void) {
     CHECK_MSG(shown && !strchr(shown, '\x1b') && strstr(shown, "fastest\\x1b[2J"), "show: %s", shown ? shown : "?");
     free(hostile);
     free(shown);
+    test_crossover(bin, dir, count_of(html, "<svg "));
     /* the layout in a browser, where one is installed: at 1000 and 1600 px
      * nothing is clipped (the script fails on a sideways scroll, a figure
-     * past the window or a plot's text outside its drawing) */
+     * past the window or a plot's text outside its drawing); the crossover
+     * chart's legend included */
     if (system("command -v chromium >/dev/null 2>&1") == 0) {
         char script[1024];
         snprintf(script, sizeof script, "%s", __FILE__);
@@ -175,6 +281,8 @@ int main(void) {
             snprintf(cmd, sizeof cmd, "'%s' '%s/out/report.html' '%s/shot-%d.png' %d 4000", script, dir, dir, w, w);
             CHECK_MSG(system(cmd) == 0, "report clipped or logging at %d px", w);
         }
+        snprintf(cmd, sizeof cmd, "'%s' '%s/only/report.html' '%s/shot-crossover.png' 1000 2000", script, dir, dir);
+        CHECK_MSG(system(cmd) == 0, "the crossover report clipped or logging at 1000 px");
     } else {
         printf("note: no chromium: the layout check in a browser was not run\n");
     }

@@ -27,6 +27,10 @@
  * since issue 26), else left out.  Error bars are the measurement's run-to-run spread (p90 -
  * p10 of the timed runs, stored per measurement) centred on its median.
  *
+ * The crossover points (which prefill form a chunk takes, db/crossover.h)
+ * have their own section, written by report_crossover.c; a file that holds
+ * only those gets the devices and that section.
+ *
  * Layout: the page fits any width: tables scroll inside their own box and
  * every SVG scales down through its viewBox (tests/report-screenshot.sh
  * checks it in headless Chromium at 1000 and 1600 px).
@@ -50,20 +54,20 @@
 #include "prefill_key.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/dispatch.h"
+#include "report_internal.h"
 #include "svg.h"
 
-/* Every plot, by file name, to inline where the Markdown refers to it. */
-typedef struct plot_list {
-    char name[32][128];
-    char *svg[32];
-    int n;
-} plot_list;
+/* Every plot, by file name, to inline where the Markdown refers to it
+ * (report_internal.h: the sections in files of their own keep theirs too). */
+typedef mt_report_plots plot_list;
 
-static void keep_plot(plot_list *pl, const char *name, const mt_text *svg) {
-    if (pl->n == 32 || !svg->buf) return;
+void mt_report_keep_plot(mt_report_plots *pl, const char *name, const mt_text *svg) {
+    if (pl->n == (int)(sizeof pl->svg / sizeof pl->svg[0]) || !svg->buf) return;
     snprintf(pl->name[pl->n], sizeof pl->name[0], "%s", name);
     pl->svg[pl->n++] = strdup(svg->buf);
 }
+
+static void keep_plot(plot_list *pl, const char *name, const mt_text *svg) { mt_report_keep_plot(pl, name, svg); }
 
 static int same_group(const mt_choice *a, const mt_choice *b) {
     return strcmp(a->arch, b->arch) == 0 && strcmp(a->key.kind, b->key.kind) == 0 && a->key.n_heads == b->key.n_heads && a->key.sq == b->key.sq &&
@@ -91,6 +95,8 @@ static const char *md_cell(const void *text) {
     return out;
 }
 
+const char *mt_report_md_cell(const void *text) { return md_cell(text); }
+
 static int param_of(const mt_choice *c, const char *name) {
     const mt_family *f = mt_family_find(c->family);
     mt_variant v;
@@ -109,7 +115,7 @@ static int unique_sorted(int *v, int n) {
     return m;
 }
 
-static mt_status write_file(const char *dir, const char *name, const char *text, size_t len) {
+mt_status mt_report_write_file(const char *dir, const char *name, const char *text, size_t len) {
     char path[2048];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
@@ -117,6 +123,10 @@ static mt_status write_file(const char *dir, const char *name, const char *text,
     size_t w = fwrite(text, 1, len, f);
     int bad = fclose(f) != 0 || w != len;
     return bad ? mt_fail(MT_ERR_IO, "cannot write %s", path) : MT_OK;
+}
+
+static mt_status write_file(const char *dir, const char *name, const char *text, size_t len) {
+    return mt_report_write_file(dir, name, text, len);
 }
 
 static char *markdown_to_html(const char *md) {
@@ -395,15 +405,18 @@ int cmd_report(int argc, char **argv) {
     }
     mt_db *db = NULL;
     mt_choice *choices = NULL;
-    int n = 0;
-    if (mt_db_open(db_path, MT_DB_READ, &db) != MT_OK || mt_db_load_choices(db, arch, &choices, &n) != MT_OK) {
+    mt_crossover_point *points = NULL;  /* report_crossover.c */
+    int n = 0, n_points = 0;
+    if (mt_db_open(db_path, MT_DB_READ, &db) != MT_OK || mt_db_load_choices(db, arch, &choices, &n) != MT_OK ||
+        mt_db_load_crossover(db, arch, &points, &n_points) != MT_OK) {
         mt_cli_error("report: %s", mt_last_error());
+        free(choices);
         mt_db_close(db);
         return 1;
     }
-    if (n <= 0) {
-        mt_cli_error("report: %s holds no chosen variant%s%s (run a sweep first)", db_path, arch ? " for " : "",
-                     arch ? arch : "");
+    if (n <= 0 && n_points <= 0) {
+        mt_cli_error("report: %s holds no chosen variant and no crossover point%s%s (run a sweep, or mla-tune "
+                     "crossover, first)", db_path, arch ? " for " : "", arch ? arch : "");
         mt_db_close(db);
         return 1;
     }
@@ -412,19 +425,22 @@ int cmd_report(int argc, char **argv) {
                      arch ? " for " : "", arch ? arch : "", n - 1);
         mt_db_close(db);
         free(choices);
+        free(points);
         return 2;
     }
     if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
         mt_cli_error("report: cannot create %s: %s", out_dir, strerror(errno));
         mt_db_close(db);
         free(choices);
+        free(points);
         return 1;
     }
     sqlite3 *h = mt_db_handle(db);
     mt_text md = {0};
     plot_list plots = {0};
-    mt_text_printf(&md, "# mla-tune report\n\nDatabase `%s`, %d chosen variants%s%s.\n\n## Devices and provenance\n\n",
-                   db_path, n, arch ? " for " : "", arch ? arch : "");
+    mt_text_printf(&md, "# mla-tune report\n\nDatabase `%s`, %d chosen variants", db_path, n);
+    if (n_points > 0) mt_text_printf(&md, " and %d crossover points", n_points);
+    mt_text_printf(&md, "%s%s.\n\n## Devices and provenance\n\n", arch ? " for " : "", arch ? arch : "");
     mt_text_printf(&md, "| arch | device | CUs | memory GiB | driver | compiler | measurements | ok | first | last | "
                         "tool | copy GB/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     sqlite3_stmt *s = NULL;
@@ -462,28 +478,31 @@ int cmd_report(int argc, char **argv) {
             mt_text_printf(&md, "| %s | %d |\n", md_cell(sqlite3_column_text(s, 0)), sqlite3_column_int(s, 1));
     sqlite3_finalize(s);
 
-    /* per key */
+    /* per key (a file of crossover points alone has none: its section follows) */
+    const char *ceiling_arch = n > 0 ? choices[0].arch : points[0].arch;
     double copy = 0;
-    mt_db_get_ceiling(db, choices[0].arch, "copy_gbps", &copy);
+    mt_db_get_ceiling(db, ceiling_arch, "copy_gbps", &copy);
     char copy_text[64] = "not measured", matrix_text[160] = "not given";
     if (copy > 0) snprintf(copy_text, sizeof copy_text, "%.0f GB/s (measured by the sweep)", copy);
     if (matrix_tflops > 0) snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (given)", matrix_tflops);
-    else if (mt_db_get_ceiling(db, choices[0].arch, "matrix_tflops", &matrix_tflops) == MT_OK && matrix_tflops > 0)
+    else if (mt_db_get_ceiling(db, ceiling_arch, "matrix_tflops", &matrix_tflops) == MT_OK && matrix_tflops > 0)
         snprintf(matrix_text, sizeof matrix_text, "%.0f TFLOPS (measured by the sweep)", matrix_tflops);
     else
         snprintf(matrix_text, sizeof matrix_text, "not measured (a database from before the sweep stored it; give "
                  "--matrix-tflops X: %% matrix is then filled)");
     int n_prefill = 0;
     for (int i = 0; i < n; i++) n_prefill += mt_key_is_prefill(&choices[i].key);
-    mt_text_printf(&md, "\n## Winner per problem key\n\nGB/s: bytes a decode must move over the winner's median; "
-                        "TFLOPS: N x Sq x (2D + 2Dl) flops per key token. Ceilings: copy %s, matrix %s.\n\n",
-                   copy_text, matrix_text);
-    mt_text_printf(&md, "Spread: the winner's run-to-run p90 - p10. Gain: the median of the built-in heuristic's "
-                        "variant (what the runtime runs untuned, measured in the same sweep) over the winner's, and in "
-                        "brackets with each median moved by half its spread. Family default: the family's reference "
-                        "variant, which the choice rule keeps on a tie (\"tie: default kept\").%s\n\n",
-                   n_prefill ? " Prefill keys are in their own table, after this one (row numbers count both, as "
-                               "`--key` does)." : "");
+    if (n > 0)
+        mt_text_printf(&md, "\n## Winner per problem key\n\nGB/s: bytes a decode must move over the winner's median; "
+                            "TFLOPS: N x Sq x (2D + 2Dl) flops per key token. Ceilings: copy %s, matrix %s.\n\n",
+                       copy_text, matrix_text);
+    if (n > 0)
+        mt_text_printf(&md, "Spread: the winner's run-to-run p90 - p10. Gain: the median of the built-in heuristic's "
+                            "variant (what the runtime runs untuned, measured in the same sweep) over the winner's, and "
+                            "in brackets with each median moved by half its spread. Family default: the family's "
+                            "reference variant, which the choice rule keeps on a tie (\"tie: default kept\").%s\n\n",
+                       n_prefill ? " Prefill keys are in their own table, after this one (row numbers count both, as "
+                                   "`--key` does)." : "");
     if (n_prefill < n)
         mt_text_printf(&md, "| # | arch | heads | Sq | page | q/kv | batch | keys | winner ms | GB/s | %% copy | TFLOPS | "
                             "%% matrix | spread ms | heuristic ms | gain over heuristic | family default ms | winner | "
@@ -621,9 +640,11 @@ int cmd_report(int argc, char **argv) {
      * against the copy ceiling, prefill's TFLOPS against the matrix one */
     winner_bars(choices, n, gains, 0, copy, &plots, &md, out_dir, &n_plots);
     winner_bars(choices, n, gains, 1, matrix_tflops, &plots, &md, out_dir, &n_plots);
-    parameter_plots(db, &choices[key_index], &plots, &md, out_dir, &n_plots);
+    if (n > 0) parameter_plots(db, &choices[key_index], &plots, &md, out_dir, &n_plots);
     if (n_prefill < n) lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots); /* decode's dispatch */
     free(gains);
+    mt_report_crossover(points, n_points, &plots, &md, out_dir, &n_plots);
+    free(points);
 
     /* the page: rendered Markdown with the image references replaced by the inline SVGs */
     mt_text html = {0};
@@ -687,7 +708,8 @@ int cmd_report(int argc, char **argv) {
     mt_status st = write_file(out_dir, "report.md", md.buf, md.len);
     if (st == MT_OK) st = write_file(out_dir, "report.html", html.buf, html.len);
     if (st != MT_OK) mt_cli_error("report: %s", mt_last_error());
-    else printf("report: %d keys, %d plots -> %s/report.html, %s/report.md\n", n, n_plots, out_dir, out_dir);
+    else printf("report: %d keys, %d crossover points, %d plots -> %s/report.html, %s/report.md\n", n, n_points, n_plots,
+                out_dir, out_dir);
     mt_text_free(&md), mt_text_free(&md_page), mt_text_free(&html);
     for (int i = 0; i < plots.n; i++) free(plots.svg[i]);
     free(choices);

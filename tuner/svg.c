@@ -1,6 +1,7 @@
 /*
  * svg.c - the report's SVG drawing (see svg.h).  Sizes are in pixels of a
- * fixed view box; colours come from a perceptually ordered 5-stop scale.
+ * fixed view box; colours come from a perceptually ordered 5-stop scale
+ * (heat maps) or a categorical palette (lines that are told apart).
  */
 #define _GNU_SOURCE
 #include "svg.h"
@@ -263,6 +264,84 @@ void mt_svg_bars(mt_text *t, const char *title, const char *y_title, const char 
         char text[128];
         snprintf(text, sizeof text, "ceiling: %s", ceiling_label);
         label(t, left + 6, y - 5, "start", text, " fill=\"#c0392b\" font-size=\"11\"");
+    }
+    mt_text_printf(t, "</svg>\n");
+}
+
+/* Tableau's ten categorical colours: told apart on white and in print. */
+static const char *category_colour(int i) {
+    static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    return palette[(i % 10 + 10) % 10];
+}
+
+void mt_svg_lines(mt_text *t, const char *title, const char *x_title, const char *y_title, const mt_svg_series *series,
+                  int n_series, const mt_svg_mark *marks, int n_marks) {
+    const int left = 80, top = 40, pw = 560, ph = 260, legend = 200;
+    int w = left + pw + legend, h = top + ph + 55;
+    int legend_rows = 0;
+    for (int i = 0; i < n_series; i++) legend_rows += series[i].label != NULL;
+    if (top + 16 * legend_rows + 20 > h) h = top + 16 * legend_rows + 20;
+    header(t, w, h, title);
+    /* the y scale from every point; x as log2, whole octaves */
+    int total = 0;
+    double x_lo = INFINITY, x_hi = 0;
+    for (int i = 0; i < n_series; i++) total += series[i].n;
+    double *ys = calloc((size_t)(total > 0 ? total : 1), sizeof *ys);
+    if (!ys) return;
+    int k = 0;
+    for (int i = 0; i < n_series; i++)
+        for (int j = 0; j < series[i].n; j++) {
+            ys[k++] = series[i].y[j];
+            if (series[i].x[j] > 0) x_lo = fmin(x_lo, series[i].x[j]), x_hi = fmax(x_hi, series[i].x[j]);
+        }
+    scale s = make_scale(ys, ys, total, 0, top, ph);
+    free(ys);
+    double lo2 = isfinite(x_lo) ? floor(log2(x_lo)) : 0, hi2 = x_hi > 0 ? ceil(log2(x_hi)) : 1;
+    if (hi2 <= lo2) hi2 = lo2 + 1;
+#define X_OF(v) (left + pw * (log2(v) - lo2) / (hi2 - lo2))
+    axes(t, left, &s, pw, y_title);
+    for (double e = lo2; e <= hi2; e++) {
+        char text[32];
+        snprintf(text, sizeof text, "%.0f", pow(2, e));
+        double x = X_OF(pow(2, e));
+        mt_text_printf(t, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eeeeee\"/>\n", x, top, x,
+                       top + ph);
+        label(t, x, top + ph + 16, "middle", text, NULL);
+    }
+    label(t, left + pw / 2.0, top + ph + 38, "middle", x_title, " font-style=\"italic\"");
+    for (int i = 0; i < n_series; i++) {
+        const mt_svg_series *r = &series[i];
+        const char *c = category_colour(r->colour);
+        mt_text_printf(t, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", c,
+                       r->dashed ? " stroke-dasharray=\"7 4\"" : "");
+        for (int j = 0; j < r->n; j++)
+            if (r->x[j] > 0 && !isnan(r->y[j])) mt_text_printf(t, "%.1f,%.1f ", X_OF(r->x[j]), y_of(&s, r->y[j]));
+        mt_text_printf(t, "\"/>\n");
+        for (int j = 0; j < r->n; j++)
+            if (r->x[j] > 0 && !isnan(r->y[j]))
+                mt_text_printf(t, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" stroke=\"%s\"/>\n",
+                               X_OF(r->x[j]), y_of(&s, r->y[j]), r->dashed ? "white" : c, c);
+    }
+    for (int i = 0; i < n_marks; i++) {
+        if (!(marks[i].x > 0)) continue;
+        const char *c = category_colour(marks[i].colour);
+        double x = X_OF(marks[i].x);
+        mt_text_printf(t, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-dasharray=\"2 3\"/>\n",
+                       x, top, x, top + ph, c);
+        char fill[40];
+        snprintf(fill, sizeof fill, " fill=\"%s\" font-size=\"10\"", c);
+        label(t, x + 3, top + 10 + 12 * i, "start", marks[i].label, fill);
+    }
+#undef X_OF
+    int row = 0;
+    for (int i = 0; i < n_series; i++) {
+        if (!series[i].label) continue;
+        double y = top + 8 + 16 * row++, x = left + pw + 16;
+        mt_text_printf(t, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", x,
+                       y, x + 24, y, category_colour(series[i].colour),
+                       series[i].dashed ? " stroke-dasharray=\"7 4\"" : "");
+        label(t, x + 30, y + 4, "start", series[i].label, " font-size=\"11\"");
     }
     mt_text_printf(t, "</svg>\n");
 }

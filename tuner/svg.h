@@ -31,6 +31,29 @@ void mt_svg_heatmap(mt_text *t, const char *title, const char *row_title, const 
 void mt_svg_points(mt_text *t, const char *title, const char *x_title, const char *y_title,
                    const char *const *x_labels, const double *y, const double *y_lo, const double *y_hi, int n);
 
+/* One line of a line chart: n points (x > 0, increasing), drawn in the
+ * categorical colour `colour` (0, 1, ...: the same index, the same colour),
+ * solid or dashed; `label` names it in the legend (NULL: left out). */
+typedef struct mt_svg_series {
+    const double *x, *y;
+    int n;
+    int colour;
+    int dashed;
+    const char *label;
+} mt_svg_series;
+
+/* A vertical mark at x in a series' colour, labelled at the top. */
+typedef struct mt_svg_mark {
+    double x;
+    int colour;
+    const char *label;
+} mt_svg_mark;
+
+/* Lines against x on a log2 axis (ticks at the powers of two), y from 0 or
+ * logarithmic as mt_svg_points; a legend at the right; marks drawn over. */
+void mt_svg_lines(mt_text *t, const char *title, const char *x_title, const char *y_title, const mt_svg_series *series,
+                  int n_series, const mt_svg_mark *marks, int n_marks);
+
 /* Bars with error bars from lo to hi (NULL: none) and a labelled dashed
  * line at `ceiling` (0: none); log scale when the values span decades. */
 void mt_svg_bars(mt_text *t, const char *title, const char *y_title, const char *const *labels, const double *values,
