@@ -127,31 +127,14 @@ int cmd_lookup(int argc, char **argv) {
         return 2;
     }
     mt_target t;
-    mt_device_info info = {0};
-    if (!arch) {
-        mt_backend *b = NULL;
-        if (mt_backend_discover(&b) != MT_OK || mt_backend_device_info(b, 0, &info) != MT_OK) {
-            mt_cli_error("lookup: give --arch (no GPU to ask: %s)", mt_last_error());
-            mt_backend_close(b);
-            return 1;
-        }
-        mt_backend_close(b);
-        arch = info.arch;
-        mt_target_from_device(&info, &t);
-        if (!cus) cus = info.compute_units;
-    } else if (mt_target_for_arch(arch, &t) != MT_OK) {
-        mt_cli_error("lookup: %s", mt_last_error());
-        return 2;
-    }
-    if (!cus) cus = 132;
-    char user_default[1024], sys_default[1024];
-    mt_db_default_paths(user_default, sizeof user_default, sys_default, sizeof sys_default);
+    int rc = mt_lookup_target("lookup", arch, &t, &cus);
+    if (rc != 0) return rc;
+    mt_lookup_dbs dbs;
+    mt_lookup_dbs_find(user, sys, &dbs);
     mt_choice *choices = NULL;
     mt_choice_source *sources = NULL;
     int n = 0;
     mt_dispatch_table table;
-    int env_user = 0, env_sys = 0;  /* a path someone set must exist */
-    mt_db_env_required(&env_user, &env_sys);
     /* as the runtime: what was measured for other code is left out */
     mt_validator *validator = calloc(1, sizeof *validator);
     if (!validator) {
@@ -160,9 +143,8 @@ int cmd_lookup(int argc, char **argv) {
     }
     mt_validator_init(validator);
     mt_validator_learn_compiler(validator, t.arch);
-    if (mt_db_load_overlay_kept(user ? user : user_default, user != NULL || env_user, sys ? sys : sys_default,
-                                sys != NULL || env_sys, t.arch, mt_validator_keep, validator,
-                                &choices, &sources, &n) != MT_OK ||
+    if (mt_db_load_overlay_kept(dbs.user, dbs.user_required, dbs.system, dbs.system_required, t.arch,
+                                mt_validator_keep, validator, &choices, &sources, &n) != MT_OK ||
         mt_dispatch_build(choices, sources, n, &k, &t, cus, &table) != MT_OK) {
         mt_cli_error("lookup: %s", mt_last_error());
         free(choices);

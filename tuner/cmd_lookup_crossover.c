@@ -20,6 +20,7 @@
 #include "crossover_json.h"
 #include "db/crossover.h"
 #include "json.h"
+#include "lookup_notes.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/crossover_pick.h"
 
@@ -205,30 +206,14 @@ int cmd_lookup_crossover(int argc, char **argv) {
         return 2;
     }
     mt_target t;
-    if (!arch) {
-        mt_backend *b = NULL;
-        mt_device_info info = {0};
-        if (mt_backend_discover(&b) != MT_OK || mt_backend_device_info(b, 0, &info) != MT_OK) {
-            mt_cli_error("lookup --crossover: give --arch (no GPU to ask: %s)", mt_last_error());
-            mt_backend_close(b);
-            return 1;
-        }
-        mt_backend_close(b);
-        mt_target_from_device(&info, &t);
-        if (!cus) cus = info.compute_units;
-    } else if (mt_target_for_arch(arch, &t) != MT_OK) {
-        mt_cli_error("lookup --crossover: %s", mt_last_error());
-        return 2;
-    }
-    if (!cus) cus = 132;
-    char user_default[1024], sys_default[1024];
-    mt_db_default_paths(user_default, sizeof user_default, sys_default, sizeof sys_default);
-    int env_user = 0, env_sys = 0;  /* a path someone set must exist */
-    mt_db_env_required(&env_user, &env_sys);
+    int rc = mt_lookup_target("lookup --crossover", arch, &t, &cus);
+    if (rc != 0) return rc;
+    mt_lookup_dbs dbs;
+    mt_lookup_dbs_find(user, sys, &dbs);
     mt_crossover_point *points = NULL;
     int n = 0;
-    if (mt_db_load_crossover_overlay(user ? user : user_default, user != NULL || env_user, sys ? sys : sys_default,
-                                     sys != NULL || env_sys, t.arch, &points, &n) != MT_OK) {
+    if (mt_db_load_crossover_overlay(dbs.user, dbs.user_required, dbs.system, dbs.system_required, t.arch, &points,
+                                     &n) != MT_OK) {
         mt_cli_error("lookup --crossover: %s", mt_last_error());
         return 1;
     }

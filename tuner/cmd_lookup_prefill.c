@@ -182,26 +182,10 @@ int cmd_lookup_prefill(int argc, char **argv) {
         return 2;
     }
     mt_target t;
-    if (!arch) {
-        mt_backend *b = NULL;
-        mt_device_info info = {0};
-        if (mt_backend_discover(&b) != MT_OK || mt_backend_device_info(b, 0, &info) != MT_OK) {
-            mt_cli_error("lookup --prefill: give --arch (no GPU to ask: %s)", mt_last_error());
-            mt_backend_close(b);
-            return 1;
-        }
-        mt_backend_close(b);
-        mt_target_from_device(&info, &t);
-        if (!cus) cus = info.compute_units;
-    } else if (mt_target_for_arch(arch, &t) != MT_OK) {
-        mt_cli_error("lookup --prefill: %s", mt_last_error());
-        return 2;
-    }
-    if (!cus) cus = 132;
-    char user_default[1024], sys_default[1024];
-    mt_db_default_paths(user_default, sizeof user_default, sys_default, sizeof sys_default);
-    int env_user = 0, env_sys = 0;
-    mt_db_env_required(&env_user, &env_sys);
+    int rc = mt_lookup_target("lookup --prefill", arch, &t, &cus);
+    if (rc != 0) return rc;
+    mt_lookup_dbs dbs;
+    mt_lookup_dbs_find(user, sys, &dbs);
     mt_validator *validator = calloc(1, sizeof *validator);
     if (!validator) {
         mt_cli_error("lookup --prefill: out of host memory");
@@ -219,10 +203,8 @@ int cmd_lookup_prefill(int argc, char **argv) {
     shape = call;
     shape.sq = 1, shape.batch = shape.seq_len = shape.max_len = 0, shape.lengths[0] = '\0';
     mt_prefill_dispatch pd;
-    int rc = 0;
-    if (mt_db_load_overlay_kept(user ? user : user_default, user != NULL || env_user, sys ? sys : sys_default,
-                                sys != NULL || env_sys, t.arch, mt_validator_keep, validator, &choices, &sources,
-                                &n) != MT_OK ||
+    if (mt_db_load_overlay_kept(dbs.user, dbs.user_required, dbs.system, dbs.system_required, t.arch,
+                                mt_validator_keep, validator, &choices, &sources, &n) != MT_OK ||
         mt_prefill_dispatch_build(choices, sources, n, &shape, &t, cus, &pd) != MT_OK) {
         mt_cli_error("lookup --prefill: %s", mt_last_error());
         rc = 1;

@@ -8,6 +8,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
+
+int mt_lookup_target(const char *cmd, const char *arch, mt_target *t, int *cus) {
+    if (arch) {
+        if (mt_target_for_arch(arch, t) != MT_OK) {
+            mt_cli_error("%s: %s", cmd, mt_last_error());
+            return 2;
+        }
+    } else {
+        mt_backend *b = NULL;
+        mt_device_info info = {0};
+        if (mt_backend_discover(&b) != MT_OK || mt_backend_device_info(b, 0, &info) != MT_OK) {
+            mt_cli_error("%s: give --arch (no GPU to ask: %s)", cmd, mt_last_error());
+            mt_backend_close(b);
+            return 1;
+        }
+        mt_backend_close(b);
+        mt_target_from_device(&info, t);
+        if (!*cus) *cus = info.compute_units;
+    }
+    if (!*cus) *cus = 132;
+    return 0;
+}
+
+void mt_lookup_dbs_find(const char *user, const char *system_db, mt_lookup_dbs *out) {
+    char user_default[1024], sys_default[1024];
+    mt_db_default_paths(user_default, sizeof user_default, sys_default, sizeof sys_default);
+    int env_user = 0, env_sys = 0;  /* a path someone set must exist */
+    mt_db_env_required(&env_user, &env_sys);
+    snprintf(out->user, sizeof out->user, "%s", user ? user : user_default);
+    snprintf(out->system, sizeof out->system, "%s", system_db ? system_db : sys_default);
+    out->user_required = user != NULL || env_user;
+    out->system_required = system_db != NULL || env_sys;
+}
+
 mt_status mt_lookup_parse_max_distance(const char *cmd, const char *text, double *out) {
     char *end = NULL;
     double v = strtod(text, &end);

@@ -3,7 +3,8 @@
  * answer, the same way for decode calls (cmd_lookup.c) and prefill calls
  * (cmd_lookup_prefill.c): which part of the problem no DB entry matches
  * when the built-in rule runs, and whether the nearest measured key is too
- * far for its winner to say much.
+ * far for its winner to say much; and what every lookup (--crossover too)
+ * answers for: the target and the DBs, as the runtime finds them.
  */
 #ifndef MT_LOOKUP_NOTES_H
 #define MT_LOOKUP_NOTES_H
@@ -11,6 +12,23 @@
 #include <stddef.h>
 
 #include "db/db.h"
+
+/* The target a lookup answers for: `arch`'s, or with arch NULL the local
+ * GPU's; *cus, when 0 (not given), the GPU's compute units, else 132.
+ * Returns the exit status: 0, 1 (no GPU to ask: give --arch) or 2 (an
+ * unknown arch), the message printed, prefixed with `cmd` ("lookup"). */
+int mt_lookup_target(const char *cmd, const char *arch, mt_target *t, int *cus);
+
+/* The DBs a lookup reads, as the runtime finds them: --db and
+ * --system-db (NULL: not given), else the default paths; a path is
+ * required (a missing file an error) when given or set in the
+ * environment (MLA_TUNE_DB, MLA_TUNE_SYSTEM_DB). */
+typedef struct mt_lookup_dbs {
+    char user[1024], system[1024];
+    int user_required, system_required;
+} mt_lookup_dbs;
+
+void mt_lookup_dbs_find(const char *user, const char *system_db, mt_lookup_dbs *out);
 
 /* The dispatchers' distances (dispatch.h, prefill_dispatch.h) sum |log2|
  * ratios (decode: batch, mean length, spread; prefill: requests, new
