@@ -23,6 +23,7 @@
 #include "db/crossover.h"
 #include "db/db.h"
 #include "runtime/include/mlatune.h"
+#include "stub_driver.h"
 
 static char dir[256];
 
@@ -100,15 +101,7 @@ static void *race(void *arg) {
 }
 
 int main(void) {
-    const char *stub = getenv("MLA_TUNE_STUB_CUDA");
-    if (!stub) {
-        printf("SKIP: MLA_TUNE_STUB_CUDA not set\n");
-        return CHECK_SKIP_CODE;
-    }
-    setenv("MLA_TUNE_CUDA_DRIVER", stub, 1);
-    setenv("MLA_TUNE_HIP_RUNTIME", "/nonexistent/libamdhip64.so", 1);
-    unsetenv("MLA_TUNE_DB");
-    unsetenv("MLA_TUNE_SYSTEM_DB");
+    if (!stub_driver_use()) return CHECK_SKIP_CODE;
     snprintf(dir, sizeof dir, "/tmp/mla-tune-test-crossover-rt-XXXXXX");
     if (!mkdtemp(dir)) return 1;
     setenv("XDG_DATA_HOME", dir, 1);  /* no default user DB */

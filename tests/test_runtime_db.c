@@ -26,6 +26,7 @@
 #include "kernels/build.h"
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/include/mlatune.h"
+#include "stub_driver.h"
 
 static char dir[256];
 static char compiler[64] = "nvrtc";  /* the runtime's, once known: the validator the runtime compares */
@@ -232,15 +233,8 @@ static int recorded_calls_child(const char *stub) {
 }
 
 int main(void) {
-    const char *stub = getenv("MLA_TUNE_STUB_CUDA");
-    if (!stub) {
-        printf("SKIP: MLA_TUNE_STUB_CUDA not set\n");
-        return CHECK_SKIP_CODE;
-    }
-    setenv("MLA_TUNE_CUDA_DRIVER", stub, 1);
-    setenv("MLA_TUNE_HIP_RUNTIME", "/nonexistent/libamdhip64.so", 1);
-    unsetenv("MLA_TUNE_DB");
-    unsetenv("MLA_TUNE_SYSTEM_DB");
+    if (!stub_driver_use()) return CHECK_SKIP_CODE;
+    const char *stub = getenv("MLA_TUNE_STUB_CUDA");  /* also the recorder child's stub compiler */
     snprintf(dir, sizeof dir, "/tmp/mla-tune-test-runtime-db-XXXXXX");
     if (!mkdtemp(dir) || chmod(dir, 0755) != 0) return 1;
     char share[300], shipped[400], user[400], cache[400];
