@@ -313,17 +313,19 @@ int mt_choice_same_key(const mt_choice *a, const mt_choice *b) {
            strcmp(a->key.lengths, b->key.lengths) == 0;
 }
 
+mt_status db_open_overlaid(const char *path, int required, mt_db **db) {
+    *db = NULL;
+    if (!path || !path[0]) return required ? mt_fail(MT_ERR_INVALID_ARGUMENT, "no database path given") : MT_OK;
+    if (access(path, F_OK) != 0 && !required) return MT_OK;
+    return mt_db_open(path, MT_DB_READ, db);
+}
+
 static mt_status load_one(const char *path, int required, const char *arch, mt_choice **out, int *n) {
     *out = NULL;
     *n = 0;
-    if (!path || !path[0]) {
-        if (required) return mt_fail(MT_ERR_INVALID_ARGUMENT, "no database path given");
-        return MT_OK;
-    }
-    if (access(path, F_OK) != 0 && !required) return MT_OK;
     mt_db *db = NULL;
-    mt_status st = mt_db_open(path, MT_DB_READ, &db);
-    if (st == MT_OK) st = mt_db_load_choices(db, arch, out, n);
+    mt_status st = db_open_overlaid(path, required, &db);
+    if (st == MT_OK && db) st = mt_db_load_choices(db, arch, out, n);
     mt_db_close(db);
     return st;
 }

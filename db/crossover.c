@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "db_internal.h"
 #include "kernels/mla_decode/mla_decode.h"
@@ -79,6 +78,24 @@ static int point_problem(const mt_crossover_point *p, char *why, size_t size) {
     return 0;
 }
 
+/* Binds the columns of an insert in the table's order (device_id ..
+ * tool_version: ?1 .. ?17), for put and copy alike. */
+static void bind_point(sqlite3_stmt *s, int64_t device_id, const mt_crossover_point *p, const char *tool_version) {
+    double times[7];
+    times_of(p, times);
+    sqlite3_bind_int64(s, 1, device_id);
+    sqlite3_bind_int(s, 2, p->n_heads);
+    sqlite3_bind_text(s, 3, mt_dtype_name(p->q_dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, mt_dtype_name(p->kv_dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 5, p->sq);
+    sqlite3_bind_int(s, 6, p->context);
+    for (int i = 0; i < 7; i++) sqlite3_bind_double(s, 7 + i, times[i]);
+    sqlite3_bind_text(s, 14, p->mqa_variant, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 15, p->mha_variant, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 16, p->blas, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 17, tool_version, -1, SQLITE_TRANSIENT);
+}
+
 mt_status mt_db_put_crossover(mt_db *db, int64_t device_id, const mt_crossover_point *p) {
     if (!db || !p) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_db_put_crossover: null argument");
     char why[160];
@@ -119,19 +136,7 @@ mt_status mt_db_put_crossover(mt_db *db, int64_t device_id, const mt_crossover_p
         st = db_error(db, "prepare crossover point");
         goto out;
     }
-    double times[7];
-    times_of(p, times);
-    sqlite3_bind_int64(s, 1, device_id);
-    sqlite3_bind_int(s, 2, p->n_heads);
-    sqlite3_bind_text(s, 3, mt_dtype_name(p->q_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, mt_dtype_name(p->kv_dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 5, p->sq);
-    sqlite3_bind_int(s, 6, p->context);
-    for (int i = 0; i < 7; i++) sqlite3_bind_double(s, 7 + i, times[i]);
-    sqlite3_bind_text(s, 14, p->mqa_variant, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 15, p->mha_variant, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 16, p->blas, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 17, DB_TOOL_VERSION, -1, SQLITE_STATIC);
+    bind_point(s, device_id, p, DB_TOOL_VERSION);
     if (step(s) != SQLITE_DONE) st = db_error(db, "write crossover point");
 out:
     sqlite3_finalize(s);
@@ -276,17 +281,15 @@ static int point_cmp(const void *pa, const void *pb) {
     return 0;
 }
 
-/* One file's points with their source; a path that is NULL or names no
- * file is nothing when not required (as choices.c's load_one). */
+/* One file's points with their source (db_open_overlaid: a path that is
+ * NULL or names no file is nothing when not required). */
 static mt_status load_file(const char *path, int required, const char *arch, const char *source,
                            mt_crossover_point **out, int *n) {
     *out = NULL;
     *n = 0;
-    if (!path || !path[0]) return required ? mt_fail(MT_ERR_INVALID_ARGUMENT, "no database path given") : MT_OK;
-    if (access(path, F_OK) != 0 && !required) return MT_OK;
     mt_db *db = NULL;
-    mt_status st = mt_db_open(path, MT_DB_READ, &db);
-    if (st == MT_OK) st = mt_db_load_crossover(db, arch, out, n);
+    mt_status st = db_open_overlaid(path, required, &db);
+    if (st == MT_OK && db) st = mt_db_load_crossover(db, arch, out, n);
     mt_db_close(db);
     for (int i = 0; i < *n; i++) snprintf((*out)[i].source, sizeof (*out)[i].source, "%s", source);
     return st;
@@ -364,20 +367,8 @@ mt_status db_copy_crossover(mt_db *src, mt_db *dst, const char *arch, int *copie
         snprintf(dev.driver_version, sizeof dev.driver_version, "%s", col_text(sel, C_DRIVER));
         int64_t device_id = 0;
         if ((st = mt_db_put_device(dst, &dev, col_text(sel, C_COMPILER), &device_id)) != MT_OK) break;
-        double times[7];
-        times_of(&p, times);
         sqlite3_reset(ins);
-        sqlite3_bind_int64(ins, 1, device_id);
-        sqlite3_bind_int(ins, 2, p.n_heads);
-        sqlite3_bind_text(ins, 3, mt_dtype_name(p.q_dtype), -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 4, mt_dtype_name(p.kv_dtype), -1, SQLITE_STATIC);
-        sqlite3_bind_int(ins, 5, p.sq);
-        sqlite3_bind_int(ins, 6, p.context);
-        for (int i = 0; i < 7; i++) sqlite3_bind_double(ins, 7 + i, times[i]);
-        sqlite3_bind_text(ins, 14, p.mqa_variant, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 15, p.mha_variant, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 16, p.blas, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 17, col_text(sel, C_TOOL), -1, SQLITE_TRANSIENT);
+        bind_point(ins, device_id, &p, col_text(sel, C_TOOL));
         sqlite3_bind_text(ins, 18, p.measured_at, -1, SQLITE_TRANSIENT);
         if (step(ins) != SQLITE_DONE) {
             st = db_error(dst, "copy crossover point");

@@ -57,6 +57,11 @@ int db_text_fits(const char *text, size_t size);
  * replaced. */
 mt_status db_copy_crossover(mt_db *src, mt_db *dst, const char *arch, int *copied);
 
+/* choices.c: one file of an overlay (user or system DB) opened for
+ * reading; a path that is NULL or names no file is *db = NULL and MT_OK
+ * when not required, an error when required. */
+mt_status db_open_overlaid(const char *path, int required, mt_db **db);
+
 /* What wrote a row (measurements, crossover points). */
 #define DB_TOOL_VERSION "mla-tune 0.1.0"
 

@@ -24,15 +24,14 @@ void mt_crossover_json(const mt_crossover_point *p) {
         printf(", \"%s\": ", names[i]);
         mt_json_number(stdout, times[i]);
     }
-    printf(", \"winner\": \"%s\", \"mqa_variant\": ", mt_crossover_winner(p));
-    mt_json_string(stdout, p->mqa_variant);
-    printf(", \"mha_variant\": ");
-    mt_json_string(stdout, p->mha_variant);
-    printf(", \"blas\": ");
-    mt_json_string(stdout, p->blas);
-    printf(", \"measured_at\": ");
-    mt_json_string(stdout, p->measured_at);
-    printf(", \"db\": ");
-    mt_json_string(stdout, p->source);
+    printf(", \"winner\": \"%s\"", mt_crossover_winner(p));
+    const struct { const char *name, *text; } texts[] = {
+        {"mqa_variant", p->mqa_variant}, {"mha_variant", p->mha_variant}, {"blas", p->blas},
+        {"measured_at", p->measured_at}, {"db", p->source},
+    };
+    for (int i = 0; i < 5; i++) {
+        printf(", \"%s\": ", texts[i].name);
+        mt_json_string(stdout, texts[i].text);
+    }
     printf("}");
 }
