@@ -207,7 +207,11 @@ int cmd_show(int argc, char **argv) {
     }
     if (stale) return mt_show_stale(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, json);
     int n_points = 0;
-    if (crossover) return show_crossover(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, json, &n_points);
+    if (crossover) {
+        int rc = show_crossover(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, json, &n_points);
+        if (rc == 0 && !json && n_points == 0) printf("0 crossover points (user DB %s, system DB %s)\n", u, s);
+        return rc;
+    }
     if (mt_db_load_overlay(u, user != NULL || env_user, s, sys != NULL || env_sys, arch, &c, &src, &n) != MT_OK) {
         mt_cli_error("show: %s", mt_last_error());
         return 1;

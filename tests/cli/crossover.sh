@@ -116,6 +116,9 @@ r = [r for r in rows if r["db"] == "user"][0]
 assert (r["sq"], r["context"], r["mha_ms"], r["winner"], r["blas"]) == (256, 4096, 6.0, "MHA", "fixture BLAS 1.0"), r
 ' || fail "show --crossover --json"
 
+"$bin" show --db user.db --system-db system.db --crossover --arch gfx942 > none.txt
+grep -q '^0 crossover points (user DB user.db, system DB system.db)$' none.txt || fail "show --crossover, none: $(cat none.txt)"
+
 # export of a file that holds only crossover points: shipped, and answers as a system DB
 "$bin" export --arch sm_90 --db system.db -o shipped.db > export.txt || fail "export: $(cat export.txt)"
 grep -q 'wrote shipped.db (0 measurements and 6 crossover points for sm_90)' export.txt || fail "export: $(cat export.txt)"
