@@ -21,6 +21,8 @@ int cmd_report(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* `bench --prefill` (cmd_bench_prefill.c): cmd_bench hands it the whole command line. */
 int cmd_bench_prefill(int argc, char **argv);
+/* `crossover` (cmd_crossover.c): both prefill forms timed, the crossover stored. */
+int cmd_crossover(int argc, char **argv);
 
 /* Prints "mla-tune: <message>" to stderr. */
 void mt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -66,4 +66,10 @@ grep -qE '^estimate: about [0-9]+ s \([0-9.]+ min\) on one GPU' dry.txt || fail 
 grep -q "no entry with page size 16 (the entries that match so far have: 64)" h.txt || fail "page size: $(cat h.txt)"
 "$bin" lookup --arch sm_90 --db abc.db --system-db abc.db --heads 32 --batch 8 --seq-len 1024 > h.txt
 grep -q "no entry with head count 32 (the entries that match so far have: 16)" h.txt || fail "heads: $(cat h.txt)"
+# crossover: its options checked before any GPU work, the DB path before the GPU
+expect 2 "bad value '1,2000' for --sq" "$bin" crossover --sq 1,2000
+expect 2 "bad value 'fp8e4m3' for --dtype" "$bin" crossover --dtype fp8e4m3
+expect 2 "unknown option '--contexts'" "$bin" crossover --contexts 4096
+expect 1 "crossover: .*/no/such/dir/x.db" "$bin" crossover --db /no/such/dir/x.db
+"$bin" crossover --help | grep -q -- "--check" || fail "crossover --help lacks --check"
 echo "errors: ok"
