@@ -59,6 +59,40 @@ extern "C" __global__ void __launch_bounds__(256) mt_mma_peak(float *out, int it
 #endif
 
 #if defined(MT_HAVE_WGMMA)
+/* What both warpgroup probes below time: `iters` batches of 8 products
+ * m64n256 (A from registers, B from shared memory at b_desc), up to two
+ * batches in flight, then the accumulators' sum written (so nothing is
+ * optimised away).  FP8: the k32 e4m3 form, else the k16 bf16 one. */
+template <bool FP8>
+__device__ __forceinline__ void wgmma_peak_batches(float *out, const mt_u32 *a, mt_u64 b_desc, int iters) {
+    float acc[128];
+    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+    const int accumulate = 1;
+    for (int it = 0; it < iters; it++) {
+        mt_wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            if (FP8) {
+                float *d = acc;
+                asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                             "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {" MT_ACC128 "}, "
+                             "{%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+                             : MT_OUT128
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+            } else {
+                mt_wgmma_m64n256k16_rs<0>(acc, a, b_desc, accumulate);
+            }
+        }
+        mt_wgmma_commit();
+        mt_wgmma_wait<1>();
+    }
+    mt_wgmma_wait<0>();
+    mt_wgmma_pin<128>(acc);
+    float s = 0.0f;
+    for (int i = 0; i < 128; i++) s += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
 /* The same for Hopper's warpgroup instructions, the way the mma=2 decode
  * path uses them: two warpgroups per group, each issuing wgmma m64n256k16
  * (A from registers, B from shared memory) in batches of 8 with up to two
@@ -70,21 +104,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) mt_wgmma_peak(float *out, i
     __syncthreads();
     mt_u32 a[4];
     for (int i = 0; i < 4; i++) a[i] = 0x3f803f80u ^ (threadIdx.x * 0x00010001u * (i + 1));
-    float acc[128];
-    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
-    const mt_u64 desc = mt_wgmma_desc(b_s, 16 * 128, 1024);
-    for (int it = 0; it < iters; it++) {
-        mt_wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 8; k++) mt_wgmma_m64n256k16_rs<0>(acc, a, desc, 1);
-        mt_wgmma_commit();
-        mt_wgmma_wait<1>();
-    }
-    mt_wgmma_wait<0>();
-    mt_wgmma_pin<128>(acc);
-    float s = 0.0f;
-    for (int i = 0; i < 128; i++) s += acc[i];
-    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    wgmma_peak_batches<false>(out, a, mt_wgmma_desc(b_s, 16 * 128, 1024), iters);
 }
 
 /* The fp8 form: wgmma m64n256k32 e4m3 (A from registers, B K-major in
@@ -99,29 +119,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) mt_wgmma_fp8_peak(float *ou
     __syncthreads();
     mt_u32 a[4];
     for (int i = 0; i < 4; i++) a[i] = 0x38383838u ^ (threadIdx.x * 0x01010101u * (i + 1) & 0x07070707u);
-    float acc[128];
-    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
     const mt_u64 addr = mt_smem_addr(b_s);
     const mt_u64 b_desc = ((addr & 0x3ffffu) >> 4) | (1ull << 16) | ((mt_u64)(512 >> 4) << 32) | (2ull << 62);
-    const int accumulate = 1;
-    for (int it = 0; it < iters; it++) {
-        mt_wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            float *d = acc;
-            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                         "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {" MT_ACC128 "}, "
-                         "{%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
-                         : MT_OUT128
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-        }
-        mt_wgmma_commit();
-        mt_wgmma_wait<1>();
-    }
-    mt_wgmma_wait<0>();
-    mt_wgmma_pin<128>(acc);
-    float s = 0.0f;
-    for (int i = 0; i < 128; i++) s += acc[i];
-    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    wgmma_peak_batches<true>(out, a, b_desc, iters);
 }
 #endif
