@@ -25,8 +25,11 @@ last=$(tail -1 <<<"$out")
 [[ $last == *"system DB $P/share/mla-tune/tuning.db)" ]] || fail "show read another system DB: $last"
 n=$(sed -E 's/^([0-9]+) choices.*/\1/' <<<"$last")
 [ "$n" -gt 0 ] || fail "the system DB has no choices: $last"
-rows=$(grep -c '^system  sm_90 ' <<<"$out" || true)
+# the choices' rows come before the crossover points' (which ship too)
+rows=$(awk '/^crossover points/ {exit} /^system  sm_90 / {n++} END {print n + 0}' <<<"$out")
 [ "$rows" -eq "$n" ] || fail "$n choices said, $rows system sm_90 rows shown"
+points=$(awk '/^crossover points/ {on = 1; next} on && /^system  sm_90 / {n++} END {print n + 0}' <<<"$out")
+[ "$points" -gt 0 ] || fail "the system DB ships no crossover points"
 [ -f "$P/share/mla-tune/PROVENANCE.md" ] || fail "no PROVENANCE.md beside the system DB"
 
 # a shipped plan by name, from the moved tree
