@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "crossover_refine.h"
 #include "crossover_run.h"
 #include "int_list.h"
 #include "kernels/mla_decode/mla_decode.h"
@@ -25,7 +26,7 @@
 typedef struct xo_opts {
     mt_int_list heads, sq, context;
     mt_dtype dtype;
-    int warmup, reps, device, store, check;
+    int warmup, reps, device, store, check, refine;
     const char *db, *cache_dir, *csv;
 } xo_opts;
 
@@ -46,6 +47,9 @@ static void usage(FILE *to) {
             "  --db FILE          the tuning DB to write (default: the user DB's path)\n"
             "  --no-store         print only\n"
             "  --check            print only, each point against the DB's answer for it\n"
+            "  --refine           then, at each heads and context, halve every interval of\n"
+            "                     --sq whose ends have different winners down to one token\n"
+            "                     (the boundary measured; a form's time steps at waves)\n"
             "  --warmup N         runs before timing (default 2)\n"
             "  --reps N           timed runs, median reported (default 10)\n"
             "  --csv FILE         also write the rows as CSV\n"
@@ -63,6 +67,7 @@ static int parse_opts(int argc, char **argv, xo_opts *o) {
         }
         if (strcmp(a, "--no-store") == 0) { o->store = 0; continue; }
         if (strcmp(a, "--check") == 0) { o->check = 1, o->store = 0; continue; }
+        if (strcmp(a, "--refine") == 0) { o->refine = 1; continue; }
         if (!v) {
             mt_cli_error("crossover: %s needs a value", a);
             return 2;
@@ -106,6 +111,72 @@ static mt_status open_db(const xo_opts *o, char *path, size_t size, mt_db **db, 
     return st;
 }
 
+/* What measuring a point needs, and what the measurements come to. */
+enum { XO_MAX_POINTS = 64 }; /* sq measured per (heads, context), refinements included */
+typedef struct xo_run {
+    const xo_opts *o;
+    const mt_device_info *info;
+    mt_crossover_setup setup;
+    mt_db *db;
+    int64_t device_id;
+    FILE *csv;
+    const mt_crossover_point *known;
+    int n_known;
+    int failures, fatal;
+} xo_run;
+
+/* Measures (heads, context, sq), prints its row (with --check, against the
+ * DB's answer), writes CSV, stores it; returns the winner (0 MQA, 1 MHA)
+ * or -1 when it failed. */
+static int measure_point(xo_run *r, int heads, int context, int sq) {
+    const xo_opts *o = r->o;
+    mt_crossover_point p = {.n_heads = heads, .q_dtype = o->dtype, .kv_dtype = o->dtype, .sq = sq, .context = context};
+    mt_status st = mt_crossover_measure(&r->setup, &p);
+    if (st != MT_OK) {
+        printf("%4d %6d %5d FAILED: %s\n", p.n_heads, p.context, p.sq, mt_last_error());
+        r->failures++;
+        r->fatal = st == MT_ERR_VENDOR; /* the context may be gone */
+        return -1;
+    }
+    const int mha = p.mha_ms < p.mqa_ms;
+    char parts[2][48], answer[96] = "";
+    snprintf(parts[0], sizeof parts[0], "(%.3f %.3f %.3f)", p.mqa_absorb_ms, p.mqa_attention_ms, p.mqa_output_ms);
+    snprintf(parts[1], sizeof parts[1], "(%.3f %.3f)", p.mha_decompress_ms, p.mha_attention_ms);
+    if (o->check) {
+        mlt_form_info f;
+        mt_crossover_query q = {.arch = r->info->arch, .compute_units = r->info->compute_units, .n_heads = p.n_heads,
+                                .q_dtype = p.q_dtype, .kv_dtype = p.kv_dtype, .sq = p.sq, .context = p.context};
+        mt_crossover_pick(r->known, r->n_known, &q, &f);
+        const double t = f.form == MLT_FORM_MHA ? p.mha_ms : p.mqa_ms, best = mha ? p.mha_ms : p.mqa_ms;
+        snprintf(answer, sizeof answer, "  %s%s  %.3f  %.3f", f.form == MLT_FORM_MHA ? "MHA" : "MQA",
+                 f.measured ? "" : " (rule)", t / best, t / p.mha_ms);
+    }
+    printf("%4d %6d %5d %9.3f %24s %9.3f %17s %5s%s\n", p.n_heads, p.context, p.sq, p.mqa_ms, parts[0], p.mha_ms,
+           parts[1], mha ? "MHA" : "MQA", answer);
+    fflush(stdout);
+    if (r->csv)
+        fprintf(r->csv, "%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,\"%s\",\"%s\",%s\n", r->info->arch,
+                p.n_heads, mt_dtype_name(p.q_dtype), p.context, p.sq, p.mqa_ms, p.mqa_absorb_ms, p.mqa_attention_ms,
+                p.mqa_output_ms, p.mha_ms, p.mha_decompress_ms, p.mha_attention_ms, p.mqa_variant, p.mha_variant,
+                p.blas);
+    if (o->store && mt_db_put_crossover(r->db, r->device_id, &p) != MT_OK) {
+        printf("     not stored: %s\n", mt_last_error());
+        r->failures++;
+    }
+    return mha;
+}
+
+/* Measures sq (unless it is there already) and keeps sqs / wins sorted by sq. */
+static void add_point(xo_run *r, int heads, int context, int sq, int *sqs, int *wins, int *n) {
+    int at = 0;
+    while (at < *n && sqs[at] < sq) at++;
+    if ((at < *n && sqs[at] == sq) || *n == XO_MAX_POINTS) return;
+    const int win = measure_point(r, heads, context, sq);
+    memmove(&sqs[at + 1], &sqs[at], sizeof *sqs * (size_t)(*n - at));
+    memmove(&wins[at + 1], &wins[at], sizeof *wins * (size_t)(*n - at));
+    sqs[at] = sq, wins[at] = win, (*n)++;
+}
+
 int cmd_crossover(int argc, char **argv) {
     xo_opts o = {.heads = {{16, 128}, 2}, .sq = {{1, 4, 16, 32, 64, 128, 256, 512}, 8},
                  .context = {{4096, 16384, 65536}, 3}, .dtype = MT_BF16, .warmup = 2, .reps = 10, .store = 1};
@@ -125,10 +196,12 @@ int cmd_crossover(int argc, char **argv) {
     mt_bench_gpu g = {0};
     mt_blaslt lt;
     memset(&lt, 0, sizeof lt);
-    mt_status st = mlt_runtime_create(&ro, &g.rt) == MLT_OK ? MT_OK : mt_fail(MT_ERR_NO_BACKEND, "%s", mlt_last_error());
+    mt_status st =
+        mlt_runtime_create(&ro, &g.rt) == MLT_OK ? MT_OK : mt_fail(MT_ERR_NO_BACKEND, "%s", mlt_last_error());
     if (st == MT_OK) st = mt_bench_gpu_open(&g, 0);
     const mt_device_info *info = st == MT_OK ? mt_runtime_device(g.rt) : NULL;
-    if (st == MT_OK) st = mt_blaslt_open(strcmp(info->backend, "hip") == 0 ? MT_BLASLT_HIPBLASLT : MT_BLASLT_CUBLASLT, &lt);
+    const mt_blaslt_vendor vendor = info && strcmp(info->backend, "hip") == 0 ? MT_BLASLT_HIPBLASLT : MT_BLASLT_CUBLASLT;
+    if (st == MT_OK) st = mt_blaslt_open(vendor, &lt);
     int64_t device_id = 0;
     char compiler[128] = "";
     if (st == MT_OK && o.store) st = mt_backend_compiler_version(g.b, compiler, sizeof compiler);
@@ -152,54 +225,24 @@ int cmd_crossover(int argc, char **argv) {
     if (csv)
         fprintf(csv, "arch,heads,dtype,context,sq,mqa_ms,mqa_absorb_ms,mqa_attention_ms,mqa_output_ms,mha_ms,"
                      "mha_decompress_ms,mha_attention_ms,mqa_variant,mha_variant,blas\n");
-    mt_crossover_setup setup = {.g = &g, .lt = &lt, .warmup = o.warmup, .reps = o.reps};
-    int failures = 0;
-    for (int h = 0; h < o.heads.n; h++)
-        for (int c = 0; c < o.context.n; c++)
-            for (int s = 0; s < o.sq.n; s++) {
-                mt_crossover_point p = {.n_heads = o.heads.v[h], .q_dtype = o.dtype, .kv_dtype = o.dtype,
-                                        .sq = o.sq.v[s], .context = o.context.v[c]};
-                st = mt_crossover_measure(&setup, &p);
-                if (st != MT_OK) {
-                    printf("%4d %6d %5d FAILED: %s\n", p.n_heads, p.context, p.sq, mt_last_error());
-                    failures++;
-                    if (st == MT_ERR_VENDOR) goto done; /* the context may be gone */
-                    continue;
-                }
-                const int mha = p.mha_ms < p.mqa_ms;
-                char parts[2][48], answer[96] = "";
-                snprintf(parts[0], sizeof parts[0], "(%.3f %.3f %.3f)", p.mqa_absorb_ms, p.mqa_attention_ms,
-                         p.mqa_output_ms);
-                snprintf(parts[1], sizeof parts[1], "(%.3f %.3f)", p.mha_decompress_ms, p.mha_attention_ms);
-                if (o.check) {
-                    mlt_form_info f;
-                    mt_crossover_query q = {.arch = info->arch, .compute_units = info->compute_units,
-                                            .n_heads = p.n_heads, .q_dtype = p.q_dtype, .kv_dtype = p.kv_dtype,
-                                            .sq = p.sq, .context = p.context};
-                    mt_crossover_pick(known, n_known, &q, &f);
-                    const double t = f.form == MLT_FORM_MHA ? p.mha_ms : p.mqa_ms;
-                    const double best = mha ? p.mha_ms : p.mqa_ms;
-                    snprintf(answer, sizeof answer, "  %s%s  %.3f  %.3f", f.form == MLT_FORM_MHA ? "MHA" : "MQA",
-                             f.measured ? "" : " (rule)", t / best, t / p.mha_ms);
-                }
-                printf("%4d %6d %5d %9.3f %24s %9.3f %17s %5s%s\n", p.n_heads, p.context, p.sq, p.mqa_ms, parts[0],
-                       p.mha_ms, parts[1], mha ? "MHA" : "MQA", answer);
-                fflush(stdout);
-                if (csv)
-                    fprintf(csv, "%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,\"%s\",\"%s\",%s\n", info->arch,
-                            p.n_heads, mt_dtype_name(p.q_dtype), p.context, p.sq, p.mqa_ms, p.mqa_absorb_ms,
-                            p.mqa_attention_ms, p.mqa_output_ms, p.mha_ms, p.mha_decompress_ms, p.mha_attention_ms,
-                            p.mqa_variant, p.mha_variant, p.blas);
-                if (o.store && mt_db_put_crossover(db, device_id, &p) != MT_OK) {
-                    printf("     not stored: %s\n", mt_last_error());
-                    failures++;
-                }
+    xo_run r = {.o = &o, .info = info, .setup = {.g = &g, .lt = &lt, .warmup = o.warmup, .reps = o.reps},
+                .db = db, .device_id = device_id, .csv = csv, .known = known, .n_known = n_known};
+    for (int h = 0; h < o.heads.n && !r.fatal; h++)
+        for (int c = 0; c < o.context.n && !r.fatal; c++) {
+            int sqs[XO_MAX_POINTS], wins[XO_MAX_POINTS], n = 0;
+            for (int s = 0; s < o.sq.n && !r.fatal; s++)
+                add_point(&r, o.heads.v[h], o.context.v[c], o.sq.v[s], sqs, wins, &n);
+            /* --refine: the boundary at this context measured, not
+             * interpolated (crossover_refine.h) */
+            for (int next; o.refine && !r.fatal && n < XO_MAX_POINTS;) {
+                if (!(next = mt_crossover_refine_next(sqs, wins, n))) break;
+                add_point(&r, o.heads.v[h], o.context.v[c], next, sqs, wins, &n);
             }
-done:
+        }
     if (csv) fclose(csv);
     mt_blaslt_close(&lt);
     mt_bench_gpu_close(&g);
     if (db) mt_db_close(db);
     free(known);
-    return failures ? 1 : 0;
+    return r.failures ? 1 : 0;
 }

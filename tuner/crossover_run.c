@@ -200,7 +200,8 @@ mt_status mt_crossover_measure(const mt_crossover_setup *s, mt_crossover_point *
     if (st == MT_OK) {
         mlt_choice_info c;
         const int tokens = p->context + p->sq;
-        if (mlt_plan_explain(x.decode, 1, tokens, 0, &c) == MLT_OK) snprintf(p->mqa_variant, sizeof p->mqa_variant, "%s", c.variant);
+        if (mlt_plan_explain(x.decode, 1, tokens, 0, &c) == MLT_OK)
+            snprintf(p->mqa_variant, sizeof p->mqa_variant, "%s", c.variant);
         if (mlt_prefill_plan_explain_call(x.prefill, 1, p->sq, 1, &c) == MLT_OK)
             snprintf(p->mha_variant, sizeof p->mha_variant, "%s", c.variant);
         const size_t v = s->lt->version;

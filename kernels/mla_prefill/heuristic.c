@@ -19,7 +19,8 @@
  * sm_90: 64-token tiles over 64-key tiles, fastest or within 1% of it of
  * the four wgmma points on the issue's four shapes (PERFLOG session 19). */
 static const char *measured_choice(const mt_target *t, const mt_problem_static *s) {
-    if (strcmp(t->arch, "sm_90") == 0 && mt_dtype_is_fp8(s->kv_dtype)) return "tile_q=64,kv_tile=64,block_threads=128,mma=2";
+    if (strcmp(t->arch, "sm_90") == 0 && mt_dtype_is_fp8(s->kv_dtype))
+        return "tile_q=64,kv_tile=64,block_threads=128,mma=2";
     if (strcmp(t->arch, "sm_90") == 0) return "tile_q=128,kv_tile=128,block_threads=256,mma=2";
     if (strncmp(t->arch, "sm_", 3) == 0) return "tile_q=64,kv_tile=32,block_threads=128,mma=1";
     return NULL;

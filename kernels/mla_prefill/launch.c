@@ -121,9 +121,11 @@ static mt_status check_wgmma_rows(const mt_prefill_params *p, const mt_problem_s
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: the wgmma variant (mma=2) copies k in 64-column blocks: nope %d must be a "
                        "multiple of 64", p->nope);
-    if ((st = check_rows_aligned("q", &p->q, 16, e)) != MT_OK || (st = check_rows_aligned("k", &p->k, 16, e)) != MT_OK ||
+    if ((st = check_rows_aligned("q", &p->q, 16, e)) != MT_OK ||
+        (st = check_rows_aligned("k", &p->k, 16, e)) != MT_OK ||
         (st = check_rows_aligned("k_pe", &p->k_pe, 16, e)) != MT_OK ||
-        (st = check_rows_aligned("v", &p->v, 16, e)) != MT_OK || (st = check_rows_aligned("out", &p->out, 4, oe)) != MT_OK)
+        (st = check_rows_aligned("v", &p->v, 16, e)) != MT_OK ||
+        (st = check_rows_aligned("out", &p->out, 4, oe)) != MT_OK)
         return st;
     return MT_OK;
 }
