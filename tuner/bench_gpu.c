@@ -3,6 +3,7 @@
  */
 #include "bench_gpu.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "kernels/sources.h"
@@ -30,6 +31,12 @@ mt_status mt_bench_gpu_fill(const mt_bench_gpu *g, mt_devptr p, size_t n, mt_dty
     void *args[] = {&p, &count, &dtype, &seed};
     unsigned grid[3] = {1024, 1, 1}, block[3] = {256, 1, 1};
     return mt_backend_launch(g->b, g->fill, grid, block, 0, NULL, args);
+}
+
+long mt_bench_count_non_finite(const void *host, size_t n, mt_dtype t) {
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) bad += !isfinite(mt_host_load(t, host, i));
+    return bad;
 }
 
 void mt_bench_gpu_close(mt_bench_gpu *g) {

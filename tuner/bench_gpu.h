@@ -28,6 +28,11 @@ mt_status mt_bench_gpu_open(mt_bench_gpu *g, int flush_write);
  * picks the stream), on the default stream. */
 mt_status mt_bench_gpu_fill(const mt_bench_gpu *g, mt_devptr p, size_t n, mt_dtype t, unsigned seed);
 
+/* How many of the n elements of type t at host are not finite (NaN or
+ * inf): a bench's check that a kernel wrote every output (the outputs are
+ * poisoned with NaN before the runs). */
+long mt_bench_count_non_finite(const void *host, size_t n, mt_dtype t);
+
 /* The flush and the runtime (either may be unset). */
 void mt_bench_gpu_close(mt_bench_gpu *g);
 

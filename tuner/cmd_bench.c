@@ -218,11 +218,7 @@ static mt_status bench_shape(mt_bench_gpu *g, const bench_opts *o, int heads, in
         double bytes = key_bytes + (double)q_bytes + (double)out_bytes + rows * 4.0;
         r->gbps = bytes / (r->median_us * 1e-6) / 1e9;
         r->tflops = flops / (r->median_us * 1e-6) / 1e12;
-        r->non_finite = 0;
-        for (size_t i = 0; i < rows * dl; i++) {
-            float f = o->q_dtype == MT_BF16 ? mt_host_bf16_to_f32(host_out[i]) : mt_host_f16_to_f32(host_out[i]);
-            r->non_finite += !isfinite(f);
-        }
+        r->non_finite = mt_bench_count_non_finite(host_out, rows * dl, o->q_dtype);
     }
     free(ms), free(table), free(host_out);
     mt_backend_mem_free(g->b, dq), mt_backend_mem_free(g->b, dkv), mt_backend_mem_free(g->b, dtable);

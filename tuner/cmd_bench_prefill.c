@@ -139,11 +139,7 @@ static mt_status bench_one(mt_bench_gpu *g, const pf_opts *o, const mt_problem_k
         r->p10_us = 1e3 * mt_sorted_percentile(ms, o->reps, 10);
         r->p90_us = 1e3 * mt_sorted_percentile(ms, o->reps, 90);
         r->tflops = mt_prefill_flops(k) / (r->median_us * 1e-6) / 1e12;
-        r->non_finite = 0;
-        for (size_t i = 0; i < out_bytes / 2; i++) {
-            float f = o->q_dtype == MT_FP16 ? mt_host_f16_to_f32(host_out[i]) : mt_host_bf16_to_f32(host_out[i]);
-            r->non_finite += !isfinite(f);
-        }
+        r->non_finite = mt_bench_count_non_finite(host_out, out_bytes / 2, mt_mla_prefill_out_dtype(&k->s));
     }
     free(cu_q), free(cu_k), free(host_out), free(ms);
     mt_backend_mem_free(g->b, dq), mt_backend_mem_free(g->b, dk), mt_backend_mem_free(g->b, dv);

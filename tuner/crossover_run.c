@@ -77,18 +77,14 @@ static mt_status median_ms(xo *x, mt_timed_fn fn, double *out) {
 }
 
 /* Fails when the last form's output [sq, N, V] holds a non-finite value. */
-static mt_status check_out(xo *x, int n, const char *form, mt_dtype t) {
+static mt_status check_out(xo *x, const char *form, mt_dtype t) {
     uint16_t *host = malloc(x->bytes[B_OUT]);
     if (!host) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    const size_t n = x->bytes[B_OUT] / 2;
     mt_status st = mt_backend_copy_to_host(x->b, host, x->buf[B_OUT], x->bytes[B_OUT], NULL);
-    size_t bad = 0;
-    for (size_t i = 0; st == MT_OK && i < x->bytes[B_OUT] / 2; i++) {
-        float f = t == MT_BF16 ? mt_host_bf16_to_f32(host[i]) : mt_host_f16_to_f32(host[i]);
-        bad += !isfinite(f);
-    }
+    const long bad = st == MT_OK ? mt_bench_count_non_finite(host, n, t) : 0;
     free(host);
-    if (st == MT_OK && bad)
-        st = mt_fail(MT_ERR_VENDOR, "%s form: %zu of %d outputs are not finite", form, bad, n);
+    if (st == MT_OK && bad) st = mt_fail(MT_ERR_VENDOR, "%s form: %ld of %zu outputs are not finite", form, bad, n);
     return st;
 }
 
@@ -187,11 +183,10 @@ mt_status mt_crossover_measure(const mt_crossover_setup *s, mt_crossover_point *
                        mt_dtype_name(p->q_dtype), mt_dtype_name(p->kv_dtype));
     xo x = {.s = s, .b = s->g->b};
     mt_status st = setup(&x, p);
-    const int outputs = p->sq * p->n_heads * V;
     if (st == MT_OK) st = median_ms(&x, run_mqa, &p->mqa_ms);
-    if (st == MT_OK) st = check_out(&x, outputs, "MQA", p->q_dtype);
+    if (st == MT_OK) st = check_out(&x, "MQA", p->q_dtype);
     if (st == MT_OK) st = median_ms(&x, run_mha, &p->mha_ms);
-    if (st == MT_OK) st = check_out(&x, outputs, "MHA", p->q_dtype);
+    if (st == MT_OK) st = check_out(&x, "MHA", p->q_dtype);
     if (st == MT_OK) st = median_ms(&x, run_absorb, &p->mqa_absorb_ms);
     if (st == MT_OK) st = median_ms(&x, run_mqa_attention, &p->mqa_attention_ms);
     if (st == MT_OK) st = median_ms(&x, run_output, &p->mqa_output_ms);
