@@ -31,18 +31,31 @@ static inline void decode_draw_wg_schedule(mt_variant *v, const mt_problem_stati
     else mt_clear_error();
 }
 
-/* MLA_TUNE_TEST_FOCUS=wgmma64: a case whose shape the 64-row warpgroup
- * path serves draws its variant from that path's points (items[0..n)),
- * so a GPU run checks it (and, by the rule above, wg_schedule 0 and 1)
- * on many shapes; returns 0 (and leaves *out) where it does not exist. */
-static inline int decode_pick_wgmma64(const mt_variant *items, int n, uint64_t r, mt_variant *out) {
+/* The warpgroup (mma 2) points of tile_q `tile_q` among items[0..n): one
+ * drawn by r into *out; returns 0 (and leaves *out) where there is none. */
+static inline int decode_pick_mma2_tile(const mt_variant *items, int n, int tile_q, uint64_t r, mt_variant *out) {
     int count = 0;
-    for (int k = 0; k < n; k++) count += items[k].values[MT_P_MMA] == 2 && items[k].values[MT_P_TILE_Q] == 64;
+    for (int k = 0; k < n; k++) count += items[k].values[MT_P_MMA] == 2 && items[k].values[MT_P_TILE_Q] == tile_q;
     if (count == 0) return 0;
     int pick = (int)(r % (uint64_t)count);
     for (int k = 0; k < n; k++)
-        if (items[k].values[MT_P_MMA] == 2 && items[k].values[MT_P_TILE_Q] == 64 && pick-- == 0) *out = items[k];
+        if (items[k].values[MT_P_MMA] == 2 && items[k].values[MT_P_TILE_Q] == tile_q && pick-- == 0) *out = items[k];
     return 1;
+}
+
+/* MLA_TUNE_TEST_FOCUS=wgmma64: a case whose shape the 64-row warpgroup
+ * path serves draws its variant from that path's points, so a GPU run
+ * checks it (and, by the rule above, wg_schedule 0 and 1) on many shapes. */
+static inline int decode_pick_wgmma64(const mt_variant *items, int n, uint64_t r, mt_variant *out) {
+    return decode_pick_mma2_tile(items, n, 64, r, out);
+}
+
+/* A case with fp8 KV on Hopper, one in 8 (i % 8 == 5), draws its variant
+ * from the transposed path's 32-row points (tile_q 32), so every GPU run
+ * checks that form on several head counts (128: four tiles; 3 and 16: one,
+ * mostly empty) and lengths. */
+static inline int decode_pick_t32(const mt_variant *items, int n, uint64_t r, mt_variant *out) {
+    return decode_pick_mma2_tile(items, n, 32, r, out);
 }
 
 #endif

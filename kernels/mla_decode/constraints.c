@@ -68,15 +68,20 @@ static mt_status check_wgmma(const int *values, const mt_problem_static *s, cons
     if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
                        t->arch);
-    /* the shapes: the 64-row tile (16-bit KV) and the transposed 16-row
-     * tile (both KV widths; its own path, wgmma_t16.cu) */
+    /* the shapes: the 64-row tile (16-bit KV) and the transposed tile of
+     * 16 rows (both KV widths) or 32 (fp8 KV: O^T of 32 heads is 128
+     * registers a thread; its own path, wgmma_t16.cu) */
     int fp8 = mt_dtype_is_fp8(s->kv_dtype), tile_q = values[MT_P_TILE_Q], stages = fp8 ? 4 : 2;
-    if ((tile_q != 16 && (fp8 || tile_q != 64)) || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 ||
-        values[MT_P_KV_STAGES] != stages)
+    int tile_ok = tile_q == 16 || (fp8 ? tile_q == 32 : tile_q == 64);
+    if (!tile_ok || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 || values[MT_P_KV_STAGES] != stages)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: mma=2 with %s KV takes tile_q %s, block_threads 256, kv_chunk 64, kv_stages %d "
-                       "(got %d, %d, %d, %d)", mt_dtype_name(s->kv_dtype), fp8 ? "16" : "64 or 16", stages,
+                       "(got %d, %d, %d, %d)", mt_dtype_name(s->kv_dtype), fp8 ? "16 or 32" : "64 or 16", stages,
                        values[MT_P_TILE_Q], values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK], values[MT_P_KV_STAGES]);
+    if (tile_q == 32 && values[MT_P_GROUPS_PER_CU])
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: mma=2 tile_q=32 has fixed splits only (groups_per_cu 0): its length-aware form "
+                       "would need %zu bytes of shared memory", mt_mla_decode_shared_bytes(values, s, t->warp_size));
     if (s->d % 64 != 0 || s->dl != 512)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs D %% 64 == 0 and Dl == 512 (D=%d, Dl=%d)",
                        s->d, s->dl);

@@ -99,20 +99,21 @@ int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }
 
 size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s, int warp_size) {
     size_t tile_q = (size_t)values[MT_P_TILE_Q], chunk = (size_t)values[MT_P_KV_CHUNK];
-    if (values[MT_P_MMA] == 2 && tile_q == 16) {
+    if (values[MT_P_MMA] == 2 && (tile_q == 16 || tile_q == 32)) {
         /* must match the transposed path's layout in wgmma_t16.cu: up to
-         * 1023 bytes to a 1024-byte boundary, Q^T (16 rows x d, 16-bit),
-         * the stages of 64 keys x d elements, P^T per warpgroup (16 x 64
-         * 16-bit), the maxima/sums exchange, row limits, q maxima, an
+         * 1023 bytes to a 1024-byte boundary, Q^T (tile_q rows x d,
+         * 16-bit), the stages of 64 keys x d elements, P^T per warpgroup
+         * (tile_q x 64 16-bit), the maxima/sums exchange (2 warpgroups x 2
+         * chunks x 4 warps x tile_q floats), row limits, q maxima, an
          * mbarrier per stage */
         size_t blocks = (size_t)s->d / 64, stages = (size_t)values[MT_P_KV_STAGES];
-        /* length-aware: warpgroup 1's O^T (16 x 512 floats) meets warpgroup
-         * 0's in a buffer of its own, since the stages already hold the
-         * next item's chunks; and the next item's q rows (16 x d, 16-bit)
-         * are copied ahead into one */
-        size_t merge = values[MT_P_GROUPS_PER_CU] ? 16 * 512 * 4 + 16 * (size_t)s->d * 2 : 0;
-        return 1024 + blocks * 2048 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) + 2 * 2048 + 256 * 4 +
-               16 * 4 + 8 * 4 + stages * 8 + merge;
+        /* length-aware: warpgroup 1's O^T (tile_q x 512 floats) meets
+         * warpgroup 0's in a buffer of its own, since the stages already
+         * hold the next item's chunks; and the next item's q rows (tile_q x
+         * d, 16-bit) are copied ahead into one */
+        size_t merge = values[MT_P_GROUPS_PER_CU] ? tile_q * 512 * 4 + tile_q * (size_t)s->d * 2 : 0;
+        return 1024 + blocks * tile_q * 128 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) +
+               2 * tile_q * 128 + 16 * tile_q * 4 + tile_q * 4 + 8 * 4 + stages * 8 + merge;
     }
     if (values[MT_P_MMA] == 2 && values[MT_P_WG_SCHEDULE]) {
         /* must match the overlapped path's layout in wgmma64_seesaw.cu: up
@@ -155,7 +156,7 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s,
 }
 
 mt_decode_path mt_decode_path_of(const int *values, int warp_size) {
-    if (values[MT_P_MMA] == 2) return values[MT_P_TILE_Q] == 16 ? MT_PATH_WGMMA_T16 : MT_PATH_WGMMA64;
+    if (values[MT_P_MMA] == 2) return values[MT_P_TILE_Q] == 64 ? MT_PATH_WGMMA64 : MT_PATH_WGMMA_T16;
     if (values[MT_P_MMA]) return warp_size == 64 ? MT_PATH_MFMA : MT_PATH_MMA_SYNC;
     return MT_PATH_SIMT;
 }

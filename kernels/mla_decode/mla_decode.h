@@ -33,7 +33,7 @@ typedef enum mt_decode_path {
     MT_PATH_MMA_SYNC,   /* mma=1 on 32-wide warps (NVIDIA sm_80+): mma_sync.cu */
     MT_PATH_MFMA,       /* mma=1 on 64-wide wavefronts (AMD CDNA): mfma.cu */
     MT_PATH_WGMMA64,    /* mma=2, tile_q 64 (Hopper): wgmma64.cu */
-    MT_PATH_WGMMA_T16   /* mma=2, tile_q 16 (Hopper): wgmma_t16.cu */
+    MT_PATH_WGMMA_T16   /* mma=2, tile_q 16 (or 32, fp8 KV; Hopper): wgmma_t16.cu */
 } mt_decode_path;
 
 /* The one place a variant's path is decided. */

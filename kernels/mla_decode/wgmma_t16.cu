@@ -1,7 +1,7 @@
 /*
- * wgmma_t16.cu - the transposed warpgroup path (mma = 2, tile_q 16;
- * NVIDIA Hopper, wgmma): products computed as K Q^T so 16 query rows fill
- * the instruction's wide side; 16-bit or fp8 KV.
+ * wgmma_t16.cu - the transposed warpgroup path (mma = 2, tile_q 16, or
+ * 32 with fp8 KV; NVIDIA Hopper, wgmma): products computed as K Q^T so 16
+ * (32) query rows fill the instruction's narrow side; 16-bit or fp8 KV.
  */
 /* ---- the transposed warpgroup path (NVIDIA sm_90a, wgmma) ---------------
  * For 16 query rows (16 heads), where the 64-row tile of the path below
@@ -13,7 +13,10 @@
  * with Q^T and P^T (16 rows each, K-major) in shared memory.  With fp8 KV
  * the A operands come from registers: the fp8 bytes are converted to fp16
  * on the way in (exact), so no converted copy of a chunk is kept in shared
- * memory.  With 16-bit KV (q of the same type) the A operands are read
+ * memory; there a tile may also take 32 rows (tile_q 32: N = 32, O^T 128
+ * registers a thread), so 64+ heads read and convert each chunk once per 32
+ * of them: the conversion, not the products, is most of a chunk's time
+ * (H100: 1.6x faster than 16 rows at 64 and 128 heads, B=128).  With 16-bit KV (q of the same type) the A operands are read
  * from the stage by descriptor, K as stored (K-major) and V^T from the V
  * rows as stored (MN-major), in the 128-byte swizzle of the path below; a
  * chunk then costs a quarter of that path's products, which matters where
@@ -46,17 +49,17 @@
  * g+8 of an m64 tile are the columns 16wi+2g and 16wi+2g+1 of a 64-column
  * block, so each lane ends with adjacent output columns (pair stores).
  *
- * Shared memory (kept equal to mt_mla_decode_shared_bytes):
- *   q_s        [D/64][16 rows][128 B]  Q^T, 128-byte swizzle: fp8 KV: fp16, permuted
+ * Shared memory (kept equal to mt_mla_decode_shared_bytes; N = T8_N, 16 or 32):
+ *   q_s        [D/64][N rows][128 B]   Q^T, 128-byte swizzle: fp8 KV: fp16, permuted
  *                                      columns; 16-bit KV: q as given
  *   kv_s       KV_STAGES x [D/64][64 keys][64 or 128 B]  the stages (fp8: raw,
  *                                      64-byte swizzle; 16-bit: 128-byte swizzle);
  *                                      at the end warpgroup 1's O^T for the merge
- *   p_s        2 x [16 rows][128 B]    P^T of each warpgroup's chunk, the mma type
- *   red        [2 wg][2][4 warps][16]  column maxima (double-buffered), then sums and maxima
- *   row_limit  [16] int, q_amax [8] f32, stage_full [KV_STAGES] mbarrier
- *   length-aware only: o_x [16 x 512] f32 (warpgroup 1's O^T at an item's
- *   end), q_stage [16 rows][D] 16-bit (an item's q rows, copied ahead)
+ *   p_s        2 x [N rows][128 B]     P^T of each warpgroup's chunk, the mma type
+ *   red        [2 wg][2][4 warps][N]   column maxima (double-buffered), then sums and maxima
+ *   row_limit  [N] int, q_amax [8] f32, stage_full [KV_STAGES] mbarrier
+ *   length-aware only (N 16): o_x [16 x 512] f32 (warpgroup 1's O^T at an
+ *   item's end), q_stage [16 rows][D] 16-bit (an item's q rows, copied ahead)
  * Fixed shape (checked in mla_decode.c): 256 threads, 64-key chunks, 4
  * stages for fp8 KV and 2 for 16-bit KV (q of the same type), DL 512,
  * D % 64 == 0, PAGE_SIZE >= 16. */
@@ -64,14 +67,44 @@
 #error "mma=2 (wgmma) needs sm_90a"
 #endif
 #if BLOCK_THREADS != 256 || KV_CHUNK != 64 || KV_STAGES != (KV_FP8 ? 4 : 2) || DL != 512 || D % 64 != 0 || \
-    (!KV_FP8 && Q_CONVERT)
-#error "mma=2 with tile_q 16 takes 256 threads, 64-key chunks, 4 stages (fp8 KV) or 2 (16-bit KV, q of its type), Dl 512, D % 64 == 0"
+    (!KV_FP8 && Q_CONVERT) || !(TILE_Q == 16 || (TILE_Q == 32 && KV_FP8 && !GROUPS_PER_CU))
+#error "mma=2 with tile_q 16 takes 256 threads, 64-key chunks, 4 stages (fp8 KV) or 2 (16-bit KV, q of its type), Dl 512, D % 64 == 0; tile_q 32 fp8 KV and fixed splits"
 #endif
+/* T8_N query rows (heads) are the products' N: 16, or 32 with fp8 KV, where
+ * 64+ heads would otherwise read every chunk once per 16 of them.  A lane
+ * holds T8_H of them (head 8 (h / 2) + 2 qd + h % 2 in slot h) and T8_ACC
+ * accumulators per 64-row product (slots 4 (h / 2) + h % 2, and + 2 for
+ * the row 8 below). */
+#define T8_N TILE_Q
+#define T8_H (T8_N / 4)
+#define T8_ACC (T8_N / 2)
 #define T8_ROW_BYTES (KV_FP8 ? 64 : 128)        /* a stage row of 64 columns */
 #define T8_BLOCK_BYTES (64 * T8_ROW_BYTES)      /* 64 keys x 64 columns */
 #define T8_STAGE_BYTES ((D / 64) * T8_BLOCK_BYTES)
 #define T8_STAGES_PER_WG (KV_STAGES / 2)
-#define T8_Q_BLOCK_BYTES (16 * 128)             /* 16 rows x 64 16-bit columns */
+#define T8_Q_BLOCK_BYTES (T8_N * 128)           /* T8_N rows x 64 16-bit columns */
+#define T8_P_BYTES (T8_N * 128)                 /* P^T of a warpgroup: T8_N rows x 64 keys, 16-bit */
+#define T8_RED_FLOATS (8 * T8_N)                /* a warpgroup's exchange: 2 chunks x 4 warps x T8_N */
+
+/* d[T8_ACC] (+)= A[64 x 16] * B[16 x T8_N], A (fp16) in registers, B
+ * K-major in shared memory: the prelude's m64n16k16 form, or its m64n32k16
+ * twin (here, as only this path has 32 columns). */
+#if T8_N == 32
+#define T8_WGMMA_N32_RS                                                                                 \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "                                    \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "               \
+                 "{%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"                                          \
+                 : MT_OUT8(0), MT_OUT8(8)                                                               \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+#endif
+__device__ __forceinline__ void t8_wgmma_rs(float *d, const mt_u32 *a, mt_u64 b_desc, int accumulate) {
+#if T8_N == 32
+    T8_WGMMA_N32_RS;
+#else
+    mt_wgmma_m64n16k16_rs<1>(d, a, b_desc, accumulate);
+#endif
+}
 
 /* Byte offset of 16-byte piece c (0..3) of row r in a block of 64-byte
  * rows stored in the copy engine's 64-byte swizzle (blocks 512-byte aligned). */
@@ -116,8 +149,8 @@ struct t8_item {
     int tile_end;
 };
 #if GROUPS_PER_CU
-#define T8_MERGE_BYTES (16 * 512 * 4) /* warpgroup 1's O^T at an item's end */
-#define T8_Q_STAGE_BYTES (16 * D * 2) /* the next item's q rows, as stored */
+#define T8_MERGE_BYTES (T8_N * 512 * 4) /* warpgroup 1's O^T at an item's end */
+#define T8_Q_STAGE_BYTES (T8_N * D * 2) /* the next item's q rows, as stored */
 #else
 #define T8_MERGE_BYTES 0
 #define T8_Q_STAGE_BYTES 0
@@ -137,7 +170,7 @@ struct t8_item {
  * against 20.5 for the plain plan). */
 #define T8_ROWS_STAGED (GROUPS_PER_CU || (VIEWS && NUM_SPLITS == 1))
 
-/* The item's result rows in o_x, row-major [16][512] floats: eight-column
+/* The item's result rows in o_x, row-major [T8_N][512] floats: eight-column
  * groups swapped by row pair ((r >> 1) & 3), so the stores of a warp (rows
  * 2qd + c, columns g) meet 32 banks; a group stays whole, so a row is read
  * back in 16-byte pieces. */
@@ -152,9 +185,9 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     unsigned char *q_s = smem_raw + ((1024u - (mt_smem_addr(smem_raw) & 1023u)) & 1023u);
     unsigned char *kv_s = q_s + (D / 64) * T8_Q_BLOCK_BYTES;
     unsigned char *p_s = kv_s + KV_STAGES * T8_STAGE_BYTES;
-    float *red = (float *)(p_s + 2 * 2048);
-    int *row_limit = (int *)(red + 256);
-    float *q_amax = (float *)(row_limit + 16);
+    float *red = (float *)(p_s + 2 * T8_P_BYTES);
+    int *row_limit = (int *)(red + 2 * T8_RED_FLOATS);
+    float *q_amax = (float *)(row_limit + T8_N);
     mt_u64 *stage_full = (mt_u64 *)(q_amax + 8);
     /* where warpgroup 1's O^T meets warpgroup 0's: the stages when they
      * are idle at the end (one item), a buffer of its own otherwise */
@@ -186,7 +219,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     auto stage_q = [&](int i) {
 #if GROUPS_PER_CU
         const mt_item n = item_at(items, i, seq_lens);
-        const int here = min(16, rows - n.row0);
+        const int here = min(T8_N, rows - n.row0);
         for (int k = tid; k < here * (D / 8); k += 256) {
             const int r = k / (D / 8), u = k - r * (D / 8);
             mt_cp_async16(q_stage + r * D + u * 8, q_at(prm, q, n.b, n.row0 + r, u * 8), 16);
@@ -236,9 +269,9 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     MT_TRACE_MARK(2); /* the warpgroup's first copies are issued */
 
     const mt_u64 q_desc = mt_wgmma_desc(q_s, 16, 1024);
-    unsigned char *p_w = p_s + wg * 2048;
+    unsigned char *p_w = p_s + wg * T8_P_BYTES;
     const mt_u64 p_desc = mt_wgmma_desc(p_w, 16, 1024);
-    float *red_w = red + wg * 128;
+    float *red_w = red + wg * T8_RED_FLOATS;
     const int bar_wg = 1 + wg, key_r = 16 * wi + g;
     int pos = 0; /* this warpgroup's position in its stream */
 
@@ -265,14 +298,14 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
      * 8 (u % 2) + 0..7), read as 4 pairs; bf16 q is scaled by a power of
      * two into fp16's range first (q_fp16_factor, divided out of the
      * scores) */
-    const int q_rows_here = min(16, rows - row0);
+    const int q_rows_here = min(T8_N, rows - row0);
     float q_factor = 1.0f;
 #if !KV_FP8
     /* 16-bit KV: Q^T is q as given, 16-byte pieces in the 128-byte swizzle */
-    for (int i = tid; i < 16 * (D / 8); i += 256) {
+    for (int i = tid; i < T8_N * (D / 8); i += 256) {
         const int r = i / (D / 8), u = i - r * (D / 8);
         const uint4 w = r < q_rows_here ? *(const uint4 *)q_src(r, u * 8) : make_uint4(0u, 0u, 0u, 0u);
-        *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = w;
+        *(uint4 *)(q_s + mt_swizzle128(r, u, T8_N)) = w;
     }
 #else
 #if Q_DTYPE == 0
@@ -291,7 +324,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         q_factor = q_fp16_factor(amax);
     }
 #endif
-    for (int i = tid; i < 16 * (D / 8); i += 256) {
+    for (int i = tid; i < T8_N * (D / 8); i += 256) {
         const int r = i / (D / 8), u = i - r * (D / 8);
         mt_u32 w[4] = {0u, 0u, 0u, 0u};
         if (r < q_rows_here) {
@@ -300,7 +333,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
                 w[pp] = q_pair_to_mma(*(const mt_u32 *)q_src(r, t8_dim(u >> 1, 8 * (u & 1) + 2 * pp)),
                                       q_factor);
         }
-        *(uint4 *)(q_s + mt_swizzle128(r, u, 16)) = make_uint4(w[0], w[1], w[2], w[3]);
+        *(uint4 *)(q_s + mt_swizzle128(r, u, T8_N)) = make_uint4(w[0], w[1], w[2], w[3]);
     }
 #endif
     mt_fence_proxy_async(); /* Q^T, for the wgmma */
@@ -310,18 +343,21 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     const int n_mine = chunks_of(it, wg);
 
     /* this lane's heads: slot 2j + e is head 8j + 2 qd + e */
-    int lim[4];
+    int lim[T8_H], lim_min = tile_end;
 #pragma unroll
-    for (int h = 0; h < 4; h++) lim[h] = min(row_limit[8 * (h >> 1) + 2 * qd + (h & 1)], tile_end);
+    for (int h = 0; h < T8_H; h++) {
+        lim[h] = min(row_limit[8 * (h >> 1) + 2 * qd + (h & 1)], tile_end);
+        lim_min = min(lim_min, lim[h]);
+    }
     const float s_scale = scale * kv_scale * LOG2E / q_factor; /* scores in the log2 domain */
-    float m_run[4], l_run[4];
+    float m_run[T8_H], l_run[T8_H];
 #pragma unroll
-    for (int h = 0; h < 4; h++) m_run[h] = MT_NEG_INF, l_run[h] = 0.0f;
-    float o[8][8];
+    for (int h = 0; h < T8_H; h++) m_run[h] = MT_NEG_INF, l_run[h] = 0.0f;
+    float o[8][T8_ACC];
 #pragma unroll
     for (int t = 0; t < 8; t++)
 #pragma unroll
-        for (int i = 0; i < 8; i++) o[t][i] = 0.0f;
+        for (int i = 0; i < T8_ACC; i++) o[t][i] = 0.0f;
 
     for (int li = 0; li < n_mine; li++, pos++) {
         const int k0 = kb0 + 64 * (wg + 2 * li), st = T8_STAGES_PER_WG * wg + pos % T8_STAGES_PER_WG;
@@ -339,9 +375,9 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         /* S^T = K Q^T: per 64-column block, 16 bytes of each of this lane's
          * two keys -> the A registers of 4 k16 steps (two register sets,
          * so one block converts while the previous one's products run) */
-        float s[8];
+        float s[T8_ACC];
 #pragma unroll
-        for (int i = 0; i < 8; i++) s[i] = 0.0f;
+        for (int i = 0; i < T8_ACC; i++) s[i] = 0.0f;
 #if !KV_FP8
         /* 16-bit KV: K (A, K-major) and Q^T (B) by descriptor, 4 k16 steps
          * per 64-column block */
@@ -379,8 +415,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             mt_wgmma_fence();
 #pragma unroll
             for (int ss = 0; ss < 4; ss++)
-                mt_wgmma_m64n16k16_rs<1>(s, a + 4 * ss, q_desc + ((j * T8_Q_BLOCK_BYTES + ss * 32) >> 4),
-                                         (j | ss) != 0);
+                t8_wgmma_rs(s, a + 4 * ss, q_desc + ((j * T8_Q_BLOCK_BYTES + ss * 32) >> 4), (j | ss) != 0);
             mt_wgmma_commit();
             if (j > 0) {
                 mt_wgmma_wait<1>();
@@ -390,7 +425,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         mt_wgmma_wait<0>();
         mt_wgmma_pin_a<16>(af[(D / 64 - 1) & 1]);
 #endif
-        mt_wgmma_pin<8>(s);
+        mt_wgmma_pin<T8_ACC>(s);
         if (ii == first_item && li == 0) MT_TRACE_MARK(5); /* its scores are done */
 
         /* online softmax per head (a column of S^T): mask (only a chunk
@@ -398,34 +433,35 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
          * the lane's two keys, the 8 lanes of its quad column and the 4 warps
          * (through red, double-buffered by chunk) */
         const int ka = k0 + key_r, kb = ka + 8;
-        if (k0 < k_begin || k0 + 64 > min(min(lim[0], lim[1]), min(lim[2], lim[3]))) {
+        if (k0 < k_begin || k0 + 64 > lim_min) {
 #pragma unroll
-            for (int h = 0; h < 4; h++) {
+            for (int h = 0; h < T8_H; h++) {
                 const int i = 4 * (h >> 1) + (h & 1);
                 if (ka < k_begin || ka >= lim[h]) s[i] = MT_NEG_INF;
                 if (kb < k_begin || kb >= lim[h]) s[i + 2] = MT_NEG_INF;
             }
         }
-        float cm[4];
+        float cm[T8_H];
 #pragma unroll
-        for (int h = 0; h < 4; h++) {
+        for (int h = 0; h < T8_H; h++) {
             const int i = 4 * (h >> 1) + (h & 1);
             cm[h] = fmaxf(s[i], s[i + 2]);
             cm[h] = fmaxf(cm[h], mt_shfl_xor(cm[h], 4));
             cm[h] = fmaxf(cm[h], mt_shfl_xor(cm[h], 8));
             cm[h] = fmaxf(cm[h], mt_shfl_xor(cm[h], 16));
         }
-        float *rb = red_w + (li & 1) * 64;
+        float *rb = red_w + (li & 1) * 4 * T8_N;
         if (g == 0) {
 #pragma unroll
-            for (int h = 0; h < 4; h++) rb[wi * 16 + 8 * (h >> 1) + 2 * qd + (h & 1)] = cm[h];
+            for (int h = 0; h < T8_H; h++) rb[wi * T8_N + 8 * (h >> 1) + 2 * qd + (h & 1)] = cm[h];
         }
         mt_bar_sync(bar_wg, 128);
-        float alpha[4];
+        float alpha[T8_H];
+        bool rescale = false;
 #pragma unroll
-        for (int h = 0; h < 4; h++) {
+        for (int h = 0; h < T8_H; h++) {
             const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
-            const float cmax = fmaxf(fmaxf(rb[hd], rb[16 + hd]), fmaxf(rb[32 + hd], rb[48 + hd]));
+            const float cmax = fmaxf(fmaxf(rb[hd], rb[T8_N + hd]), fmaxf(rb[2 * T8_N + hd], rb[3 * T8_N + hd]));
             const float mn = fmaxf(m_run[h], cmax * s_scale);
             alpha[h] = m_run[h] == MT_NEG_INF ? 0.0f : mt_exp2f(m_run[h] - mn);
             const float sub = mn == MT_NEG_INF ? 0.0f : mn;
@@ -434,15 +470,16 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             const float pa = mt_exp2f(fmaf(s[i], s_scale, -sub)), pb = mt_exp2f(fmaf(s[i + 2], s_scale, -sub));
             l_run[h] = l_run[h] * alpha[h] + pa + pb;
             const mt_u32 pp = pack_mma(pa, pb);
-            *(mt_u16 *)(p_w + mt_swizzle128(hd, key_r >> 3, 16) + (key_r & 7) * 2) = (mt_u16)(pp & 0xffffu);
-            *(mt_u16 *)(p_w + mt_swizzle128(hd, (key_r + 8) >> 3, 16) + (key_r & 7) * 2) = (mt_u16)(pp >> 16);
+            *(mt_u16 *)(p_w + mt_swizzle128(hd, key_r >> 3, T8_N) + (key_r & 7) * 2) = (mt_u16)(pp & 0xffffu);
+            *(mt_u16 *)(p_w + mt_swizzle128(hd, (key_r + 8) >> 3, T8_N) + (key_r & 7) * 2) = (mt_u16)(pp >> 16);
+            rescale |= alpha[h] != 1.0f;
         }
         mt_fence_proxy_async(); /* P^T, for the wgmma */
-        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f)) {
+        if (__any_sync(0xffffffffu, rescale)) {
 #pragma unroll
             for (int t = 0; t < 8; t++)
 #pragma unroll
-                for (int h = 0; h < 4; h++) {
+                for (int h = 0; h < T8_H; h++) {
                     const int i = 4 * (h >> 1) + (h & 1);
                     o[t][i] *= alpha[h], o[t][i + 2] *= alpha[h];
                 }
@@ -495,7 +532,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             }
             mt_wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++) mt_wgmma_m64n16k16_rs<1>(o[t], a + 4 * kk, p_desc + ((kk * 32) >> 4), 1);
+            for (int kk = 0; kk < 4; kk++) t8_wgmma_rs(o[t], a + 4 * kk, p_desc + ((kk * 32) >> 4), 1);
             mt_wgmma_commit();
             if (t > 0) {
                 mt_wgmma_wait<1>();
@@ -506,7 +543,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         mt_wgmma_pin_a<16>(vf[(DL / 64 - 1) & 1]);
 #endif
 #pragma unroll
-        for (int t = 0; t < 8; t++) mt_wgmma_pin<8>(o[t]);
+        for (int t = 0; t < 8; t++) mt_wgmma_pin<T8_ACC>(o[t]);
         mt_bar_sync(bar_wg, 128); /* the stage and P^T are free */
         if (wtid == 0 && cur.item < end_item) issue(wg, cur, st);
         MT_TRACE_MARK(6); /* the latest chunk is done */
@@ -515,17 +552,17 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     /* merge the two warpgroups: sums over the warpgroup, then warpgroup 1
      * hands its maxima, sums and O^T to warpgroup 0 through shared memory */
 #pragma unroll
-    for (int h = 0; h < 4; h++) {
+    for (int h = 0; h < T8_H; h++) {
         l_run[h] += mt_shfl_xor(l_run[h], 4);
         l_run[h] += mt_shfl_xor(l_run[h], 8);
         l_run[h] += mt_shfl_xor(l_run[h], 16);
     }
     if (g == 0) {
 #pragma unroll
-        for (int h = 0; h < 4; h++) {
+        for (int h = 0; h < T8_H; h++) {
             const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
-            red_w[wi * 16 + hd] = l_run[h];
-            if (wi == 0) red_w[64 + hd] = m_run[h];
+            red_w[wi * T8_N + hd] = l_run[h];
+            if (wi == 0) red_w[4 * T8_N + hd] = m_run[h];
         }
     }
     __syncthreads(); /* both are done with the item (one item: every copy has landed and been read) */
@@ -533,18 +570,19 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #pragma unroll
         for (int t = 0; t < 8; t++)
 #pragma unroll
-            for (int i = 0; i < 8; i++) o_x[(t * 8 + i) * 128 + wtid] = o[t][i];
+            for (int i = 0; i < T8_ACC; i++) o_x[(t * T8_ACC + i) * 128 + wtid] = o[t][i];
     }
     __syncthreads();
     /* warpgroup 0 merges the two: each head's factors (and its lse) */
     if (wg == 0) {
-        float f0[4], f1[4];
+        float f0[T8_H], f1[T8_H];
+        const float *red1 = red + T8_RED_FLOATS; /* warpgroup 1's */
 #pragma unroll
-        for (int h = 0; h < 4; h++) {
+        for (int h = 0; h < T8_H; h++) {
             const int hd = 8 * (h >> 1) + 2 * qd + (h & 1);
-            const float l0 = red[hd] + red[16 + hd] + red[32 + hd] + red[48 + hd];
-            const float l1 = red[128 + hd] + red[144 + hd] + red[160 + hd] + red[176 + hd];
-            const float m0 = red[64 + hd], m1 = red[192 + hd], mx = fmaxf(m0, m1);
+            const float l0 = red[hd] + red[T8_N + hd] + red[2 * T8_N + hd] + red[3 * T8_N + hd];
+            const float l1 = red1[hd] + red1[T8_N + hd] + red1[2 * T8_N + hd] + red1[3 * T8_N + hd];
+            const float m0 = red[4 * T8_N + hd], m1 = red1[4 * T8_N + hd], mx = fmaxf(m0, m1);
             f0[h] = m0 == MT_NEG_INF ? 0.0f : mt_exp2f(m0 - mx);
             f1[h] = m1 == MT_NEG_INF ? 0.0f : mt_exp2f(m1 - mx);
             const float l = l0 * f0[h] + l1 * f1[h];
@@ -559,17 +597,17 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #pragma unroll
         for (int t = 0; t < 8; t++)
 #pragma unroll
-            for (int h = 0; h < 4; h++) {
+            for (int h = 0; h < T8_H; h++) {
                 const int i = 4 * (h >> 1) + (h & 1);
-                o[t][i] = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
-                o[t][i + 2] = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
+                o[t][i] = o[t][i] * f0[h] + o_x[(t * T8_ACC + i) * 128 + wtid] * f1[h];
+                o[t][i + 2] = o[t][i + 2] * f0[h] + o_x[(t * T8_ACC + i + 2) * 128 + wtid] * f1[h];
             }
         mt_bar_sync(bar_wg, 128); /* warpgroup 0 has read o_x: it takes the rows now */
 #endif
 #pragma unroll
         for (int t = 0; t < 8; t++) {
 #pragma unroll
-            for (int h = 0; h < 4; h++) {
+            for (int h = 0; h < T8_H; h++) {
                 /* fp8: accumulator rows g and g + 8 are adjacent columns (the
                  * V^T rows were permuted); 16-bit: columns g and g + 8 (V^T
                  * read in order) */
@@ -579,8 +617,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
                 o_x[t8_out_at(hd, col)] = o[t][i];
                 o_x[t8_out_at(hd, col + step)] = o[t][i + 2];
 #else
-                const float v0 = o[t][i] * f0[h] + o_x[(t * 8 + i) * 128 + wtid] * f1[h];
-                const float v1 = o[t][i + 2] * f0[h] + o_x[(t * 8 + i + 2) * 128 + wtid] * f1[h];
+                const float v0 = o[t][i] * f0[h] + o_x[(t * T8_ACC + i) * 128 + wtid] * f1[h];
+                const float v1 = o[t][i + 2] * f0[h] + o_x[(t * T8_ACC + i + 2) * 128 + wtid] * f1[h];
                 if (row0 + hd >= rows) continue;
 #if KV_FP8
                 store_o_pair(prm, out, o_part, b, split, rows, row0 + hd, col, v0, v1);
