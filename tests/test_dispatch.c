@@ -105,10 +105,12 @@ int main(void) {
     int splits_small = table.variants[r.variant].values[MT_P_NUM_SPLITS];
     mt_dispatch_lookup(&table, 512, 16384, 0, &r);
     int splits_large = table.variants[r.variant].values[MT_P_NUM_SPLITS];
-    /* one 16-row tile: 64 splits of 256 keys (a wave of 132 CUs holds 128) */
-    CHECK_MSG(splits_small == 64 && splits_large == 1, "heuristic splits %d / %d", splits_small, splits_large);
+    /* one row tile: 128 splits of 128 keys (a wave of 132 CUs holds 128) */
+    CHECK_MSG(splits_small == 128 && splits_large == 1, "heuristic splits %d / %d", splits_small, splits_large);
     CHECK(r.entry == NULL);
-    CHECK(table.variants[r.variant].values[MT_P_MMA] == 1); /* sm_90: the matrix-unit base */
+    /* sm_90, 16-bit KV: the 64-row wgmma base, even for 3 rows (the broad
+     * sweep: 8..32 heads ran it within 2% of the best at batch 8+) */
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 64);
     CHECK(table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 0);
     /* a ragged call (the longest at least twice the mean) goes to the
      * base's length-aware form; a nearly uniform one keeps fixed splits */
@@ -118,6 +120,11 @@ int main(void) {
           table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
     mt_dispatch_lookup(&table, 32, 2000, 3000, &r);
     CHECK(table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 0);
+    /* short requests: splits down to one 64-key chunk each (B=1 x 1024:
+     * 16, where 256 keys a split gave 4 and ran 1.4x slower) */
+    mt_dispatch_lookup(&table, 1, 1024, 0, &r);
+    CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 16, "B=1 x 1024: %d splits",
+              table.variants[r.variant].values[MT_P_NUM_SPLITS]);
     char why[200];
     mt_dispatch_lookup(&table, 32, 2000, 32768, &r);
     mt_dispatch_explain(&table, &r, why, sizeof why);
@@ -129,6 +136,11 @@ int main(void) {
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, &table));
     mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
+    /* ... and 128 rows of fp32 partials per split: B=1 x 1024 stops at 4
+     * splits, where 8 would write and read back more than twice the KV */
+    mt_dispatch_lookup(&table, 1, 1024, 0, &r);
+    CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 4, "128 heads, B=1 x 1024: %d splits",
+              table.variants[r.variant].values[MT_P_NUM_SPLITS]);
     mt_dispatch_free(&table);
     /* fp8 KV on sm_90: the transposed wgmma base (16-row tiles) */
     mt_problem_key fp8_shape = shape;
@@ -139,6 +151,17 @@ int main(void) {
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 16 &&
           table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
     mt_dispatch_free(&table);
+    /* ... from 32 rows its 32-row tiles (each chunk converted once per 32
+     * heads), while ragged calls keep the 16-row length-aware form */
+    fp8_shape.n_heads = 128;
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    mt_dispatch_lookup(&table, 128, 16384, 0, &r);
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 32);
+    mt_dispatch_lookup(&table, 32, 2000, 32768, &r);
+    CHECK(r.variant == table.aware_fallback && table.variants[r.variant].values[MT_P_TILE_Q] == 16 &&
+          table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 1);
+    mt_dispatch_free(&table);
+    fp8_shape.n_heads = 16;
     /* fnuz KV is a key of its own: the OCP fp8 entry (same heads, batch and
      * length) is never its candidate, as it would read the cache's bytes in
      * the other encoding; the heuristic serves it */

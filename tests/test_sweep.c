@@ -237,7 +237,7 @@ int main(void) {
                             "    seq_len: 1024\ntiming: {warmup: 1, reps: 5}\n");
     /* 15 points per key, plus two variants outside this space that every
      * sweep measures: the family default (tile_q=16, SIMT), which the choice
-     * rule keeps on a tie, and the built-in heuristic's (mma=1), which the
+     * rule keeps on a tie, and the built-in heuristic's (mma=2), which the
      * gain is over: 17 jobs a key.  Per key: tile_q=32 crashes (5),
      * tile_q=4+splits=16 hangs (2; the 4 s timeout leaves room for a
      * sanitizer build to report a crash first), tile_q=8+splits=2 is wrong
@@ -255,9 +255,10 @@ int main(void) {
     CHECK(count("a.db", "SELECT count(*) FROM measurements WHERE status = 'ok'") == 16);
     CHECK(count("a.db", "SELECT count(DISTINCT problem_id || '/' || variant_id) FROM measurements") == 34);
     /* the heuristic's variant of each key was measured (16 heads, 1024 keys
-     * on 132 CUs: the matrix-unit base with 4 splits at batch 1 and 2) */
+     * on 132 CUs: the 64-row wgmma base with 16 splits of 64 keys at
+     * batch 1 and 2) */
     CHECK(count("a.db", "SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id WHERE "
-                        "m.status = 'ok' AND v.params LIKE 'tile_q=16,%num_splits=4,block_threads=128,%mma=1,%'") == 2);
+                        "m.status = 'ok' AND v.params LIKE 'tile_q=64,%num_splits=16,block_threads=256,%mma=2,%'") == 2);
     /* the fake landscape's best point here is tile_q=8 with 16 splits (8
      * splits is not in this space; tile_q=8 with 2 splits is wrong) */
     CHECK(count("a.db", "SELECT count(*) FROM choices c JOIN variants v ON v.id = c.variant_id "
@@ -309,7 +310,7 @@ int main(void) {
     rc = run("sweep --config halving.yaml --db h.db --fake-device ''", out, sizeof out);
     CHECK_MSG(rc == 0, "%s", out);
     CHECK_MSG(count("h.db", "SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id WHERE "
-                            "v.params LIKE '%mma=1%' AND m.reps = 8 AND m.status = 'ok'") == 2,
+                            "v.params LIKE '%mma=2%' AND m.reps = 8 AND m.status = 'ok'") == 2,
               "the heuristic's variant not timed with the plan's runs:\n%s", out);
     CHECK_MSG(strstr(out, "gain (range)") && !strstr(out, "gain '-'"), "%s", out);
     /* the progress count ends where it should: every job counted once */
@@ -375,7 +376,7 @@ int main(void) {
     /* on a ragged key the runtime's rule runs its length-aware variant:
      * that is the one measured for the gain */
     CHECK(count("r.db", "SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id JOIN problems p "
-                        "ON p.id = m.problem_id WHERE p.lengths <> 'uniform' AND v.params LIKE '%mma=1,%groups_per_cu=1'")
+                        "ON p.id = m.problem_id WHERE p.lengths <> 'uniform' AND v.params LIKE '%mma=2,%groups_per_cu=1'")
           == 2);
     rc = run("sweep --config ragged.yaml --db r.db --fake-device 'sleep:ms=1'", out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "0 measured, 12 skipped"), "resume:\n%s", out);

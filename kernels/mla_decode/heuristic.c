@@ -9,19 +9,29 @@
 
 #include "mla_decode.h"
 
-/* The matrix-unit variant that won most keys of the H100 fast-decode sweep
- * (reports/h100/fast-decode), used as the base where it fits. */
+/* The mma.sync variant that won most of its keys in the H100 fast-decode
+ * sweep (reports/h100/fast-decode): the base where wgmma is not there. */
 static const char mma_base[] =
     "tile_q=16,kv_granularity=16,num_splits=1,block_threads=128,kv_chunk=32,mma=1,kv_stages=2";
-/* Where a request has 64+ query rows (64+ heads, or 16 heads x 4 tokens)
- * the shape is bound by the matrix units, and the wgmma path (Hopper only)
- * won every such key of that sweep (128 heads: 2.5x the mma.sync path). */
+/* 16-bit KV on Hopper: the 64-row wgmma path, whatever the row count.  It
+ * won every key of 64+ rows of that sweep (128 heads: 2.5x the mma.sync
+ * path), and with 8..32 heads it is within 2% of the best of the broad
+ * sweep at batch 32..128 (1.0-1.3x at batch 8) where the mma.sync base ran
+ * 1.02-1.8x the best (32 heads, B=128 x 16384: 0.805 ms against 1.276, 63%
+ * of the copy ceiling; reports/h100/broad, reports/PERFLOG.md session 20). */
 static const char wgmma_base[] =
     "tile_q=64,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
 /* fp8 KV on Hopper: the transposed wgmma path (1.40x the mma.sync path's
  * best at 16 heads, B=128, L=16384; reports/PERFLOG.md, session 6). */
 static const char fp8_base[] =
     "tile_q=16,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=4";
+/* ... with 32+ rows, its 32-row form: each chunk is read and converted once
+ * per 32 heads instead of 16 (H100, B=128 x 16384: 128 heads 1.92 ms
+ * against 3.04, 64 heads 0.96 against 1.52; at B=1 it runs 1.25x the
+ * 16-row form, a few microseconds; reports/PERFLOG.md session 20).  It has
+ * no length-aware form (shared memory): ragged calls keep the 16-row one. */
+static const char fp8_base32[] =
+    "tile_q=32,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=4";
 
 static const int split_counts[] = {1, 2, 4, 8, 16, 32, 64, 128};
 
@@ -41,13 +51,15 @@ static int base_fits(const char *spec, const mt_shape *shape, const mt_target *t
 mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set) {
     memset(set, 0, sizeof *set);
     set->aware = -1;
-    /* the base: for fp8 KV the transposed wgmma variant (Hopper); for 64+
-     * rows the measured wgmma variant (Hopper); the measured mma.sync
+    /* the base: for fp8 KV the transposed wgmma variant (Hopper; 32-row
+     * tiles from 32 rows); for
+     * 16-bit KV the 64-row wgmma variant (Hopper); the measured mma.sync
      * variant (NVIDIA; its 32-key chunk never fits the MFMA path, which has
      * not run on an AMD GPU yet); the family default */
     mt_variant base;
-    int wide = shape->sq * shape->n_heads >= 64, fp8 = mt_dtype_is_fp8(shape->s.kv_dtype);
-    if (!(fp8 && base_fits(fp8_base, shape, t, &base)) && !(wide && base_fits(wgmma_base, shape, t, &base)) &&
+    int fp8 = mt_dtype_is_fp8(shape->s.kv_dtype), rows = shape->sq * shape->n_heads;
+    if (!(fp8 && rows >= 32 && base_fits(fp8_base32, shape, t, &base)) && !(fp8 && base_fits(fp8_base, shape, t, &base)) &&
+        !(!fp8 && base_fits(wgmma_base, shape, t, &base)) &&
         !base_fits(mma_base, shape, t, &base) &&
         mt_variant_default_for(&mt_family_mla_decode, &shape->s, t, &base) != MT_OK)
         return mt_fail(MT_ERR_UNSUPPORTED, "no built-in variant fits: %s", mt_last_error());
@@ -67,6 +79,7 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
     v.values[MT_P_SPLIT_REDUCE] = 0;
     v.values[MT_P_GROUPS_PER_CU] = 1;
     v.values[MT_P_KV_GRANULARITY] = v.values[MT_P_MMA] == 2 ? 64 : 16;
+    if (v.values[MT_P_MMA] == 2 && v.values[MT_P_TILE_Q] == 32) v.values[MT_P_TILE_Q] = 16;
     if (mt_variant_validate(&v, &shape->s, t) == MT_OK) {
         set->aware = set->n;
         set->variants[set->n++] = v;
@@ -80,12 +93,20 @@ int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *sh
     int len = call->seq_len > 0 ? call->seq_len : 1, longest = call->max_len > len ? call->max_len : len;
     if (call->seq_len < 0 || longest >= RAGGED_SPREAD * len) return set->aware >= 0 ? set->aware : 0;
     /* the most splits that still fit one wave of work-groups, each split
-     * keeping at least 256 keys (measured on the H100: more splits than
-     * that cost more in the reduce than they gain) */
+     * keeping at least one 64-key chunk, while the partial results (fp32
+     * rows, written and read back by the reduce) stay within twice the KV
+     * bytes read.  Fitted on the H100's broad sweep (reports/h100/broad):
+     * over its 52 16-bit keys the 64-row base with these splits runs 1.10x
+     * the best variant (geometric mean; 1.14x with the earlier rule of 256
+     * keys per split, which left B=1 x 1024..4096 2-4x too few splits). */
     int tile_q = set->variants[0].values[MT_P_TILE_Q], batch = call->batch > 0 ? call->batch : 1;
-    long tiles = (long)((shape->sq * shape->n_heads + tile_q - 1) / tile_q) * batch;
+    int rows = shape->sq * shape->n_heads;
+    long tiles = (long)((rows + tile_q - 1) / tile_q) * batch;
+    double kv_bytes = (double)call->seq_len * shape->s.d * (double)mt_dtype_size(shape->s.kv_dtype);
     int splits = 1;
-    while (splits < 128 && tiles * splits * 2 <= compute_units && call->seq_len / (splits * 2) >= 256) splits *= 2;
+    while (splits < 128 && tiles * splits * 2 <= compute_units && call->seq_len / (splits * 2) >= 64 &&
+           (double)rows * (splits * 2) * shape->s.dl * 8.0 <= 2.0 * kv_bytes)
+        splits *= 2;
     int pick = 0;
     for (int i = 0; i < set->n; i++)
         if (i != set->aware && set->variants[i].values[MT_P_NUM_SPLITS] <= splits) pick = i;
