@@ -29,6 +29,7 @@ target_compile_definitions(mlatune_tuner PRIVATE MT_BINDIR_TO_DATADIR="${MT_BIND
 set(MT_SHIPPED_DBS
   ${CMAKE_SOURCE_DIR}/reports/h100/fast-decode/tuning.db
   ${CMAKE_SOURCE_DIR}/reports/h100/ragged/tuning.db
+  ${CMAKE_SOURCE_DIR}/reports/h100/broad/tuning.db
   ${CMAKE_SOURCE_DIR}/reports/h100/crossover/tuning.db)
 install(CODE "
   set(dest \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/mla-tune\")
