@@ -136,10 +136,10 @@ int main(void) {
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, &table));
     mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
-    /* ... and 128 rows of fp32 partials per split: B=1 x 1024 stops at 4
-     * splits, where 8 would write and read back more than twice the KV */
+    /* ... and B=1 x 1024: two tiles of 16 splits, 64 keys each (the
+     * broad sweep: 1.46x the best against 1.70x for 4 splits) */
     mt_dispatch_lookup(&table, 1, 1024, 0, &r);
-    CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 4, "128 heads, B=1 x 1024: %d splits",
+    CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 16, "128 heads, B=1 x 1024: %d splits",
               table.variants[r.variant].values[MT_P_NUM_SPLITS]);
     mt_dispatch_free(&table);
     /* fp8 KV on sm_90: the transposed wgmma base (16-row tiles) */

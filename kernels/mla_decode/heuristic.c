@@ -93,20 +93,17 @@ int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *sh
     int len = call->seq_len > 0 ? call->seq_len : 1, longest = call->max_len > len ? call->max_len : len;
     if (call->seq_len < 0 || longest >= RAGGED_SPREAD * len) return set->aware >= 0 ? set->aware : 0;
     /* the most splits that still fit one wave of work-groups, each split
-     * keeping at least one 64-key chunk, while the partial results (fp32
-     * rows, written and read back by the reduce) stay within twice the KV
-     * bytes read.  Fitted on the H100's broad sweep (reports/h100/broad):
-     * over its 52 16-bit keys the 64-row base with these splits runs 1.10x
-     * the best variant (geometric mean; 1.14x with the earlier rule of 256
-     * keys per split, which left B=1 x 1024..4096 2-4x too few splits). */
+     * keeping at least one 64-key chunk.  Fitted on the H100's broad sweep
+     * (reports/h100/broad), the base with these splits runs, in geometric
+     * mean over the keys, 1.10x the best variant (52 16-bit keys) and 1.08x
+     * (36 fp8 keys of 32+ heads).  The earlier rule, 256 keys a split, left
+     * B=1 x 1024..4096 2-4x too few splits (1.14x); a bound on the fp32
+     * partials' bytes against the KV bytes helped 16-bit keys by 0.5% and
+     * cost fp8 ones 3% (their time goes to conversion, not bytes). */
     int tile_q = set->variants[0].values[MT_P_TILE_Q], batch = call->batch > 0 ? call->batch : 1;
-    int rows = shape->sq * shape->n_heads;
-    long tiles = (long)((rows + tile_q - 1) / tile_q) * batch;
-    double kv_bytes = (double)call->seq_len * shape->s.d * (double)mt_dtype_size(shape->s.kv_dtype);
+    long tiles = (long)((shape->sq * shape->n_heads + tile_q - 1) / tile_q) * batch;
     int splits = 1;
-    while (splits < 128 && tiles * splits * 2 <= compute_units && call->seq_len / (splits * 2) >= 64 &&
-           (double)rows * (splits * 2) * shape->s.dl * 8.0 <= 2.0 * kv_bytes)
-        splits *= 2;
+    while (splits < 128 && tiles * splits * 2 <= compute_units && call->seq_len / (splits * 2) >= 64) splits *= 2;
     int pick = 0;
     for (int i = 0; i < set->n; i++)
         if (i != set->aware && set->variants[i].values[MT_P_NUM_SPLITS] <= splits) pick = i;
