@@ -199,7 +199,9 @@ static void test_handout_order(void) {
                                "WHERE a.batch < b.batch") == 0,
               "keys not handed out costliest first");
     /* four workers: the first four keys taken are the four costliest, and
-     * the cheapest comes last of all */
+     * the cheapest comes last of all (rows are written as keys are taken,
+     * under the sweep's lock: this failed under CI's load when the row was
+     * written after it) */
     rc = run("sweep --config lpt.yaml --db lpt4.db --fake-device 'sleep:ms=2' --devices all", out, sizeof out);
     CHECK_MSG(rc == 0 && strstr(out, "on 4 GPU(s)"), "%s", out);
     CHECK_MSG(count("lpt4.db", "SELECT count(*) FROM problems WHERE id <= 4 AND batch >= 16") == 4,

@@ -475,12 +475,10 @@ static int by_median(const void *a, const void *b) {
     return x->index - y->index;
 }
 
-static mt_status sweep_one_key(device_ctx *d, int key_index) {
+static mt_status sweep_one_key(device_ctx *d, int key_index, int64_t problem_id) {
     sweep *sw = d->sw;
     sweep_key *sk = &sw->keys[key_index];
-    int64_t problem_id;
-    mt_status st = mt_db_put_problem(d->db, &sk->key, &problem_id);
-    if (st != MT_OK) return st;
+    mt_status st = MT_OK;
     int n = sk->n_candidates;
     int sizes[16] = {n}, reps[16] = {sw->plan.reps}, rounds = 1;
     if (sw->plan.strategy == MT_SEARCH_HALVING) rounds = halving_rounds(&sw->plan, n, sizes, reps, 16);
@@ -532,12 +530,18 @@ static void *device_thread(void *arg) {
     device_ctx *d = arg;
     sweep *sw = d->sw;
     for (;;) {
+        /* a key's problem row is written as the key is taken, under the
+         * lock, so the rows' order is the hand-out order whatever the
+         * threads' timing (written after the lock, a slow thread's row
+         * came after a later key's under load: CI on 4de63ae) */
         pthread_mutex_lock(&sw->lock);
         int slot = sw->stop ? sw->n_keys : sw->next_key++;
+        int64_t problem_id = 0;
+        mt_status st = slot < sw->n_keys ? mt_db_put_problem(d->db, &sw->keys[sw->order[slot]].key, &problem_id) : MT_OK;
         pthread_mutex_unlock(&sw->lock);
         if (slot >= sw->n_keys) break;
         int k = sw->order[slot];
-        mt_status st = sweep_one_key(d, k);
+        if (st == MT_OK) st = sweep_one_key(d, k, problem_id);
         if (st != MT_OK) {
             d->status = st;
             snprintf(d->error, sizeof d->error, "%s", mt_last_error());
