@@ -51,15 +51,16 @@ static int base_fits(const char *spec, const mt_shape *shape, const mt_target *t
 mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set) {
     memset(set, 0, sizeof *set);
     set->aware = -1;
-    /* the base: for fp8 KV the transposed wgmma variant (Hopper; 32-row
-     * tiles from 32 rows); for
-     * 16-bit KV the 64-row wgmma variant (Hopper); the measured mma.sync
-     * variant (NVIDIA; its 32-key chunk never fits the MFMA path, which has
-     * not run on an AMD GPU yet); the family default */
-    mt_variant base;
+    /* the base, the first of these that fits: the Hopper one for the KV
+     * type (fp8: the transposed variant, 32-row tiles from 32 rows, else -
+     * or where those need more shared memory than there is - 16-row ones;
+     * 16-bit: the 64-row variant); the measured mma.sync variant (NVIDIA;
+     * its 32-key chunk never fits the MFMA path, which has not run on an
+     * AMD GPU yet); else the family default */
     int fp8 = mt_dtype_is_fp8(shape->s.kv_dtype), rows = shape->sq * shape->n_heads;
-    if (!(fp8 && rows >= 32 && base_fits(fp8_base32, shape, t, &base)) && !(fp8 && base_fits(fp8_base, shape, t, &base)) &&
-        !(!fp8 && base_fits(wgmma_base, shape, t, &base)) &&
+    const char *hopper = !fp8 ? wgmma_base : rows >= 32 ? fp8_base32 : fp8_base;
+    mt_variant base;
+    if (!base_fits(hopper, shape, t, &base) && !(hopper == fp8_base32 && base_fits(fp8_base, shape, t, &base)) &&
         !base_fits(mma_base, shape, t, &base) &&
         mt_variant_default_for(&mt_family_mla_decode, &shape->s, t, &base) != MT_OK)
         return mt_fail(MT_ERR_UNSUPPORTED, "no built-in variant fits: %s", mt_last_error());
@@ -79,6 +80,7 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
     v.values[MT_P_SPLIT_REDUCE] = 0;
     v.values[MT_P_GROUPS_PER_CU] = 1;
     v.values[MT_P_KV_GRANULARITY] = v.values[MT_P_MMA] == 2 ? 64 : 16;
+    /* the 32-row fp8 tile has no length-aware form: the 16-row one's */
     if (v.values[MT_P_MMA] == 2 && v.values[MT_P_TILE_Q] == 32) v.values[MT_P_TILE_Q] = 16;
     if (mt_variant_validate(&v, &shape->s, t) == MT_OK) {
         set->aware = set->n;
