@@ -9,9 +9,9 @@
 
 #include "runtime/base/sha256.h"
 
-mt_status mt_build_source(const mt_variant *v, const mt_target *t, char **out) {
+mt_status mt_build_source(const mt_variant *v, const mt_problem_static *s, const mt_target *t, char **out) {
     const char *names[MT_MAX_SOURCES];
-    int n = v->family->sources(v, t->warp_size, names);
+    int n = v->family->sources(v, s, t->warp_size, names);
     if (n < 1 || n > MT_MAX_SOURCES)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "family %s named %d source files (1..%d)", v->family->name, n,
                        MT_MAX_SOURCES);
@@ -22,7 +22,7 @@ mt_status mt_build_compile_with(mt_jit *jit, const mt_variant *v, const mt_probl
                                 const char *const *options, int n_options, const mt_code_object **obj,
                                 mt_jit_origin *origin) {
     char *text = NULL;
-    mt_status st = mt_build_source(v, t, &text);
+    mt_status st = mt_build_source(v, s, t, &text);
     if (st != MT_OK) return st;
     char storage[MT_MAX_PARAMS + 8][48];
     const char *defines[MT_MAX_PARAMS + 8];
@@ -59,9 +59,9 @@ mt_status mt_build_variant(mt_jit *jit, const mt_variant *v, const mt_problem_st
     return st == MT_OK ? mt_build_load(jit, obj, v, s, t, out) : st;
 }
 
-mt_status mt_build_source_hash(const mt_variant *v, const mt_target *t, char hex[65]) {
+mt_status mt_build_source_hash(const mt_variant *v, const mt_problem_static *s, const mt_target *t, char hex[65]) {
     char *text = NULL;
-    mt_status st = mt_build_source(v, t, &text);
+    mt_status st = mt_build_source(v, s, t, &text);
     if (st != MT_OK) return st;
     uint8_t digest[32];
     mt_sha256_digest(text, strlen(text), digest);

@@ -34,15 +34,15 @@ mt_status mt_build_load(mt_jit *jit, const mt_code_object *obj, const mt_variant
 mt_status mt_build_variant(mt_jit *jit, const mt_variant *v, const mt_problem_static *s, const mt_target *t,
                            mt_kernels *out);
 
-/* The text variant v compiles on `t` (prelude and its files): for tools
- * that compile without the JIT.  *out is malloc'd. */
-mt_status mt_build_source(const mt_variant *v, const mt_target *t, char **out);
+/* The text variant v compiles for problem `s` on `t` (prelude and its
+ * files): for tools that compile without the JIT.  *out is malloc'd. */
+mt_status mt_build_source(const mt_variant *v, const mt_problem_static *s, const mt_target *t, char **out);
 
 /* The validator of a measurement (issue 25): the hex SHA-256 of the text
- * variant v compiles on `t` (the prelude and its family's files, as
+ * variant v compiles for problem `s` on `t` (the prelude and its family's files, as
  * mt_build_source composes them; MLA_TUNE_KERNEL_DIR included).  A
  * measurement records it; the runtime ignores a choice whose variant now
  * compiles from other text. */
-mt_status mt_build_source_hash(const mt_variant *v, const mt_target *t, char hex[65]);
+mt_status mt_build_source_hash(const mt_variant *v, const mt_problem_static *s, const mt_target *t, char hex[65]);
 
 #endif

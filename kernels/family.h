@@ -63,9 +63,10 @@ struct mt_family {
     /* MT_OK when `values` may run for problem `s` on target `t`; else a
      * message saying which constraint fails. */
     mt_status (*check)(const int *values, const mt_problem_static *s, const mt_target *t);
-    /* The files variant v compiles on a target of this warp width, in
-     * order, after the prelude; returns how many. */
-    int (*sources)(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]);
+    /* The files variant v compiles for problem `s` (its types may choose
+     * the path: fp8 KV has paths of its own) on a target of this warp
+     * width, in order, after the prelude; returns how many. */
+    int (*sources)(const mt_variant *v, const mt_problem_static *s, int warp_size, const char *names[MT_MAX_SOURCES]);
     /* Its entry points' names, in mt_kernels order (NULL: none). */
     void (*entries)(const mt_variant *v, const char *names[MT_MAX_ENTRIES]);
     /* Dynamic shared memory (LDS) of a work-group of entry 0. */

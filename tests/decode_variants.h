@@ -51,11 +51,16 @@ static inline int decode_pick_wgmma64(const mt_variant *items, int n, uint64_t r
 }
 
 /* A case with fp8 KV on Hopper, one in 8 (i % 8 == 5), draws its variant
- * from the transposed path's 32-row points (tile_q 32), so every GPU run
- * checks that form on several head counts (128: four tiles; 3 and 16: one,
- * mostly empty) and lengths. */
-static inline int decode_pick_t32(const mt_variant *items, int n, uint64_t r, mt_variant *out) {
-    return decode_pick_mma2_tile(items, n, 32, r, out);
+ * from the wide fp8 tiles: the transposed path's 32-row points (tile_q 32)
+ * in cases 0..31, 64..95, ... and the 64-row path's, which converts each
+ * chunk once (tile_q 64, wgmma64_fp8.cu), in the others (by i / 32, so
+ * both meet both fp8 encodings), so every GPU run checks those forms on
+ * several head counts (128: 2-4 tiles; 3 and 16: one, mostly empty) and
+ * lengths.  Returns 0 (and leaves *out) for 16-bit KV. */
+static inline int decode_pick_fp8_wide(const mt_variant *items, int n, const mt_problem_static *s, int i, uint64_t r,
+                                       mt_variant *out) {
+    if (!mt_dtype_is_fp8(s->kv_dtype)) return 0;
+    return decode_pick_mma2_tile(items, n, (i / 32) % 2 ? 64 : 32, r, out);
 }
 
 #endif

@@ -141,8 +141,9 @@ static void test_validators(void) {
     CHECK_OK(mt_target_for_arch("sm_90", &t));
     mt_variant fast = variant_with(2), slow = variant_with(8);
     char hash_fast[65], hash_slow[65];
-    CHECK_OK(mt_build_source_hash(&fast, &t, hash_fast));
-    CHECK_OK(mt_build_source_hash(&slow, &t, hash_slow));
+    const mt_problem_key key = key_of(8, 1024);
+    CHECK_OK(mt_build_source_hash(&fast, &key.s, &t, hash_fast));
+    CHECK_OK(mt_build_source_hash(&slow, &key.s, &t, hash_slow));
     CHECK(strlen(hash_fast) == 64);
     mt_db *db = NULL;
     CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));

@@ -337,7 +337,7 @@ int main(void) {
             tc->v = vl->items[rnd() % (uint64_t)vl->n];
         }
         if (focus_wg64) decode_pick_wgmma64(vl->items, vl->n, rnd(), &tc->v);
-        else if (i % 8 == 5) decode_pick_t32(vl->items, vl->n, rnd(), &tc->v);
+        else if (i % 8 == 5) decode_pick_fp8_wide(vl->items, vl->n, &tc->s, i, rnd(), &tc->v);
         decode_draw_wg_schedule(&tc->v, &tc->s, &target, i);
         int rows = tc->sq * tc->n_heads;
         double per_key = (double)rows * (576 + dl);
@@ -392,7 +392,7 @@ int main(void) {
     double worst_out[2] = {0, 0}, worst_lse = 0;
     int passed = 0, nan_cases = 0, keyless_rows = 0, mma_cases = 0, wgmma_cases = 0, aware_cases = 0, graph_cases = 0;
     int fnuz_cases[3] = {0, 0, 0}; /* fp8e4m3fnuz KV, passed, by path (mma) */
-    int view_cases = 0, t32_cases = 0;
+    int view_cases = 0, t32_cases = 0, w64_fp8_cases = 0;
     int ran = 0;
     long total_keys = 0;
     for (int i = 0; i < n_cases; i++) {
@@ -504,6 +504,8 @@ int main(void) {
         if (ok && tc->s.kv_dtype == MT_FP8_E4M3_FNUZ) fnuz_cases[tc->v.values[MT_P_MMA]]++;
         wgmma_cases += tc->v.values[MT_P_MMA] == 2;
         t32_cases += ok && tc->v.values[MT_P_MMA] == 2 && tc->v.values[MT_P_TILE_Q] == 32;
+        w64_fp8_cases += ok && tc->v.values[MT_P_MMA] == 2 && tc->v.values[MT_P_TILE_Q] == 64 &&
+                         mt_dtype_is_fp8(tc->s.kv_dtype);
         char lens_text[64];
         snprintf(lens_text, sizeof lens_text, "%d..%d", tc->lens[0], tc->lens[tc->batch - 1]);
         printf("case %3d %s N=%3d Sq=%d page=%2d Dl=%d B=%d L=%-12s q=%s kv=%-7s %s  err %.2e lse %.2e%s\n", i,
@@ -532,8 +534,9 @@ int main(void) {
            worst_lse, nan_cases, keyless_rows, total_keys);
     printf("fp8e4m3fnuz KV cases passed: %d SIMT, %d mma=1, %d mma=2\n", fnuz_cases[0], fnuz_cases[1], fnuz_cases[2]);
     printf("fp8 KV on the transposed path with 32-row tiles (tile_q 32): %d cases passed\n", t32_cases);
-    /* on Hopper the draw must reach it (one case in 8 picks it where it exists) */
-    if (only < 0 && n_cases >= 64 && strcmp(info.arch, "sm_90") == 0) CHECK(t32_cases > 0);
+    printf("fp8 KV on the 64-row path, each chunk converted once (tile_q 64): %d cases passed\n", w64_fp8_cases);
+    /* on Hopper the draw must reach both (one case in 8 picks one where it exists) */
+    if (only < 0 && n_cases >= 64 && strcmp(info.arch, "sm_90") == 0) CHECK(w64_fp8_cases > 0 && (focus_wg64 || t32_cases > 0));
     if (only < 0) CHECK(keyless_rows > 0); /* the draw must cover requests shorter than Sq */
     if (only < 0 && n_cases >= 16) CHECK(aware_cases > 0 && graph_cases > 0 && view_cases > 0);
     if (only < 0 && n_cases >= 64) CHECK(fnuz_cases[0] > 0 && fnuz_cases[1] > 0 && fnuz_cases[2] > 0);

@@ -40,8 +40,8 @@ int main(void) {
     mt_variant_default(&mt_family_mla_decode, &v);
     mt_target sm90;
     CHECK_OK(mt_target_for_arch("sm_90", &sm90));
-    CHECK_OK(mt_build_source(&v, &sm90, &source)); /* the text the recipe compiles */
     mt_problem_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_FP8_E4M3};
+    CHECK_OK(mt_build_source(&v, &s, &sm90, &source)); /* the text the recipe compiles */
     char storage[16][48];
     const char *defines[16];
     int n = mt_variant_defines(&v, &s, storage, defines, 16);

@@ -102,7 +102,8 @@ static void test_validators(const char *user, const char *shipped) {
     char now[65], log[4096];
     mt_variant_default(&mt_family_mla_decode, &v);
     CHECK_OK(mt_target_for_arch("sm_90", &t));
-    CHECK_OK(mt_build_source_hash(&v, &t, now));
+    const mt_problem_static s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    CHECK_OK(mt_build_source_hash(&v, &s, &t, now)); /* make_db_hashed's problem */
     char stale[400], valid[400];
     snprintf(stale, sizeof stale, "%s/stale.db", dir);
     snprintf(valid, sizeof valid, "%s/valid.db", dir);

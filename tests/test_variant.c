@@ -152,7 +152,7 @@ int main(void) {
         size_t seesaw = mt_mla_decode_shared_bytes(a.values, &s64, 32);
         CHECK_MSG(seesaw < plain && seesaw <= sm90.shared_max, "%zu vs %zu", seesaw, plain);
         const char *names[MT_MAX_SOURCES];
-        int n_src = f->sources(&a, 32, names), found = 0;
+        int n_src = f->sources(&a, &s64, 32, names), found = 0;
         for (int i = 0; i < n_src; i++) found += strcmp(names[i], "mla_decode/wgmma64_seesaw.cu") == 0;
         CHECK(found == 1);
         mt_problem_static nope = s64;
@@ -254,9 +254,14 @@ int main(void) {
     mixed.q_dtype = MT_FP16; /* 16-bit KV: q of the same type */
     CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "one type") != NULL, "%s", mt_last_error());
-    mixed = s, mixed.kv_dtype = MT_FP8_E4M3; /* fp8 KV: the transposed 16-row shape only */
-    CHECK_STATUS(mt_variant_validate(&w, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
-    CHECK_MSG(strstr(mt_last_error(), "fp8e4m3 KV takes tile_q 16") != NULL, "%s", mt_last_error());
+    mixed = s, mixed.kv_dtype = MT_FP8_E4M3; /* fp8 KV: the 64-row shape too, with q of either type */
+    CHECK_OK(mt_variant_validate(&w, &mixed, &sm90));
+    mixed.q_dtype = MT_FP16;
+    CHECK_OK(mt_variant_validate(&w, &mixed, &sm90));
+    mt_variant w48 = w;
+    w48.values[MT_P_TILE_Q] = 8;
+    CHECK_STATUS(mt_variant_validate(&w48, &mixed, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(mt_last_error(), "fp8e4m3 KV takes tile_q 16, 32 or 64") != NULL, "%s", mt_last_error());
     {
         /* the second fp8 encoding's name and size */
         mt_dtype parsed = MT_BF16;
@@ -349,7 +354,7 @@ int main(void) {
         mt_variant m1 = v; /* mma=0 and mma=1 have no cluster merge */
         m1.values[MT_P_SPLIT_REDUCE] = 1;
         CHECK_STATUS(mt_variant_validate(&m1, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "64-row mma=2 path (16-bit KV) only") != NULL, "%s", mt_last_error());
+        CHECK_MSG(strstr(mt_last_error(), "64-row mma=2 paths only") != NULL, "%s", mt_last_error());
         m1.values[MT_P_MMA] = 1;
         CHECK_STATUS(mt_variant_validate(&m1, &s, &sm90), MT_ERR_INVALID_ARGUMENT);
         mt_problem_static fp8 = s;
@@ -689,28 +694,59 @@ int main(void) {
         mt_variant sv, mv;
         mt_variant_default(f, &sv);
         sv.values[MT_P_NUM_SPLITS] = 1;
-        CHECK(mt_decode_path_of(sv.values, 32) == MT_PATH_SIMT);
+        CHECK(mt_decode_path_of(sv.values, &s, 32) == MT_PATH_SIMT);
         char *text = NULL;
-        CHECK_OK(mt_build_source(&sv, &sm90, &text));
+        CHECK_OK(mt_build_source(&sv, &s, &sm90, &text));
         CHECK(strstr(text, "#line 1 \"mla_decode/simt.cu\"") && strstr(text, "#line 1 \"mla_decode/params.h\""));
         CHECK(!strstr(text, "#line 1 \"mla_decode/mfma.cu\"") && !strstr(text, "#line 1 \"mla_decode/wgmma") &&
               !strstr(text, "#line 1 \"mla_decode/reduce.cu\"") &&
               !strstr(text, "#line 1 \"mla_decode/schedule.cu\""));
         free(text);
         mv = sv, mv.values[MT_P_MMA] = 1, mv.values[MT_P_NUM_SPLITS] = 4;
-        CHECK(mt_decode_path_of(mv.values, 64) == MT_PATH_MFMA &&
-              mt_decode_path_of(mv.values, 32) == MT_PATH_MMA_SYNC);
-        CHECK_OK(mt_build_source(&mv, &gfx942, &text));
+        CHECK(mt_decode_path_of(mv.values, &s, 64) == MT_PATH_MFMA &&
+              mt_decode_path_of(mv.values, &s, 32) == MT_PATH_MMA_SYNC);
+        CHECK_OK(mt_build_source(&mv, &s, &gfx942, &text));
         CHECK(strstr(text, "#line 1 \"mla_decode/mfma.cu\"") && strstr(text, "#line 1 \"mla_decode/reduce.cu\"") &&
               !strstr(text, "#line 1 \"mla_decode/mma_sync.cu\"") && !strstr(text, "#line 1 \"mla_decode/simt.cu\""));
         free(text);
         mv.values[MT_P_NUM_SPLITS] = 1, mv.values[MT_P_GROUPS_PER_CU] = 1;
-        CHECK_OK(mt_build_source(&mv, &sm90, &text));
+        CHECK_OK(mt_build_source(&mv, &s, &sm90, &text));
         const char *sched = strstr(text, "#line 1 \"mla_decode/schedule.cu\"");
         const char *red = strstr(text, "#line 1 \"mla_decode/reduce.cu\"");
         /* the reduce uses the schedule's helpers: it comes after */
         CHECK(strstr(text, "#line 1 \"mla_decode/mma_sync.cu\"") && sched && red && sched < red);
         free(text);
+        /* the 64-row warpgroup variant: the KV type picks its file (fp8
+         * converts each chunk once, wgmma64_fp8.cu), so the 16-bit text,
+         * and the hashes the shipped databases hold, stay as they were */
+        mt_variant wv = sv;
+        wv.values[MT_P_MMA] = 2, wv.values[MT_P_TILE_Q] = 64, wv.values[MT_P_BLOCK_THREADS] = 256;
+        wv.values[MT_P_KV_CHUNK] = 64, wv.values[MT_P_KV_STAGES] = 2;
+        mt_problem_static s8 = s;
+        s8.kv_dtype = MT_FP8_E4M3;
+        CHECK_OK(mt_variant_validate(&wv, &s, &sm90));
+        CHECK_OK(mt_variant_validate(&wv, &s8, &sm90));
+        CHECK(mt_decode_path_of(wv.values, &s, 32) == MT_PATH_WGMMA64 &&
+              mt_decode_path_of(wv.values, &s8, 32) == MT_PATH_WGMMA64_FP8);
+        char hash16[65], hash8[65];
+        CHECK_OK(mt_build_source(&wv, &s8, &sm90, &text));
+        CHECK(strstr(text, "#line 1 \"mla_decode/wgmma64_fp8.cu\"") && !strstr(text, "#line 1 \"mla_decode/wgmma64.cu\""));
+        free(text);
+        CHECK_OK(mt_build_source(&wv, &s, &sm90, &text));
+        CHECK(strstr(text, "#line 1 \"mla_decode/wgmma64.cu\"") && !strstr(text, "wgmma64_fp8"));
+        free(text);
+        CHECK_OK(mt_build_source_hash(&wv, &s, &sm90, hash16));
+        CHECK_OK(mt_build_source_hash(&wv, &s8, &sm90, hash8));
+        CHECK(strcmp(hash16, hash8) != 0);
+        /* its sizes: 2 raw stages, within the H100's shared memory */
+        CHECK(mt_mla_decode_shared_bytes(wv.values, &s8, 32) <= sm90.shared_max);
+        wv.values[MT_P_KV_STAGES] = 4;
+        CHECK_STATUS(mt_variant_validate(&wv, &s8, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(mt_last_error(), "kv_stages 4 (tile_q 16, 32) or 2 (tile_q 64)"));
+        wv.values[MT_P_KV_STAGES] = 2, wv.values[MT_P_WG_SCHEDULE] = 1;
+        CHECK_STATUS(mt_variant_validate(&wv, &s8, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(mt_last_error(), "16-bit KV only"));
+        mt_clear_error();
     }
     {
         /* issue 27: the views' rules, each refused naming the tensor and

@@ -427,7 +427,7 @@ static mt_status measure(device_ctx *d, const sweep_key *sk, const mt_variant *v
     mt_status st = mt_db_put_variant(d->db, v, &variant_id);
     if (st == MT_OK && !d->hashes && !(d->hashes = calloc(1, sizeof *d->hashes)))
         st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (st == MT_OK) st = mt_validator_source_hash(d->hashes, v, &sw->target, source_hash);
+    if (st == MT_OK) st = mt_validator_source_hash(d->hashes, v, &sk->key.s, &sw->target, source_hash);
     if (st != MT_OK) return st;
     if (!sw->force) {
         mt_measurement m;

@@ -57,9 +57,10 @@ static mt_status check_mfma(const int *values, const mt_problem_static *s, const
 }
 
 /* mma=2: the warpgroup paths (wgmma), Hopper only, fixed shapes: two
- * warpgroups on a 64-row tile with 64-key chunks in two stages (16-bit
- * KV), or the transposed 16-row tile (tile_q 16: 16-bit KV with two
- * stages, fp8 KV with four); Dl = 512, D in 64-column swizzle blocks.
+ * warpgroups on a 64-row tile with 64-key chunks in two stages (16-bit KV,
+ * or fp8 KV converted once per chunk: wgmma64_fp8.cu), or the transposed
+ * 16-row tile (tile_q 16: 16-bit KV with two stages, fp8 KV with four;
+ * tile_q 32 with fp8 KV); Dl = 512, D in 64-column swizzle blocks.
  * With 16-bit KV, wgmma reads both operands in one 16-bit type, so q and
  * KV must share it (mixed types take mma=1).  Chunks arrive through the
  * tensor copy engine a page (or 64 keys of one) at a time: pages of 16+
@@ -68,16 +69,19 @@ static mt_status check_wgmma(const int *values, const mt_problem_static *s, cons
     if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
                        t->arch);
-    /* the shapes: the 64-row tile (16-bit KV) and the transposed tile of
-     * 16 rows (both KV widths) or 32 (fp8 KV: O^T of 32 heads is 128
-     * registers a thread; its own path, wgmma_t16.cu) */
-    int fp8 = mt_dtype_is_fp8(s->kv_dtype), tile_q = values[MT_P_TILE_Q], stages = fp8 ? 4 : 2;
-    int tile_ok = tile_q == 16 || (fp8 ? tile_q == 32 : tile_q == 64);
+    /* the shapes: the 64-row tile (both KV widths) and the transposed tile
+     * of 16 rows (both KV widths) or 32 (fp8 KV: O^T of 32 heads is 128
+     * registers a thread); the transposed path keeps 4 raw fp8 stages, the
+     * 64-row one 2 (its converted chunk takes the room of the others) */
+    int fp8 = mt_dtype_is_fp8(s->kv_dtype), tile_q = values[MT_P_TILE_Q];
+    int tile_ok = tile_q == 16 || tile_q == 64 || (fp8 && tile_q == 32);
+    int stages = fp8 && tile_q != 64 ? 4 : 2;
     if (!tile_ok || values[MT_P_BLOCK_THREADS] != 256 || values[MT_P_KV_CHUNK] != 64 || values[MT_P_KV_STAGES] != stages)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: mma=2 with %s KV takes tile_q %s, block_threads 256, kv_chunk 64, kv_stages %d "
-                       "(got %d, %d, %d, %d)", mt_dtype_name(s->kv_dtype), fp8 ? "16 or 32" : "64 or 16", stages,
-                       values[MT_P_TILE_Q], values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK], values[MT_P_KV_STAGES]);
+                       "mla_decode: mma=2 with %s KV takes tile_q %s, block_threads 256, kv_chunk 64, kv_stages %s "
+                       "(got %d, %d, %d, %d)", mt_dtype_name(s->kv_dtype), fp8 ? "16, 32 or 64" : "64 or 16",
+                       fp8 ? "4 (tile_q 16, 32) or 2 (tile_q 64)" : "2", values[MT_P_TILE_Q],
+                       values[MT_P_BLOCK_THREADS], values[MT_P_KV_CHUNK], values[MT_P_KV_STAGES]);
     if (tile_q == 32 && values[MT_P_GROUPS_PER_CU])
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: mma=2 tile_q=32 has fixed splits only (groups_per_cu 0): its length-aware form "
@@ -100,16 +104,15 @@ static mt_status check_wgmma(const int *values, const mt_problem_static *s, cons
 }
 
 /* split_reduce=1: the merge in a cluster exists on the 64-row warpgroup
- * path (16-bit KV); a cluster holds at most 16 work-groups (H100), each
+ * paths (16-bit and fp8 KV); a cluster holds at most 16 work-groups (H100), each
  * merges DL / splits columns four at a time, and the partial result (64
  * rows of DL + 8 floats and the row lse) must fit where the two KV stages
  * were. */
 static mt_status check_split_reduce(const int *values, const mt_problem_static *s) {
     int splits = values[MT_P_NUM_SPLITS];
-    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64 || mt_dtype_is_fp8(s->kv_dtype))
+    if (values[MT_P_MMA] != 2 || values[MT_P_TILE_Q] != 64)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: split_reduce=1 (merge in a cluster) exists on the 64-row mma=2 path (16-bit KV) "
-                       "only");
+                       "mla_decode: split_reduce=1 (merge in a cluster) exists on the 64-row mma=2 paths only");
     if (splits < 2 || splits > 16 || s->dl % (4 * splits) != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: split_reduce=1 takes 2..16 splits that divide Dl into multiples of 4 columns "
@@ -149,6 +152,10 @@ static mt_status check_wg_schedule(const int *values, const mt_problem_static *s
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: wg_schedule=1 (overlapped warpgroups) exists on the 64-row mma=2 path on sm_90 "
                        "only (got mma=%d, tile_q=%d on %s)", values[MT_P_MMA], values[MT_P_TILE_Q], t->arch);
+    if (mt_dtype_is_fp8(s->kv_dtype))
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_decode: wg_schedule=1 (overlapped warpgroups) takes 16-bit KV only (KV %s)",
+                       mt_dtype_name(s->kv_dtype));
     if (s->d < s->dl + 64)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: wg_schedule=1 keeps P in a chunk's rope block: needs D >= Dl + 64 (D=%d, Dl=%d)",
@@ -243,8 +250,9 @@ mt_status mt_mla_decode_check(const int *values, const mt_problem_static *s, con
         st = check_split_reduce(values, s);
         if (st != MT_OK) return st;
     }
-    switch (mt_decode_path_of(values, t->warp_size)) {
+    switch (mt_decode_path_of(values, s, t->warp_size)) {
     case MT_PATH_WGMMA64:
+    case MT_PATH_WGMMA64_FP8:
     case MT_PATH_WGMMA_T16: return check_wgmma(values, s, t);
     case MT_PATH_MFMA: return check_mfma(values, s, t);
     case MT_PATH_MMA_SYNC: return check_mma_sync(values, s, t);

@@ -17,11 +17,13 @@
  *                   gfx950; compiled and CPU-emulated, not yet run);
  *                   2: warpgroup matrix instructions (wgmma) on Hopper
  *                   (sm_90a): 256 threads, 64-key chunks; tile_q 64 with 2
- *                   stages for 16-bit KV; tile_q 16 (transposed products)
- *                   with 2 stages for 16-bit KV, 4 for fp8 KV
+ *                   stages (fp8 KV: each chunk converted once to fp16 in
+ *                   shared memory); tile_q 16 (transposed products) with 2
+ *                   stages for 16-bit KV, 4 for fp8 KV (also tile_q 32)
  *   kv_stages       mma=1: KV chunks in the cp.async pipeline (stages - 1
  *                   in flight while one is computed); mma=2: copy stages
- *                   (2, or 4 for fp8); mma=0 takes 2 only
+ *                   (2, or 4 for fp8 on the transposed path); mma=0
+ *                   takes 2 only
  *   split_reduce    how the splits' partial results are merged: 0, by the
  *                   reduce kernel from the workspace; 1, the splits of a row
  *                   tile run as one thread-block cluster and merge through
@@ -115,6 +117,13 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s,
         return 1024 + blocks * tile_q * 128 + stages * blocks * 64 * 64 * mt_dtype_size(s->kv_dtype) +
                2 * tile_q * 128 + 16 * tile_q * 4 + tile_q * 4 + 8 * 4 + stages * 8 + merge;
     }
+    if (values[MT_P_MMA] == 2 && mt_dtype_is_fp8(s->kv_dtype)) {
+        /* must match the fp8 64-row path's layout in wgmma64_fp8.cu: up to
+         * 1023 bytes to a 1024-byte boundary, Q and two converted chunks
+         * (64 rows x d, fp16 each), P (64 x 64), row alpha, row limits, q
+         * maxima */
+        return 1024 + 3 * 128 * (size_t)s->d + 64 * 128 + 64 * 4 + 64 * 4 + 8 * 4;
+    }
     if (values[MT_P_MMA] == 2 && values[MT_P_WG_SCHEDULE]) {
         /* must match the overlapped path's layout in wgmma64_seesaw.cu: up
          * to 1023 bytes to a 1024-byte boundary, Q and two stages of 64 rows
@@ -155,14 +164,16 @@ size_t mt_mla_decode_shared_bytes(const int *values, const mt_problem_static *s,
     return sizeof(float) * (tile_q * (size_t)s->d + chunk * (size_t)(s->d + 1) + tile_q * chunk + 4 * tile_q);
 }
 
-mt_decode_path mt_decode_path_of(const int *values, int warp_size) {
-    if (values[MT_P_MMA] == 2) return values[MT_P_TILE_Q] == 64 ? MT_PATH_WGMMA64 : MT_PATH_WGMMA_T16;
+mt_decode_path mt_decode_path_of(const int *values, const mt_problem_static *s, int warp_size) {
+    if (values[MT_P_MMA] == 2 && values[MT_P_TILE_Q] == 64)
+        return mt_dtype_is_fp8(s->kv_dtype) ? MT_PATH_WGMMA64_FP8 : MT_PATH_WGMMA64;
+    if (values[MT_P_MMA] == 2) return MT_PATH_WGMMA_T16;
     if (values[MT_P_MMA]) return warp_size == 64 ? MT_PATH_MFMA : MT_PATH_MMA_SYNC;
     return MT_PATH_SIMT;
 }
 
 const char *mt_decode_path_name(mt_decode_path p) {
-    static const char *const names[] = {"simt", "mma_sync", "mfma", "wgmma64", "wgmma_t16"};
+    static const char *const names[] = {"simt", "mma_sync", "mfma", "wgmma64", "wgmma_t16", "wgmma64_fp8"};
     return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : "?";
 }
 
@@ -175,16 +186,19 @@ static int has_reduce(const int *x) {
 /* params.h (the host/device structs), the common part, what the path
  * shares with its kind, the path, then the merge and the schedule when the
  * variant has them (reduce.cu uses schedule.cu's helpers: it comes last). */
-static int mla_decode_sources(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]) {
-    static const char *const path_file[] = {"mla_decode/simt.cu", "mla_decode/mma_sync.cu", "mla_decode/mfma.cu",
-                                            "mla_decode/wgmma64.cu", "mla_decode/wgmma_t16.cu"};
+static int mla_decode_sources(const mt_variant *v, const mt_problem_static *s, int warp_size,
+                              const char *names[MT_MAX_SOURCES]) {
+    static const char *const path_file[] = {"mla_decode/simt.cu",    "mla_decode/mma_sync.cu",
+                                            "mla_decode/mfma.cu",    "mla_decode/wgmma64.cu",
+                                            "mla_decode/wgmma_t16.cu", "mla_decode/wgmma64_fp8.cu"};
     const int *x = v->values;
-    mt_decode_path path = mt_decode_path_of(x, warp_size);
+    mt_decode_path path = mt_decode_path_of(x, s, warp_size);
     int n = 0;
     names[n++] = "mla_decode/params.h";
     names[n++] = "mla_decode/common.cuh";
     if (path != MT_PATH_SIMT) names[n++] = "mla_decode/mma_common.cuh";
-    if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA_T16) names[n++] = "mla_decode/wgmma_common.cuh";
+    if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA_T16 || path == MT_PATH_WGMMA64_FP8)
+        names[n++] = "mla_decode/wgmma_common.cuh";
     names[n++] = path == MT_PATH_WGMMA64 && x[MT_P_WG_SCHEDULE] ? "mla_decode/wgmma64_seesaw.cu" : path_file[path];
     if (x[MT_P_GROUPS_PER_CU]) names[n++] = "mla_decode/schedule.cu";
     if (has_reduce(x)) names[n++] = "mla_decode/reduce.cu";

@@ -32,12 +32,14 @@ typedef enum mt_decode_path {
     MT_PATH_SIMT,       /* mma=0: simt.cu */
     MT_PATH_MMA_SYNC,   /* mma=1 on 32-wide warps (NVIDIA sm_80+): mma_sync.cu */
     MT_PATH_MFMA,       /* mma=1 on 64-wide wavefronts (AMD CDNA): mfma.cu */
-    MT_PATH_WGMMA64,    /* mma=2, tile_q 64 (Hopper): wgmma64.cu */
-    MT_PATH_WGMMA_T16   /* mma=2, tile_q 16 (or 32, fp8 KV; Hopper): wgmma_t16.cu */
+    MT_PATH_WGMMA64,    /* mma=2, tile_q 64, 16-bit KV (Hopper): wgmma64.cu */
+    MT_PATH_WGMMA_T16,  /* mma=2, tile_q 16 (or 32, fp8 KV; Hopper): wgmma_t16.cu */
+    MT_PATH_WGMMA64_FP8 /* mma=2, tile_q 64, fp8 KV (Hopper): wgmma64_fp8.cu */
 } mt_decode_path;
 
-/* The one place a variant's path is decided. */
-mt_decode_path mt_decode_path_of(const int *values, int warp_size);
+/* The one place a variant's path is decided (for problem s: the KV type
+ * chooses between the 64-row paths). */
+mt_decode_path mt_decode_path_of(const int *values, const mt_problem_static *s, int warp_size);
 const char *mt_decode_path_name(mt_decode_path p);   /* "simt", "mma_sync", ... */
 
 /* The most query tokens per request a decode call takes: speculative

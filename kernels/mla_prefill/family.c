@@ -71,7 +71,9 @@ size_t mt_mla_prefill_workspace_bytes(const int *values, const mt_problem_static
 /* params.h (the host/device structs), the dtype helpers, the path, then
  * the merge, which every variant carries so that a plan can merge the
  * states its own calls wrote. */
-static int mla_prefill_sources(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]) {
+static int mla_prefill_sources(const mt_variant *v, const mt_problem_static *s, int warp_size,
+                               const char *names[MT_MAX_SOURCES]) {
+    (void)s; /* fp8 and 16-bit inputs share each path's text */
     int n = 0;
     names[n++] = "mla_prefill/params.h";
     names[n++] = "mla_prefill/common.cuh";

@@ -49,9 +49,10 @@ static const char *compiler_for(const mt_validator *v, const char *arch) {
     return "";
 }
 
-mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const mt_target *t, char hex[65]) {
+mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const mt_problem_static *s,
+                                   const mt_target *t, char hex[65]) {
     const char *names[MT_MAX_SOURCES];
-    int n = var->family->sources(var, t->warp_size, names);
+    int n = var->family->sources(var, s, t->warp_size, names);
     char key[400];
     int len = snprintf(key, sizeof key, "%s/%d/%s", t->arch, t->warp_size, var->family->name);
     for (int i = 0; i < n && len > 0 && (size_t)len < sizeof key; i++)
@@ -62,7 +63,7 @@ mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const
             memcpy(hex, v->memo[i].hash, 65);
             return MT_OK;
         }
-    mt_status st = mt_build_source_hash(var, t, hex);
+    mt_status st = mt_build_source_hash(var, s, t, hex);
     if (st == MT_OK && memo_ok && v->n_memo < MT_VALIDATOR_MEMO) {
         snprintf(v->memo[v->n_memo].key, sizeof v->memo[0].key, "%s", key);
         memcpy(v->memo[v->n_memo].hash, hex, 65);
@@ -89,7 +90,7 @@ mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, s
     mt_target t;
     char now[65];
     if (!f || mt_target_for_arch(c->arch, &t) != MT_OK || mt_variant_parse(f, c->params, &var) != MT_OK ||
-        mt_validator_source_hash(v, &var, &t, now) != MT_OK) {
+        mt_validator_source_hash(v, &var, &c->key.s, &t, now) != MT_OK) {
         snprintf(why, size, "its kernel sources cannot be composed here: %s", mt_last_error());
         mt_clear_error();
         return MT_STALE_SOURCES;

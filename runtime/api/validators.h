@@ -64,7 +64,8 @@ mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, s
  * hash per (arch, family, file list), whatever the parameter values (the
  * sweep records one per measurement).  Not thread-safe: one validator per
  * thread, or a lock around it. */
-mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const mt_target *t, char hex[65]);
+mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const mt_problem_static *s,
+                                   const mt_target *t, char hex[65]);
 
 /* An mt_choice_keep_fn (db.h): keeps valid and unknown choices, drops the
  * stale ones, and counts each kind in the validator (ctx). */

@@ -29,8 +29,9 @@ static mt_status tiny_check(const int *values, const mt_problem_static *s, const
     return MT_OK;
 }
 
-static int tiny_sources(const mt_variant *v, int warp_size, const char *names[MT_MAX_SOURCES]) {
-    (void)v, (void)warp_size;
+static int tiny_sources(const mt_variant *v, const mt_problem_static *s, int warp_size,
+                        const char *names[MT_MAX_SOURCES]) {
+    (void)v, (void)s, (void)warp_size;
     names[0] = "tiny_params.h", names[1] = "tiny.cu";
     return 2;
 }
