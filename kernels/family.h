@@ -44,6 +44,12 @@ typedef struct mt_call {
     int batch, seq_len, max_len;
 } mt_call;
 
+/* A call is ragged when its longest request has at least this many times
+ * the mean keys: split counts fitted to uniform batches then leave the
+ * longest request's few work-groups running on alone (issue 22), so the
+ * built-in rule and the dispatcher send it to length-aware variants. */
+#define MT_RAGGED_SPREAD 2
+
 /* What the built-in rule may run for a shape, all compiled with a plan
  * that has no tuning entry (or needs a length-aware fallback). */
 typedef struct mt_heuristic_set {

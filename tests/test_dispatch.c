@@ -47,6 +47,19 @@ int main(void) {
     CHECK(r.entry && r.entry->batch == 1 && r.entry->seq_len == 16384);
     mt_dispatch_lookup(&table, 1, 0, 0, &r);  /* empty requests map too */
     CHECK(r.entry && r.entry->batch == 1 && r.entry->seq_len == 1024);
+    /* a ragged call (longest >= 2x the mean) with only uniform keys of
+     * fixed splits in the DB: the rule's length-aware variant, not the
+     * nearest key (whose splits leave the longest request's few
+     * work-groups running alone: 4.2x slower at 128 heads, fp8, B=32) */
+    CHECK(table.aware_fallback >= 0);
+    mt_dispatch_lookup(&table, 64, 2000, 32768, &r);
+    CHECK(!r.entry && r.variant == table.aware_fallback &&
+          table.variants[r.variant].values[MT_P_GROUPS_PER_CU] > 0);
+    char why_ragged[300];
+    mt_dispatch_explain(&table, &r, why_ragged, sizeof why_ragged);
+    CHECK_MSG(strstr(why_ragged, "ragged") && strstr(why_ragged, "4 keys"), "%s", why_ragged);
+    mt_dispatch_lookup(&table, 64, 2000, 3000, &r); /* nearly uniform: the nearest key */
+    CHECK(r.entry && r.entry->batch == 64 && r.entry->seq_len == 1024);
     mt_dispatch_free(&table);
 
     /* user over system: sources travel with the entries */
@@ -153,7 +166,7 @@ int main(void) {
     mt_dispatch_free(&table);
     /* ... from 32 rows its 32-row tiles (each chunk converted once per 32
      * heads), while ragged calls keep the 16-row length-aware form */
-    fp8_shape.n_heads = 128;
+    fp8_shape.n_heads = 32;
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
     mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 32);
@@ -161,6 +174,32 @@ int main(void) {
     CHECK(r.variant == table.aware_fallback && table.variants[r.variant].values[MT_P_TILE_Q] == 16 &&
           table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 1);
     mt_dispatch_free(&table);
+    /* ... from 64 rows (OCP e4m3) the 64-row path, each chunk converted
+     * once per 64 heads; fnuz KV (software conversion) keeps 32-row tiles */
+    fp8_shape.n_heads = 128;
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    mt_dispatch_lookup(&table, 128, 16384, 0, &r);
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 64 &&
+          table.variants[r.variant].values[MT_P_KV_STAGES] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
+    /* ... for batches of 32+ row tiles only (B=8: 16 tiles, the 32-row
+     * form with 4 splits: its first chunk's conversion is not hidden) */
+    mt_dispatch_lookup(&table, 8, 4096, 0, &r);
+    CHECK_MSG(table.variants[r.variant].values[MT_P_TILE_Q] == 32 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 4,
+              "B=8: tile_q %d, %d splits", table.variants[r.variant].values[MT_P_TILE_Q],
+              table.variants[r.variant].values[MT_P_NUM_SPLITS]);
+    mt_dispatch_lookup(&table, 16, 4096, 0, &r); /* 32 tiles: the 64-row form, 4 splits (a wave of 128) */
+    CHECK(table.variants[r.variant].values[MT_P_TILE_Q] == 64 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 4);
+    /* a ragged call: the 64-row length-aware form */
+    mt_dispatch_lookup(&table, 32, 2000, 32768, &r);
+    CHECK(r.variant == table.aware_fallback && table.variants[r.variant].values[MT_P_TILE_Q] == 64 &&
+          table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 1);
+    mt_dispatch_free(&table);
+    fp8_shape.s.kv_dtype = MT_FP8_E4M3_FNUZ;
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    mt_dispatch_lookup(&table, 128, 16384, 0, &r);
+    CHECK(table.variants[r.variant].values[MT_P_TILE_Q] == 32);
+    mt_dispatch_free(&table);
+    fp8_shape.s.kv_dtype = MT_FP8_E4M3;
     fp8_shape.n_heads = 16;
     /* fnuz KV is a key of its own: the OCP fp8 entry (same heads, batch and
      * length) is never its candidate, as it would read the cache's bytes in

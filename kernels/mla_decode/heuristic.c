@@ -32,13 +32,24 @@ static const char fp8_base[] =
  * no length-aware form (shared memory): ragged calls keep the 16-row one. */
 static const char fp8_base32[] =
     "tile_q=32,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=4";
+/* ... and with 64+ rows and OCP e4m3 KV, where the batch gives it at
+ * least FP8_WIDE_MIN_TILES row tiles, the 64-row path that converts each
+ * chunk once to fp16 in shared memory beside the score products
+ * (wgmma64_fp8.cu; H100, B=128 x 16384: 128 heads 1.29 ms against 1.90
+ * for 32-row tiles, 64 heads 0.70 against 0.97 - faster than bf16 KV's
+ * 0.81 -; reports/PERFLOG.md session 21).  With fewer tiles its first
+ * chunk's load and conversion, which nothing hides, cost more than the
+ * conversions it saves (page 16, no DB key: 64 heads B=8 x 1024 39 us
+ * against 29, B=32 x 4096 78 against 104; 128 heads B=8 x 4096 63 against
+ * 62, B=32 x 4096 117 against 178), so it takes 1, 2 or 4 splits only.
+ * Not for fnuz KV, whose conversion has no instruction on NVIDIA: done in
+ * software by one warpgroup it ran 5x slower there. */
+static const char fp8_base64[] =
+    "tile_q=64,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
+#define FP8_WIDE_MIN_TILES 32
+static const int fp8_wide_splits[] = {1, 2, 4};
 
 static const int split_counts[] = {1, 2, 4, 8, 16, 32, 64, 128};
-
-/* A ragged call (the longest request at least this many times the mean)
- * runs the length-aware variant: with fixed splits the longest request's
- * few work-groups would run on alone. */
-#define RAGGED_SPREAD 2
 
 /* Parses and validates a built-in base; 0 when it does not fit. */
 static int base_fits(const char *spec, const mt_shape *shape, const mt_target *t, mt_variant *out) {
@@ -52,12 +63,22 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
     memset(set, 0, sizeof *set);
     set->aware = -1;
     /* the base, the first of these that fits: the Hopper one for the KV
-     * type (fp8: the transposed variant, 32-row tiles from 32 rows, else -
-     * or where those need more shared memory than there is - 16-row ones;
-     * 16-bit: the 64-row variant); the measured mma.sync variant (NVIDIA;
+     * type (fp8: the 64-row path from 64 rows (OCP e4m3), the transposed
+     * one's 32-row tiles from 32, else - or where those need more shared
+     * memory than there is - its 16-row ones; 16-bit: the 64-row variant);
+     * the measured mma.sync variant (NVIDIA;
      * its 32-key chunk never fits the MFMA path, which has not run on an
      * AMD GPU yet); else the family default */
     int fp8 = mt_dtype_is_fp8(shape->s.kv_dtype), rows = shape->sq * shape->n_heads;
+    /* fp8 e4m3 at 64+ rows: first the 64-row path's few splits, for
+     * batches of many row tiles (mt_mla_decode_heuristic_pick) */
+    mt_variant wide;
+    int has_wide = fp8 && rows >= 64 && shape->s.kv_dtype == MT_FP8_E4M3 && base_fits(fp8_base64, shape, t, &wide);
+    for (size_t i = 0; has_wide && i < sizeof fp8_wide_splits / sizeof fp8_wide_splits[0]; i++) {
+        mt_variant v = wide;
+        v.values[MT_P_NUM_SPLITS] = fp8_wide_splits[i];
+        if (mt_variant_validate(&v, &shape->s, t) == MT_OK) set->variants[set->n++] = v;
+    }
     const char *hopper = !fp8 ? wgmma_base : rows >= 32 ? fp8_base32 : fp8_base;
     mt_variant base;
     if (!base_fits(hopper, shape, t, &base) && !(hopper == fp8_base32 && base_fits(fp8_base, shape, t, &base)) &&
@@ -74,8 +95,10 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
     }
     if (set->n == 0) set->variants[set->n++] = base;
     /* the length-aware form: one work-group per compute unit, cutting on
-     * the chunk (64 keys on the warpgroup paths, 16 elsewhere) */
-    mt_variant v = base;
+     * the chunk (64 keys on the warpgroup paths, 16 elsewhere); fp8's
+     * 64-row one where there is one (128 heads, B=32, long-tail / one-long:
+     * 157 / 112 us against 215 / 132 for the 16-row one) */
+    mt_variant v = has_wide ? wide : base;
     v.values[MT_P_NUM_SPLITS] = 1;
     v.values[MT_P_SPLIT_REDUCE] = 0;
     v.values[MT_P_GROUPS_PER_CU] = 1;
@@ -93,7 +116,7 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
 int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
                                  int compute_units) {
     int len = call->seq_len > 0 ? call->seq_len : 1, longest = call->max_len > len ? call->max_len : len;
-    if (call->seq_len < 0 || longest >= RAGGED_SPREAD * len) return set->aware >= 0 ? set->aware : 0;
+    if (call->seq_len < 0 || longest >= MT_RAGGED_SPREAD * len) return set->aware >= 0 ? set->aware : 0;
     /* the most splits that still fit one wave of work-groups, each split
      * keeping at least one 64-key chunk.  Fitted on the H100's broad sweep
      * (reports/h100/broad), the base with these splits runs, in geometric
@@ -102,20 +125,31 @@ int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *sh
      * B=1 x 1024..4096 2-4x too few splits (1.14x); a bound on the fp32
      * partials' bytes against the KV bytes helped 16-bit keys by 0.5% and
      * cost fp8 ones 3% (their time goes to conversion, not bytes). */
-    int tile_q = set->variants[0].values[MT_P_TILE_Q], batch = call->batch > 0 ? call->batch : 1;
-    long tiles = (long)((shape->sq * shape->n_heads + tile_q - 1) / tile_q) * batch;
+    int rows = shape->sq * shape->n_heads, batch = call->batch > 0 ? call->batch : 1;
+    /* two bases (fp8 at 64+ rows, heuristic_set): the 64-row one first,
+     * for a batch of FP8_WIDE_MIN_TILES row tiles or more, else the other */
+    int last = set->n - 1 == set->aware ? set->n - 2 : set->n - 1;
+    int tile_q = set->variants[0].values[MT_P_TILE_Q];
+    if (last > 0 && set->variants[last].values[MT_P_TILE_Q] != tile_q &&
+        (long)((rows + tile_q - 1) / tile_q) * batch < FP8_WIDE_MIN_TILES)
+        tile_q = set->variants[last].values[MT_P_TILE_Q];
+    long tiles = (long)((rows + tile_q - 1) / tile_q) * batch;
     int splits = 1;
     while (splits < 128 && tiles * splits * 2 <= compute_units && call->seq_len / (splits * 2) >= 64) splits *= 2;
-    int pick = 0;
+    /* the base's variant with the most splits up to that (they are in
+     * increasing order) */
+    int pick = -1;
     for (int i = 0; i < set->n; i++)
-        if (i != set->aware && set->variants[i].values[MT_P_NUM_SPLITS] <= splits) pick = i;
-    return pick;
+        if (i != set->aware && set->variants[i].values[MT_P_TILE_Q] == tile_q &&
+            (pick < 0 || set->variants[i].values[MT_P_NUM_SPLITS] <= splits))
+            pick = i;
+    return pick >= 0 ? pick : 0;
 }
 
 void mt_mla_decode_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size) {
     if (pick == set->aware)
         snprintf(buf, size, "heuristic: a ragged call (longest >= %dx the mean) or unknown lengths run the built-in "
-                 "length-aware variant", RAGGED_SPREAD);
+                 "length-aware variant", MT_RAGGED_SPREAD);
     else
         snprintf(buf, size, "heuristic: no tuning entry for this arch, dtypes, head count and Sq; %d split(s) for "
                  "this batch and length", set->variants[pick].values[MT_P_NUM_SPLITS]);

@@ -145,6 +145,30 @@ static void lookup_unknown(const mt_dispatch_table *table, int batch, mt_dispatc
     out->heuristic_pick = table->heur.aware;
 }
 
+/* The measured key nearest a call (batch, mean, longest; by the sum of
+ * |log2| ratios of batch, mean and spread), or the exact one; with
+ * `ragged_only`, only ragged keys and length-aware winners count.  NULL
+ * when none does. */
+static const mt_dispatch_entry *nearest_entry(const mt_dispatch_table *table, int batch, int seq_len, int max_len,
+                                              int ragged_only, int *exact, float *distance) {
+    int len = seq_len > 0 ? seq_len : 1, longest = max_len > len ? max_len : len;
+    float lb = log2f((float)(batch > 0 ? batch : 1)), ll = log2f((float)len);
+    float spread = log2f((float)longest / (float)len), ragged_key = log2f((float)MT_RAGGED_SPREAD);
+    const mt_dispatch_entry *best = NULL;
+    *exact = 0, *distance = 0;
+    for (int i = 0; i < table->n_entries; i++) {
+        const mt_dispatch_entry *e = &table->entries[i];
+        if (e->batch == batch && e->seq_len == seq_len && e->max_len == (max_len > 0 ? max_len : seq_len)) {
+            *exact = 1, *distance = 0;
+            return e;
+        }
+        if (ragged_only && !e->length_aware && e->log_spread < ragged_key) continue;
+        float d = fabsf(lb - e->log_batch) + fabsf(ll - e->log_len) + fabsf(spread - e->log_spread);
+        if (!best || d < *distance) best = e, *distance = d;
+    }
+    return best;
+}
+
 void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, int max_len,
                         mt_dispatch_result *out) {
     memset(out, 0, sizeof *out);
@@ -162,20 +186,21 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
         out->variant = table->heur_variant[pick] >= 0 ? table->heur_variant[pick] : 0;
         return;
     }
-    float lb = log2f((float)(batch > 0 ? batch : 1)), ll = log2f((float)len);
-    float spread = log2f((float)longest / (float)len);
-    const mt_dispatch_entry *best = NULL;
+    /* a ragged call takes a ragged key's winner or a length-aware one,
+     * never a uniform key's fixed splits: those leave the longest
+     * request's few work-groups running on alone (128 heads, fp8 KV, B=32
+     * long-tail: 903 us through the nearest uniform key, 215 length-aware;
+     * reports/PERFLOG.md session 21); with neither in the DB, the rule's
+     * length-aware variant (compiled with the plan) */
+    int ragged = longest >= MT_RAGGED_SPREAD * len;
     float best_d = 0;
-    for (int i = 0; i < table->n_entries; i++) {
-        const mt_dispatch_entry *e = &table->entries[i];
-        if (e->batch == batch && e->seq_len == seq_len && e->max_len == (max_len > 0 ? max_len : seq_len)) {
-            best = e, best_d = 0;
-            out->exact = 1;
-            break;
-        }
-        float d = fabsf(lb - e->log_batch) + fabsf(ll - e->log_len) + fabsf(spread - e->log_spread);
-        if (!best || d < best_d) best = e, best_d = d;
+    const mt_dispatch_entry *best = nearest_entry(table, batch, seq_len, max_len, ragged, &out->exact, &best_d);
+    if (!best && ragged && table->aware_fallback >= 0) {
+        out->variant = table->aware_fallback;
+        out->heuristic_pick = table->heur.aware;
+        return;
     }
+    if (!best) best = nearest_entry(table, batch, seq_len, max_len, 0, &out->exact, &best_d);
     out->entry = best;
     out->variant = best->variant;
     out->distance = best_d;
@@ -201,6 +226,10 @@ void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_resul
     else if (r->unknown_lengths)
         snprintf(buf, size, "lengths unknown (graph capture) and no length-aware key in the DB: the built-in "
                  "length-aware variant");
+    else if (!e && r->heuristic_pick >= 0 && !table->heuristic)
+        snprintf(buf, size, "a ragged call (longest >= %dx the mean) and none of the DB's %d keys for this shape is "
+                 "ragged or won by a length-aware variant: the built-in length-aware variant", MT_RAGGED_SPREAD,
+                 table->n_entries);
     else if (!e && r->heuristic_pick >= 0)
         table->family->heuristic_explain(&table->heur, r->heuristic_pick, buf, size);
     else
