@@ -44,11 +44,17 @@ typedef struct mt_call {
     int batch, seq_len, max_len;
 } mt_call;
 
-/* A call is ragged when its longest request has at least this many times
- * the mean keys: split counts fitted to uniform batches then leave the
- * longest request's few work-groups running on alone (issue 22), so the
- * built-in rule and the dispatcher send it to length-aware variants. */
-#define MT_RAGGED_SPREAD 2
+/* A call is ragged when its longest request has at least 1.5x the mean
+ * keys (MT_RAGGED_SPREAD): split counts fitted to uniform batches then
+ * leave the longest request's few work-groups running on alone (issue 22),
+ * so the built-in rule and the dispatcher send it to length-aware
+ * variants.  On the H100 (reports/PERFLOG.md session 21) those cost
+ * 1.14-1.30x the fixed splits on uniform lengths, while fixed splits on
+ * 256..8192 keys at random (longest 1.94x the mean) took 1.09-1.23x the
+ * length-aware time at 64 and 128 heads, B=128: 1.5 is about where they
+ * cross. */
+#define MT_RAGGED_SPREAD 1.5
+static inline int mt_call_is_ragged(int mean, int longest) { return longest >= MT_RAGGED_SPREAD * mean; }
 
 /* What the built-in rule may run for a shape, all compiled with a plan
  * that has no tuning entry (or needs a length-aware fallback). */

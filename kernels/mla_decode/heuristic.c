@@ -116,7 +116,7 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
 int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
                                  int compute_units) {
     int len = call->seq_len > 0 ? call->seq_len : 1, longest = call->max_len > len ? call->max_len : len;
-    if (call->seq_len < 0 || longest >= MT_RAGGED_SPREAD * len) return set->aware >= 0 ? set->aware : 0;
+    if (call->seq_len < 0 || mt_call_is_ragged(len, longest)) return set->aware >= 0 ? set->aware : 0;
     /* the most splits that still fit one wave of work-groups, each split
      * keeping at least one 64-key chunk.  Fitted on the H100's broad sweep
      * (reports/h100/broad), the base with these splits runs, in geometric
@@ -148,7 +148,7 @@ int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *sh
 
 void mt_mla_decode_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size) {
     if (pick == set->aware)
-        snprintf(buf, size, "heuristic: a ragged call (longest >= %dx the mean) or unknown lengths run the built-in "
+        snprintf(buf, size, "heuristic: a ragged call (longest >= %gx the mean) or unknown lengths run the built-in "
                  "length-aware variant", MT_RAGGED_SPREAD);
     else
         snprintf(buf, size, "heuristic: no tuning entry for this arch, dtypes, head count and Sq; %d split(s) for "

@@ -153,7 +153,7 @@ static const mt_dispatch_entry *nearest_entry(const mt_dispatch_table *table, in
                                               int ragged_only, int *exact, float *distance) {
     int len = seq_len > 0 ? seq_len : 1, longest = max_len > len ? max_len : len;
     float lb = log2f((float)(batch > 0 ? batch : 1)), ll = log2f((float)len);
-    float spread = log2f((float)longest / (float)len), ragged_key = log2f((float)MT_RAGGED_SPREAD);
+    float spread = log2f((float)longest / (float)len), ragged_key = log2f(MT_RAGGED_SPREAD);
     const mt_dispatch_entry *best = NULL;
     *exact = 0, *distance = 0;
     for (int i = 0; i < table->n_entries; i++) {
@@ -186,13 +186,13 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
         out->variant = table->heur_variant[pick] >= 0 ? table->heur_variant[pick] : 0;
         return;
     }
-    /* a ragged call takes a ragged key's winner or a length-aware one,
+    /* a ragged call (family.h) takes a ragged key's winner or a length-aware one,
      * never a uniform key's fixed splits: those leave the longest
      * request's few work-groups running on alone (128 heads, fp8 KV, B=32
      * long-tail: 903 us through the nearest uniform key, 215 length-aware;
      * reports/PERFLOG.md session 21); with neither in the DB, the rule's
      * length-aware variant (compiled with the plan) */
-    int ragged = longest >= MT_RAGGED_SPREAD * len;
+    int ragged = mt_call_is_ragged(len, longest);
     float best_d = 0;
     const mt_dispatch_entry *best = nearest_entry(table, batch, seq_len, max_len, ragged, &out->exact, &best_d);
     if (!best && ragged && table->aware_fallback >= 0) {
@@ -227,7 +227,7 @@ void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_resul
         snprintf(buf, size, "lengths unknown (graph capture) and no length-aware key in the DB: the built-in "
                  "length-aware variant");
     else if (!e && r->heuristic_pick >= 0 && !table->heuristic)
-        snprintf(buf, size, "a ragged call (longest >= %dx the mean) and none of the DB's %d keys for this shape is "
+        snprintf(buf, size, "a ragged call (longest >= %gx the mean) and none of the DB's %d keys for this shape is "
                  "ragged or won by a length-aware variant: the built-in length-aware variant", MT_RAGGED_SPREAD,
                  table->n_entries);
     else if (!e && r->heuristic_pick >= 0)
