@@ -24,7 +24,7 @@
 #include "kernels/variant.h"
 #include "runtime/gpu/backend.h"
 
-enum { MT_MAX_ENTRIES = 3, MT_MAX_SOURCES = 8, MT_MAX_HEURISTIC = 12 };
+enum { MT_MAX_ENTRIES = 3, MT_MAX_SOURCES = 8, MT_MAX_HEURISTIC = 24 };
 
 /* A built variant's entry points, in the order of the family's entries();
  * 0 where the variant has none. */

@@ -74,7 +74,10 @@ int cuModuleUnload(void *module) { return (void)module, OK; }
 int cuModuleGetFunction(void **fn, void *module, const char *name) {
     return *fn = &function_token, (void)module, (void)name, OK;
 }
-int cuFuncGetAttribute(int *v, int attr, void *fn) { return *v = 0, (void)attr, (void)fn, OK; }
+/* CU_FUNC_ATTRIBUTE_BINARY_VERSION (6): 90, as for the sm_90a code a
+ * Hopper plan loads (the backend refuses cluster launches of older code);
+ * every other attribute 0 */
+int cuFuncGetAttribute(int *v, int attr, void *fn) { return *v = attr == 6 ? 90 : 0, (void)fn, OK; }
 int cuFuncSetAttribute(void *fn, int attr, int v) { return (void)fn, (void)attr, (void)v, OK; }
 int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void *stream, void **args, void **extra) {

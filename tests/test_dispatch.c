@@ -151,11 +151,23 @@ int main(void) {
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, &table));
     mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
-    /* ... and B=1 x 1024: two tiles of 16 splits, 64 keys each (the
-     * broad sweep: 1.46x the best against 1.70x for 4 splits) */
+    /* ... B=1 x 1024 (two 64-row tiles): the 16-row base, 8 tiles of 16
+     * splits (the broad sweep's winner there) */
     mt_dispatch_lookup(&table, 1, 1024, 0, &r);
-    CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 16, "128 heads, B=1 x 1024: %d splits",
+    CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 16 && table.variants[r.variant].values[MT_P_TILE_Q] == 16,
+              "128 heads, B=1 x 1024: tile_q %d, %d splits", table.variants[r.variant].values[MT_P_TILE_Q],
               table.variants[r.variant].values[MT_P_NUM_SPLITS]);
+    /* ... B=8 x 1024: the wave rule's 8 splits would write 1.8x the KV
+     * bytes in fp32 partials: 4 splits merged in a cluster (21.2 us
+     * against 39.0 in the sweep); B=8 x 16384 (partials 0.11x the KV):
+     * 8 splits through the reduce kernel */
+    mt_dispatch_lookup(&table, 8, 1024, 0, &r);
+    CHECK_MSG(table.variants[r.variant].values[MT_P_TILE_Q] == 64 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 4 &&
+              table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 1, "128 heads, B=8 x 1024: %d splits, reduce %d",
+              table.variants[r.variant].values[MT_P_NUM_SPLITS], table.variants[r.variant].values[MT_P_SPLIT_REDUCE]);
+    mt_dispatch_lookup(&table, 8, 16384, 0, &r);
+    CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 8 && table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 0);
+    CHECK(table.n_variants <= MT_MAX_HEURISTIC);
     mt_dispatch_free(&table);
     /* fp8 KV on sm_90: the transposed wgmma base (16-row tiles) */
     mt_problem_key fp8_shape = shape;

@@ -257,10 +257,10 @@ int main(void) {
     CHECK(count("a.db", "SELECT count(*) FROM measurements WHERE status = 'ok'") == 16);
     CHECK(count("a.db", "SELECT count(DISTINCT problem_id || '/' || variant_id) FROM measurements") == 34);
     /* the heuristic's variant of each key was measured (16 heads, 1024 keys
-     * on 132 CUs: the 64-row wgmma base with 16 splits of 64 keys at
-     * batch 1 and 2) */
+     * on 132 CUs, batch 1 and 2: one or two row tiles, the 16-row wgmma
+     * base with 16 splits of 64 keys) */
     CHECK(count("a.db", "SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id WHERE "
-                        "m.status = 'ok' AND v.params LIKE 'tile_q=64,%num_splits=16,block_threads=256,%mma=2,%'") == 2);
+                        "m.status = 'ok' AND v.params LIKE 'tile_q=16,%num_splits=16,block_threads=256,%mma=2,%'") == 2);
     /* the fake landscape's best point here is tile_q=8 with 16 splits (8
      * splits is not in this space; tile_q=8 with 2 splits is wrong) */
     CHECK(count("a.db", "SELECT count(*) FROM choices c JOIN variants v ON v.id = c.variant_id "

@@ -49,7 +49,40 @@ static const char fp8_base64[] =
 #define FP8_WIDE_MIN_TILES 32
 static const int fp8_wide_splits[] = {1, 2, 4};
 
+/* 16-bit KV on Hopper, for a call of at most T16_MAX_TILES 64-row tiles
+ * (B=1 at 65-128 heads, B=1-2 up to 64): the transposed 16-row variant,
+ * which fills the GPU with splits of a quarter of the products (broad
+ * sweep, 128 heads B=1 x 4096: 18.7 us against 25.2 for the best 64-row
+ * split count). */
+static const char wgmma_t16_base[] =
+    "tile_q=16,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
+#define T16_MAX_TILES 2
+/* ... and on the 64-row path, half the splits merged in a cluster
+ * (split_reduce 1) where the fp32 partials' round trip through memory is
+ * at least this fraction of a tile's KV bytes: the reduce kernel's bytes
+ * then cost more than the cluster's lost occupancy (128 heads B=8 x 1024:
+ * 4 splits in clusters 21.2 us against 39.0 for 8 through the reduce
+ * kernel).  Fitted on the broad sweep's 52 16-bit keys (reports/PERFLOG.md
+ * session 21): with the 16-row base above, 1.017x the winner in geometric
+ * mean and 1.16x at worst, against 1.10x and 1.90x for the 64-row base
+ * with the reduce kernel alone; 0.15-0.35 all give 1.017-1.019x. */
+#define CLUSTER_PARTIALS 0.25
+static const int cluster_splits[] = {2, 4, 8, 16};
+
 static const int split_counts[] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+/* Appends `base` with each of `splits` (merge `reduce`) that validates. */
+static void add_splits(mt_heuristic_set *set, const mt_variant *base, const int *splits, size_t n, int reduce,
+                       const mt_shape *shape, const mt_target *t) {
+    for (size_t i = 0; i < n && set->n < MT_MAX_HEURISTIC; i++) {
+        mt_variant v = *base;
+        v.values[MT_P_NUM_SPLITS] = splits[i];
+        v.values[MT_P_SPLIT_REDUCE] = reduce;
+        if (splits[i] == 1) v.values[MT_P_KV_GRANULARITY] = 16;
+        if (mt_variant_validate(&v, &shape->s, t) == MT_OK) set->variants[set->n++] = v;
+    }
+    mt_clear_error();
+}
 
 /* Parses and validates a built-in base; 0 when it does not fit. */
 static int base_fits(const char *spec, const mt_shape *shape, const mt_target *t, mt_variant *out) {
@@ -66,34 +99,32 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
      * type (fp8: the 64-row path from 64 rows (OCP e4m3), the transposed
      * one's 32-row tiles from 32, else - or where those need more shared
      * memory than there is - its 16-row ones; 16-bit: the 64-row variant);
-     * the measured mma.sync variant (NVIDIA;
-     * its 32-key chunk never fits the MFMA path, which has not run on an
-     * AMD GPU yet); else the family default */
+     * the measured mma.sync variant (NVIDIA; its 32-key chunk never fits
+     * the MFMA path, which has not run on an AMD GPU yet); else the family
+     * default.  mt_mla_decode_heuristic_pick chooses among the bases. */
     int fp8 = mt_dtype_is_fp8(shape->s.kv_dtype), rows = shape->sq * shape->n_heads;
+    const int n_splits = (int)(sizeof split_counts / sizeof split_counts[0]);
     /* fp8 e4m3 at 64+ rows: first the 64-row path's few splits, for
-     * batches of many row tiles (mt_mla_decode_heuristic_pick) */
+     * batches of many row tiles */
     mt_variant wide;
     int has_wide = fp8 && rows >= 64 && shape->s.kv_dtype == MT_FP8_E4M3 && base_fits(fp8_base64, shape, t, &wide);
-    for (size_t i = 0; has_wide && i < sizeof fp8_wide_splits / sizeof fp8_wide_splits[0]; i++) {
-        mt_variant v = wide;
-        v.values[MT_P_NUM_SPLITS] = fp8_wide_splits[i];
-        if (mt_variant_validate(&v, &shape->s, t) == MT_OK) set->variants[set->n++] = v;
-    }
+    if (has_wide) add_splits(set, &wide, fp8_wide_splits, sizeof fp8_wide_splits / sizeof fp8_wide_splits[0], 0, shape, t);
     const char *hopper = !fp8 ? wgmma_base : rows >= 32 ? fp8_base32 : fp8_base;
     mt_variant base;
     if (!base_fits(hopper, shape, t, &base) && !(hopper == fp8_base32 && base_fits(fp8_base, shape, t, &base)) &&
         !base_fits(mma_base, shape, t, &base) &&
         mt_variant_default_for(&mt_family_mla_decode, &shape->s, t, &base) != MT_OK)
         return mt_fail(MT_ERR_UNSUPPORTED, "no built-in variant fits: %s", mt_last_error());
-    /* the rule only varies the base's split count (variants[0] is the base
-     * with one split when that is valid) */
-    for (size_t i = 0; i < sizeof split_counts / sizeof split_counts[0]; i++) {
-        mt_variant v = base;
-        v.values[MT_P_NUM_SPLITS] = split_counts[i];
-        if (split_counts[i] == 1) v.values[MT_P_KV_GRANULARITY] = 16;
-        if (mt_variant_validate(&v, &shape->s, t) == MT_OK) set->variants[set->n++] = v;
-    }
+    add_splits(set, &base, split_counts, (size_t)n_splits, 0, shape, t);
     if (set->n == 0) set->variants[set->n++] = base;
+    /* 16-bit KV on the 64-row base: its cluster merges, and the 16-row
+     * base for calls of few row tiles */
+    mt_variant t16;
+    if (!fp8 && base.values[MT_P_MMA] == 2 && base.values[MT_P_TILE_Q] == 64) {
+        add_splits(set, &base, cluster_splits, sizeof cluster_splits / sizeof cluster_splits[0], 1, shape, t);
+        if ((rows + 63) / 64 <= T16_MAX_TILES && base_fits(wgmma_t16_base, shape, t, &t16))
+            add_splits(set, &t16, split_counts, (size_t)n_splits, 0, shape, t);
+    }
     /* the length-aware form: one work-group per compute unit, cutting on
      * the chunk (64 keys on the warpgroup paths, 16 elsewhere); fp8's
      * 64-row one where there is one (128 heads, B=32, long-tail / one-long:
@@ -105,7 +136,7 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
     v.values[MT_P_KV_GRANULARITY] = v.values[MT_P_MMA] == 2 ? 64 : 16;
     /* the 32-row fp8 tile has no length-aware form: the 16-row one's */
     if (v.values[MT_P_MMA] == 2 && v.values[MT_P_TILE_Q] == 32) v.values[MT_P_TILE_Q] = 16;
-    if (mt_variant_validate(&v, &shape->s, t) == MT_OK) {
+    if (set->n < MT_MAX_HEURISTIC && mt_variant_validate(&v, &shape->s, t) == MT_OK) {
         set->aware = set->n;
         set->variants[set->n++] = v;
     }
@@ -113,36 +144,54 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
     return MT_OK;
 }
 
+/* The set's variant of tile tile_q and merge `reduce` with the most
+ * splits up to `splits` (the fewest when none is that small); -1 if the
+ * set has no such variant. */
+static int with_splits(const mt_heuristic_set *set, int tile_q, int reduce, int splits) {
+    int pick = -1;
+    for (int i = 0; i < set->n; i++) {
+        const int *x = set->variants[i].values;
+        if (i == set->aware || x[MT_P_TILE_Q] != tile_q || x[MT_P_SPLIT_REDUCE] != reduce) continue;
+        if (pick < 0 || (x[MT_P_NUM_SPLITS] <= splits &&
+                         (set->variants[pick].values[MT_P_NUM_SPLITS] > splits ||
+                          x[MT_P_NUM_SPLITS] > set->variants[pick].values[MT_P_NUM_SPLITS])))
+            pick = i;
+    }
+    return pick;
+}
+
 int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
                                  int compute_units) {
     int len = call->seq_len > 0 ? call->seq_len : 1, longest = call->max_len > len ? call->max_len : len;
     if (call->seq_len < 0 || mt_call_is_ragged(len, longest)) return set->aware >= 0 ? set->aware : 0;
-    /* the most splits that still fit one wave of work-groups, each split
-     * keeping at least one 64-key chunk.  Fitted on the H100's broad sweep
-     * (reports/h100/broad), the base with these splits runs, in geometric
-     * mean over the keys, 1.10x the best variant (52 16-bit keys) and 1.08x
-     * (36 fp8 keys of 32+ heads).  The earlier rule, 256 keys a split, left
-     * B=1 x 1024..4096 2-4x too few splits (1.14x); a bound on the fp32
-     * partials' bytes against the KV bytes helped 16-bit keys by 0.5% and
-     * cost fp8 ones 3% (their time goes to conversion, not bytes). */
     int rows = shape->sq * shape->n_heads, batch = call->batch > 0 ? call->batch : 1;
-    /* two bases (fp8 at 64+ rows, heuristic_set): the 64-row one first,
-     * for a batch of FP8_WIDE_MIN_TILES row tiles or more, else the other */
-    int last = set->n - 1 == set->aware ? set->n - 2 : set->n - 1;
+    long tiles64 = (long)((rows + 63) / 64) * batch;
+    /* the base: the first variant's (the 64-row one where there is one),
+     * or, fp8 below FP8_WIDE_MIN_TILES row tiles, the transposed one
+     * after it; 16-bit KV at up to T16_MAX_TILES, the 16-row one */
     int tile_q = set->variants[0].values[MT_P_TILE_Q];
-    if (last > 0 && set->variants[last].values[MT_P_TILE_Q] != tile_q &&
-        (long)((rows + tile_q - 1) / tile_q) * batch < FP8_WIDE_MIN_TILES)
-        tile_q = set->variants[last].values[MT_P_TILE_Q];
+    int fp8 = mt_dtype_is_fp8(shape->s.kv_dtype);
+    if (fp8 && tile_q == 64 && tiles64 < FP8_WIDE_MIN_TILES) {
+        int last = set->n - 1 == set->aware ? set->n - 2 : set->n - 1;
+        if (last > 0) tile_q = set->variants[last].values[MT_P_TILE_Q];
+    }
+    if (!fp8 && tiles64 <= T16_MAX_TILES && with_splits(set, 16, 0, 1) >= 0) tile_q = 16;
+    /* the most splits that still fit one wave of work-groups, each split
+     * keeping at least one 64-key chunk (before session 21 the whole rule;
+     * reports/h100/broad) */
     long tiles = (long)((rows + tile_q - 1) / tile_q) * batch;
     int splits = 1;
     while (splits < 128 && tiles * splits * 2 <= compute_units && call->seq_len / (splits * 2) >= 64) splits *= 2;
-    /* the base's variant with the most splits up to that (they are in
-     * increasing order) */
-    int pick = -1;
-    for (int i = 0; i < set->n; i++)
-        if (i != set->aware && set->variants[i].values[MT_P_TILE_Q] == tile_q &&
-            (pick < 0 || set->variants[i].values[MT_P_NUM_SPLITS] <= splits))
-            pick = i;
+    int pick = with_splits(set, tile_q, 0, splits);
+    /* 16-bit, 64-row: half the splits merged in a cluster when the
+     * partials' round trip (fp32, written and read) is at least
+     * CLUSTER_PARTIALS of a tile's KV bytes */
+    if (!fp8 && tile_q == 64 && splits >= 2) {
+        double partials = (double)splits * (rows < 64 ? rows : 64) * shape->s.dl * 4 * 2;
+        double kv = (double)len * shape->s.d * mt_dtype_size(shape->s.kv_dtype);
+        int merged = with_splits(set, 64, 1, splits / 2);
+        if (partials >= CLUSTER_PARTIALS * kv && merged >= 0) pick = merged;
+    }
     return pick >= 0 ? pick : 0;
 }
 

@@ -25,6 +25,7 @@
 #include "kernels/mla_decode/mla_decode.h"
 #include "api_internal.h"
 #include "runtime/gpu/backend.h"
+#include "compile_ahead.h"
 #include "dispatch.h"
 #include "recorder.h"
 #include "validators.h"
@@ -230,6 +231,7 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
 static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem, mt_status st, mlt_plan **out) {
     mlt_runtime *rt = plan->rt;
     mt_shape shape = {.s = plan->shape.s, .n_heads = problem->n_heads, .sq = problem->sq};
+    if (st == MT_OK) mt_compile_ahead(rt->jit, plan->table.variants, plan->table.n_variants, &plan->shape.s, &rt->target);
     for (int i = 0; st == MT_OK && i < plan->table.n_variants; i++) {
         const mt_variant *v = &plan->table.variants[i];
         const mt_family *f = v->family;

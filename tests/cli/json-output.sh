@@ -134,7 +134,9 @@ python3 -c 'import json; d = json.load(open("bench-nogpu.json")); assert d["devi
 # bench on the CPU emulation of an AMD GPU ("hip-cpu", where clang++ runs
 # it): rows agree with the table (shapes, lengths, variant, reason); a
 # ragged mix brings its uniform twin with vs_uniform; unmeasured figures
-# (no ceilings with --no-ceilings, no schedule) are null
+# (no ceilings with --no-ceilings) are null, and the schedule's time is
+# there exactly for the length-aware rows (the one-long mix: its longest
+# request is 1.6x the mean, a ragged call)
 export MLA_TUNE_CACHE_DIR=$dir/cache
 emu=(env MLA_TUNE_BACKEND=hip-cpu)
 if "${emu[@]}" "$bin" devices >/dev/null 2>&1; then
@@ -155,8 +157,10 @@ for r, l in zip(rows, lines):
     assert f"{flat} [{r['reason']}] ({r['lengths']})" in l, (flat, l)
     assert r["time_us"] > 0 and r["p10_us"] <= r["time_us"] <= r["p90_us"], r
     assert r["pct_copy"] is None and r["pct_matrix"] is None, r
-    assert r["schedule_us"] is None and r["error"] is None, r
+    aware = r["params"].get("groups_per_cu", 0) > 0
+    assert (r["schedule_us"] is None) != aware and r["error"] is None, r
 assert [r["lengths"] for r in rows] == ["uniform", "one-long:128:32", "uniform, same keys"], rows
+assert rows[1]["params"].get("groups_per_cu", 0) > 0 and rows[1]["schedule_us"] > 0, rows[1]
 assert rows[0]["vs_uniform"] is None and rows[1]["vs_uniform"] is None and rows[2]["vs_uniform"] > 0, rows
 PY
 else
