@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# session 21, run 12: issue 22's table through the shipped DBs (an install of this tree) after the
+# session's dispatch changes (ragged from 1.5x the mean; ragged calls never on a uniform key's
+# fixed splits), and its uniform no-regression shapes
+set -uo pipefail
+export LD_LIBRARY_PATH="$PWD/build:$PWD/.deps/lib/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ "$(cd /work/main 2>/dev/null && pwd -P)" != "$(pwd -P)" ]; then mkdir -p /work && rm -rf /work/main && ln -s "$(pwd -P)" /work/main; fi
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+B="build/mla-tune bench --system-db build/example-prefix/share/mla-tune/tuning.db --reps 20"
+{
+timeout 200 $B --heads 16,128 --batch 8,32,128 --lengths long-tail,one-long:32768:1024,uniform-random:256-8192 --no-ceilings
+timeout 100 $B --heads 16 --batch 1,128 --seq-len 16384
+timeout 60 $B --heads 128 --batch 32 --seq-len 16384 --no-ceilings
+} > $OUT/bench.txt 2>&1
+grep -v "^mla-tune: no tuning" $OUT/bench.txt | cut -c1-100,180-330
