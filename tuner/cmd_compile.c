@@ -8,7 +8,6 @@
  * Variants compile on several CPU threads; results print in space order.
  */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "json.h"
 #include "kernels/sources.h"
 #include "kernels/build.h"
+#include "runtime/base/parallel.h"
 #include "runtime/gpu/jit.h"
 #include "config.h"
 
@@ -35,9 +35,6 @@ typedef struct compile_batch {
     mt_jit *jit;
     const mt_target *target;
     compile_job *jobs;
-    int n_jobs;
-    int next;
-    pthread_mutex_t lock;
 } compile_batch;
 
 typedef struct collect_ctx {
@@ -62,27 +59,21 @@ static int collect(const mt_variant *v, void *user) {
     return 0;
 }
 
-static void *compile_worker(void *arg) {
-    compile_batch *batch = arg;
-    mt_backend *b = mt_jit_backend(batch->jit);
-    for (;;) {
-        pthread_mutex_lock(&batch->lock);
-        int i = batch->next++;
-        pthread_mutex_unlock(&batch->lock);
-        if (i >= batch->n_jobs) return NULL;
-        compile_job *job = &batch->jobs[i];
-        const mt_code_object *obj = NULL;
-        job->status = mt_build_compile(batch->jit, &job->variant, &job->problem, batch->target, &obj, &job->origin);
-        mt_kernel_resources_unknown(&job->res);
-        if (job->status != MT_OK) {
-            snprintf(job->error, sizeof job->error, "%s", mt_last_error());
-            continue;
-        }
-        job->ms = obj->compile_ms;
-        const char *entries[MT_MAX_ENTRIES];
-        job->variant.family->entries(&job->variant, entries); /* entry 0: the one whose resources matter */
-        mt_backend_parse_resources(b, obj->log, entries[0], &job->res);
+/* Job i of the batch (mt_parallel_for: on several threads at once). */
+static void compile_one(void *ctx, int i) {
+    const compile_batch *batch = ctx;
+    compile_job *job = &batch->jobs[i];
+    const mt_code_object *obj = NULL;
+    job->status = mt_build_compile(batch->jit, &job->variant, &job->problem, batch->target, &obj, &job->origin);
+    mt_kernel_resources_unknown(&job->res);
+    if (job->status != MT_OK) {
+        snprintf(job->error, sizeof job->error, "%s", mt_last_error());
+        return;
     }
+    job->ms = obj->compile_ms;
+    const char *entries[MT_MAX_ENTRIES];
+    job->variant.family->entries(&job->variant, entries); /* entry 0: the one whose resources matter */
+    mt_backend_parse_resources(mt_jit_backend(batch->jit), obj->log, entries[0], &job->res);
 }
 
 static const char *origin_name(mt_jit_origin o) {
@@ -330,16 +321,8 @@ int cmd_compile(int argc, char **argv) {
                            problem.d, problem.dl, problem.page_size, mt_dtype_name(problem.q_dtype),
                            mt_dtype_name(problem.kv_dtype), cc.n, pruned);
                 }
-                compile_batch batch = {.jit = jit, .target = &target, .jobs = cc.jobs, .n_jobs = cc.n};
-                pthread_mutex_init(&batch.lock, NULL);
-                int n_threads = (int)(jobs < 1 ? 1 : jobs > 64 ? 64 : jobs);
-                pthread_t threads[64];
-                int started = 0;
-                for (int t = 0; t < n_threads; t++)
-                    if (pthread_create(&threads[t], NULL, compile_worker, &batch) == 0) started++;
-                if (started == 0) compile_worker(&batch);
-                for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
-                pthread_mutex_destroy(&batch.lock);
+                compile_batch batch = {.jit = jit, .target = &target, .jobs = cc.jobs};
+                mt_parallel_for(cc.n, (int)(jobs < 1 ? 1 : jobs > 64 ? 64 : jobs), compile_one, &batch);
                 if (!json)
                     printf("%-7s %9s %-8s %5s %5s %7s %6s %6s  %s\n", "status", "ms", "origin", "regs", "sgprs",
                            "shared", "stack", "spill", "variant");

@@ -17,8 +17,9 @@ static const char mma_base[] =
  * of one or two row tiles: wgmma_t16_base below).  It won every key of 64+
  * rows of that sweep (128 heads: 2.5x the mma.sync path), and with 8..32
  * heads it is within 2% of the best of the broad sweep at batch 32..128
- * (1.0-1.3x at batch 8) where the mma.sync base ran 1.02-1.8x the best (32 heads, B=128 x 16384: 0.805 ms against 1.276, 63%
- * of the copy ceiling; reports/h100/broad, reports/PERFLOG.md session 20). */
+ * (1.0-1.3x at batch 8) where the mma.sync base ran 1.02-1.8x the best
+ * (32 heads, B=128 x 16384: 0.805 ms against 1.276, 63% of the copy
+ * ceiling; reports/h100/broad, reports/PERFLOG.md session 20). */
 static const char wgmma_base[] =
     "tile_q=64,kv_granularity=16,num_splits=1,block_threads=256,kv_chunk=64,mma=2,kv_stages=2";
 /* fp8 KV on Hopper: the transposed wgmma path (1.40x the mma.sync path's

@@ -186,12 +186,12 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
         out->variant = table->heur_variant[pick] >= 0 ? table->heur_variant[pick] : 0;
         return;
     }
-    /* a ragged call (family.h) takes a ragged key's winner or a length-aware one,
-     * never a uniform key's fixed splits: those leave the longest
-     * request's few work-groups running on alone (128 heads, fp8 KV, B=32
-     * long-tail: 903 us through the nearest uniform key, 215 length-aware;
-     * reports/PERFLOG.md session 21); with neither in the DB, the rule's
-     * length-aware variant (compiled with the plan) */
+    /* a ragged call (family.h) takes a ragged key's winner or a
+     * length-aware one, never a uniform key's fixed splits: those leave the
+     * longest request's few work-groups running on alone (128 heads, fp8
+     * KV, B=32 long-tail: 903 us through the nearest uniform key, 158 us
+     * through the rule's length-aware variant; reports/PERFLOG.md session
+     * 21); with neither in the DB, that variant (compiled with the plan) */
     int ragged = mt_call_is_ragged(len, longest);
     float best_d = 0;
     const mt_dispatch_entry *best = nearest_entry(table, batch, seq_len, max_len, ragged, &out->exact, &best_d);
