@@ -76,12 +76,19 @@ static double verify(const mt_schedule_shape *sh, const int32_t *lens, const int
         CHECK_MSG(cut < w[1] && e[0] == r && e[1] == first_piece[r] && e[2] == pieces[r] && e[3] == units,
                   "%s: cut entry %d is (%d, %d, %d, %d), request %d has pieces %d+%d after %d units", what, cut, e[0],
                   e[1], e[2], e[3], r, first_piece[r], pieces[r], units);
-        /* the reduce: warps on a row for a round of 8 pieces each, a unit of
-         * 8 warps covering every row of every tile */
-        int g = mt_schedule_slot_groups(pieces[r]), per_tile = mt_schedule_units_per_tile(sh->tile_q, pieces[r]);
-        CHECK_MSG(8 * g >= pieces[r] || g == 8, "%s: %d slot groups for %d pieces", what, g, pieces[r]);
-        CHECK_MSG(per_tile * (8 / g) >= sh->tile_q && (per_tile - 1) * (8 / g) < sh->tile_q,
-                  "%s: %d units of %d rows for a tile of %d", what, per_tile, 8 / g, sh->tile_q);
+        /* the reduce: warps on a row for a round of 8 pieces each, or rows
+         * of up to 8 pieces sharing a warp's 8 slots; a unit of 8 warps,
+         * units covering every row of every tile */
+        int np = pieces[r], g = mt_schedule_slot_groups(np), per_warp = mt_schedule_rows_per_warp(sh->tile_q, np);
+        int unit_rows = mt_schedule_unit_rows(sh->tile_q, np), per_tile = mt_schedule_units_per_tile(sh->tile_q, np);
+        CHECK_MSG(8 * g >= np || g == 8, "%s: %d slot groups for %d pieces", what, g, np);
+        CHECK_MSG(per_warp >= 1 && (g == 1 ? per_warp * np <= 8 : per_warp == 1) &&
+                      (per_warp == 1 || 8 * per_warp <= sh->tile_q),
+                  "%s: %d rows a warp for %d pieces (%d slot groups, tile %d)", what, per_warp, np, g, sh->tile_q);
+        CHECK_MSG(np > 4 || 8 * per_warp >= (sh->tile_q < 16 ? sh->tile_q : 16),
+                  "%s: %d pieces leave slots idle: %d rows a warp", what, np, per_warp);
+        CHECK_MSG(per_tile * unit_rows >= sh->tile_q && (per_tile - 1) * unit_rows < sh->tile_q,
+                  "%s: %d units of %d rows for a tile of %d", what, per_tile, unit_rows, sh->tile_q);
         units += mt_schedule_tiles(sh) * per_tile;
         cut++;
     }

@@ -467,8 +467,9 @@ int main(void) {
         /* the schedule's work-group: a thread per stretch (132) and one more,
          * in multiples of 64 */
         CHECK_MSG(schedule_threads == 192, "schedule: %d threads", schedule_threads);
-        /* the reduce: a work-group per compute unit and 128 columns (reduce.cu, RED_COLS) */
-        CHECK_MSG(dependent_launches == 1 && last_reduce_grid[0] == 132 && last_reduce_grid[1] == 4 &&
+        /* the reduce: one wave of 3 work-groups per compute unit (reduce.cu's
+         * launch bounds), 128 columns each (RED_COLS): 396 = 99 x 4 */
+        CHECK_MSG(dependent_launches == 1 && last_reduce_grid[0] == 99 && last_reduce_grid[1] == 4 &&
                       last_reduce_sched == 0x10000, "reduce: %d launches, grid %d x %d", dependent_launches,
                   last_reduce_grid[0], last_reduce_grid[1]);
         /* a batch past the stretches: a thread per request, up to 1024 */

@@ -190,10 +190,11 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
     st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
     if (st != MT_OK) return st;
     /* reduce.cu's length-aware shape: RED_COLS columns per work-group
-     * (4 per lane when Dl is a multiple of 4, else 1) */
-    unsigned red_cols = s->dl % 4 == 0 ? 128u : 32u;
-    unsigned rgrid[3] = {(unsigned)(a->compute_units > 0 ? a->compute_units : 1),
-                         ((unsigned)s->dl + red_cols - 1) / red_cols, 1};
+     * (4 per lane when Dl is a multiple of 4, else 1) in y, and one wave
+     * of 3 work-groups per compute unit (its launch bounds) */
+    unsigned red_cols = s->dl % 4 == 0 ? 128u : 32u, col_blocks = ((unsigned)s->dl + red_cols - 1) / red_cols;
+    unsigned wave = 3u * (unsigned)(a->compute_units > 0 ? a->compute_units : 1);
+    unsigned rgrid[3] = {wave > col_blocks ? wave / col_blocks : 1u, col_blocks, 1};
     unsigned rblock[3] = {256, 1, 1};
     return mt_backend_launch_dependent(b, k->fn[MT_REDUCE_FN], rgrid, rblock, 0, stream, args);
 }

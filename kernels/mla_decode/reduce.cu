@@ -194,24 +194,30 @@ mla_reduce(const MT_GRID_CONST mt_decode_params p) {
 
 #else /* GROUPS_PER_CU: the cut requests only */
 
-/* Merges the requests the schedule cut, tile by tile.  A unit is 8 / g
- * rows of one tile of a cut request (g = red_slot_groups of its piece
- * count): a work-group of 8 warps takes RED_COLS columns of them (RED_VEC
- * consecutive ones per lane), the g warps of a row its pieces in turn, 8 at
- * a time, every load of a round issued before any is used, so a round
- * costs one trip to memory.  The grid is fixed (a captured graph replays
- * it whatever the lengths): compute units x ceil(DL / RED_COLS) work-groups,
- * one wave (the launch bounds keep 4 per compute unit), taking the units in
- * turn.
+/* Merges the requests the schedule cut, tile by tile.  A unit is
+ * red_unit_rows(n) rows of one tile of a cut request of n pieces (schedule.cu):
+ * a work-group of 8 warps takes RED_COLS columns of them (RED_VEC
+ * consecutive ones per lane).  Each warp has 8 load slots a round, every
+ * load of a round issued before any is used, so a round costs one trip to
+ * memory:
+ *   - up to 8 pieces, one round: the warp's rows_per_warp rows take 8 /
+ *     rows_per_warp slots each (a 2-piece request: 4 rows a warp);
+ *   - more: g = red_slot_groups(n) warps share a row, its pieces in turn,
+ *     8 at a time, and meet in shared memory.
+ * The grid is fixed (a captured graph replays it whatever the lengths):
+ * one wave, 3 work-groups per compute unit (the launch bounds), each
+ * RED_COLS columns of its units (gridDim.y = ceil(DL / RED_COLS)),
+ * gridDim.x of them taking the units in turn.
  *
  * Launched as a dependent of decode, it reads the schedule before it waits
  * for decode's results (mla_schedule finished before decode started, so
  * only the partials are decode's): a work-group with no unit leaves without
  * waiting, and one with units has found its first unit's request
  * (red_cut_of) when decode's last work-group ends.  What is left on the
- * call's critical path is one round of loads and the stores.  (Before: 64 columns per work-group, two waves, and the
- * schedule read after the wait: 14 us alone at batch 128, 9-10 after
- * decode in a call; reports/PERFLOG.md session 15.) */
+ * call's critical path is, per unit, a round of loads, the stores, and the
+ * next unit's search.  (Before: one row per warp up to 8 pieces, so a
+ * 2-piece request used 2 of the 8 slots and took 4x the units: at 128
+ * heads, B=32, 4 rounds after decode; reports/PERFLOG.md session 22.) */
 #define RED_VEC (DL % 4 == 0 ? 4 : 1) /* columns per lane (launch.c: the same rule) */
 #define RED_COLS (32 * RED_VEC)
 
@@ -232,21 +238,69 @@ __device__ __forceinline__ int4 red_cut_of(const int4 *__restrict__ sched, int n
     return SCHED_CUT(sched, n_stretches, best); /* the same entry, from the cache */
 }
 
-/* Where this thread works in unit `unit` of cut request c. */
+/* Where this warp works in unit `unit` of cut request c: tile t, its first
+ * row r (of per_warp; with slot groups, one row shared by g warps, this
+ * warp's group sg). */
 struct red_place {
-    int b, first, n, slot_groups, t, r, sg, row;
-    bool mine; /* the row exists: this warp has a row to merge */
+    int b, first, n, slot_groups, per_warp, t, r, sg;
 };
-__device__ __forceinline__ red_place red_place_of(int4 c, int unit, int rows, int warp) {
+__device__ __forceinline__ red_place red_place_of(int4 c, int unit, int warp) {
     red_place p;
-    p.b = c.x, p.first = c.y, p.n = c.z, p.slot_groups = red_slot_groups(p.n);
-    const int rows_per_block = 8 / p.slot_groups, per_tile = red_units_per_tile(p.n);
+    p.b = c.x, p.first = c.y, p.n = c.z, p.slot_groups = red_slot_groups(p.n), p.per_warp = red_rows_per_warp(p.n);
+    const int per_tile = red_units_per_tile(p.n);
     const int local = unit - c.w;
     p.t = local / per_tile;
-    p.r = (local - p.t * per_tile) * rows_per_block + warp / p.slot_groups, p.sg = warp % p.slot_groups;
-    p.row = p.t * TILE_Q + p.r;
-    p.mine = p.r < TILE_Q && p.row < rows;
+    const int row0 = (local - p.t * per_tile) * red_unit_rows(p.n);
+    p.r = row0 + (warp / p.slot_groups) * p.per_warp, p.sg = warp % p.slot_groups;
     return p;
+}
+
+/* Row r of tile t exists (the last tile of a request may be partial). */
+__device__ __forceinline__ bool red_row_exists(const red_place &p, int r, int rows) {
+    return r < TILE_Q && p.t * TILE_Q + r < rows;
+}
+
+/* One round of loads: slot j of this warp holds piece piece(j) of row
+ * row(j) (both from the caller); a slot with no piece gets lse -inf. */
+template <typename Slot>
+__device__ __forceinline__ void red_load(const float *__restrict__ o_part, const float *__restrict__ lse_part,
+                                         const red_place &p, int tiles, int rows, int col, Slot slot, float ls[8],
+                                         float x[8][RED_VEC]) {
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        int s, r;
+        slot(j, s, r);
+        const bool ok = s < p.n && red_row_exists(p, r, rows);
+        const size_t slot_row = (((size_t)p.first + s) * tiles + p.t) * TILE_Q + r;
+        ls[j] = ok ? lse_part[slot_row] : MT_NEG_INF;
+        const float *src = o_part + slot_row * DL + col;
+#if RED_VEC == 4
+        const float4 v = ok && col < DL ? *(const float4 *)src : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        x[j][0] = v.x, x[j][1] = v.y, x[j][2] = v.z, x[j][3] = v.w;
+#else
+        x[j][0] = ok && col < DL ? src[0] : 0.0f;
+#endif
+    }
+}
+
+/* The merged row's store: out (RED_VEC columns from col) and, once per
+ * row, lse. */
+__device__ __forceinline__ void red_store(const mt_views &prm, mt_u16 *__restrict__ out, float *__restrict__ lse,
+                                          const red_place &p, int r, int col, int lane, float m, float l,
+                                          const float a[RED_VEC]) {
+    const int row = p.t * TILE_Q + r;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    mt_u16 *dst = out_row(prm, out, p.b, row) + col;
+#if RED_VEC == 4
+    if (col < DL) {
+        const mt_u16 h0 = store_out(a[0] * inv), h1 = store_out(a[1] * inv), h2 = store_out(a[2] * inv),
+                     h3 = store_out(a[3] * inv);
+        *(uint2 *)dst = make_uint2(h0 | (unsigned)h1 << 16, h2 | (unsigned)h3 << 16);
+    }
+#else
+    if (col < DL) dst[0] = store_out(a[0] * inv);
+#endif
+    if (blockIdx.y == 0 && lane == 0) *lse_at(prm, lse, p.b, row) = merged_lse(m, l);
 }
 
 __device__ __forceinline__ void
@@ -263,7 +317,7 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
     int unit = blockIdx.x;
     red_place p = {};
     if (unit < n_units) {
-        p = red_place_of(red_cut_of(sched, n_stretches, n_cut, unit, lane), unit, rows, warp);
+        p = red_place_of(red_cut_of(sched, n_stretches, n_cut, unit, lane), unit, warp);
         mt_grid_dependency_wait();
     }
 #ifdef MT_TRACE
@@ -272,48 +326,66 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
     MT_TRACE_MARK(1); /* the decode's results are visible (or this group has no unit) */
     const int col = blockIdx.y * RED_COLS + RED_VEC * lane;
     while (unit < n_units) {
-        float m = MT_NEG_INF, l = 0.0f, a[RED_VEC];
+        const int next = unit + (int)gridDim.x;
+        float ls[8], x[8][RED_VEC];
+        if (p.slot_groups == 1) {
+            /* one round: slot j is piece j % per of row r + j / per, per = 8 / per_warp */
+            const int shift = 3 - (31 - __clz(p.per_warp)); /* log2(per) */
+            red_load(o_part, lse_part, p, tiles, rows, col,
+                     [&](int j, int &s, int &r) { s = j & ((1 << shift) - 1), r = p.r + (j >> shift); }, ls, x);
 #pragma unroll
-        for (int e = 0; e < RED_VEC; e++) a[e] = 0.0f;
-        for (int base = p.sg; base < p.n && p.mine; base += 8 * p.slot_groups) {
-            float ls[8], x[8][RED_VEC];
+            for (int k = 0; k < 8; k++) {
+                if (k >= p.per_warp || !red_row_exists(p, p.r + k, rows)) break;
+                float m = MT_NEG_INF, l = 0.0f, a[RED_VEC];
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const int s = base + j * p.slot_groups;
-                const size_t slot_row = (((size_t)p.first + s) * tiles + p.t) * TILE_Q + p.r;
-                ls[j] = s < p.n ? lse_part[slot_row] : MT_NEG_INF;
-                const float *src = o_part + slot_row * DL + col;
-#if RED_VEC == 4
-                const float4 v = s < p.n && col < DL ? *(const float4 *)src : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                x[j][0] = v.x, x[j][1] = v.y, x[j][2] = v.z, x[j][3] = v.w;
-#else
-                x[j][0] = s < p.n && col < DL ? src[0] : 0.0f;
-#endif
+                for (int j = 0; j < 8; j++)
+                    if ((j >> shift) == k) m = fmaxf(m, ls[j]);
+#pragma unroll
+                for (int e = 0; e < RED_VEC; e++) a[e] = 0.0f;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    if ((j >> shift) == k) {
+                        /* select: a slot without keys adds nothing, whatever it holds */
+                        const float w = split_weight(ls[j], m);
+                        l += w;
+#pragma unroll
+                        for (int e = 0; e < RED_VEC; e++) a[e] += w != 0.0f ? w * x[j][e] : 0.0f;
+                    }
+                red_store(prm, out, lse, p, p.r + k, col, lane, m, l, a);
             }
-            float mx = m;
+        } else {
+            /* rounds of 8 pieces of one row, g warps taking every g-th */
+            const bool mine = red_row_exists(p, p.r, rows);
+            float m = MT_NEG_INF, l = 0.0f, a[RED_VEC];
 #pragma unroll
-            for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
-            if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
-            const float sc = split_weight(m, mx);
-            l *= sc;
+            for (int e = 0; e < RED_VEC; e++) a[e] = 0.0f;
+            for (int base = p.sg; base < p.n && mine; base += 8 * p.slot_groups) {
+                red_load(o_part, lse_part, p, tiles, rows, col,
+                         [&](int j, int &s, int &r) { s = base + j * p.slot_groups, r = p.r; }, ls, x);
+                float mx = m;
 #pragma unroll
-            for (int e = 0; e < RED_VEC; e++) a[e] *= sc;
+                for (int j = 0; j < 8; j++) mx = fmaxf(mx, ls[j]);
+                if (mx == MT_NEG_INF) continue; /* no keys in any slot so far */
+                const float sc = split_weight(m, mx);
+                l *= sc;
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                /* select: a slot without keys adds nothing, whatever it holds */
-                const float w = split_weight(ls[j], mx);
-                l += w;
+                for (int e = 0; e < RED_VEC; e++) a[e] *= sc;
 #pragma unroll
-                for (int e = 0; e < RED_VEC; e++) a[e] += w != 0.0f ? w * x[j][e] : 0.0f;
+                for (int j = 0; j < 8; j++) {
+                    const float w = split_weight(ls[j], mx);
+                    l += w;
+#pragma unroll
+                    for (int e = 0; e < RED_VEC; e++) a[e] += w != 0.0f ? w * x[j][e] : 0.0f;
+                }
+                m = mx;
             }
-            m = mx;
-        }
-        if (p.slot_groups > 1) { /* the same for the whole work-group: the barriers are safe */
+            /* the g warps of a row meet (the same for the whole work-group:
+             * every warp of a unit has slot groups, so the barriers are safe) */
             if (lane == 0) m_s[warp] = m, l_s[warp] = l;
 #pragma unroll
             for (int e = 0; e < RED_VEC; e++) acc_s[warp][RED_VEC * lane + e] = a[e];
             __syncthreads();
-            if (p.sg == 0) {
+            if (p.sg == 0 && mine) {
                 float mx = MT_NEG_INF;
                 for (int w = warp; w < warp + p.slot_groups; w++) mx = fmaxf(mx, m_s[w]);
                 l = 0.0f;
@@ -325,26 +397,12 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
 #pragma unroll
                     for (int e = 0; e < RED_VEC; e++) a[e] += acc_s[w][RED_VEC * lane + e] * f;
                 }
-                m = mx;
+                red_store(prm, out, lse, p, p.r, col, lane, mx, l, a);
             }
             __syncthreads(); /* m_s, l_s, acc_s are free for the next unit */
         }
-        if (p.mine && p.sg == 0) {
-            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-            mt_u16 *dst = out_row(prm, out, p.b, p.row) + col;
-#if RED_VEC == 4
-            if (col < DL) {
-                const mt_u16 h0 = store_out(a[0] * inv), h1 = store_out(a[1] * inv), h2 = store_out(a[2] * inv),
-                             h3 = store_out(a[3] * inv);
-                *(uint2 *)dst = make_uint2(h0 | (unsigned)h1 << 16, h2 | (unsigned)h3 << 16);
-            }
-#else
-            if (col < DL) dst[0] = store_out(a[0] * inv);
-#endif
-            if (blockIdx.y == 0 && lane == 0) *lse_at(prm, lse, p.b, p.row) = merged_lse(m, l);
-        }
-        unit += gridDim.x;
-        if (unit < n_units) p = red_place_of(red_cut_of(sched, n_stretches, n_cut, unit, lane), unit, rows, warp);
+        if (next < n_units) p = red_place_of(red_cut_of(sched, n_stretches, n_cut, next, lane), next, warp);
+        unit = next;
     }
     MT_TRACE_MARK(2);
     if (tid == 0) {
@@ -353,8 +411,10 @@ mla_reduce_body(const float *__restrict__ o_part, const float *__restrict__ lse_
     }
 }
 
-/* 4 work-groups per compute unit: the grid (launch.c) is one wave */
-extern "C" __global__ void __launch_bounds__(256, 4)
+/* 3 work-groups per compute unit (80 registers: a warp's 8 slots of 4
+ * columns stay in registers; at 4 per unit, 64 registers, the loads
+ * spilled): the grid (launch.c) is one wave */
+extern "C" __global__ void __launch_bounds__(256, 3)
 mla_reduce(const MT_GRID_CONST mt_decode_params p) {
     mla_reduce_body((const float *)p.o_part, (const float *)p.lse_part, (mt_u16 *)p.out, (float *)p.lse, p.rows,
                     p.n_stretches, (const int4 *)p.schedule, views_of(p));

@@ -44,9 +44,21 @@ int mt_schedule_slot_groups(int n) {
     return g;
 }
 
+int mt_schedule_rows_per_warp(int tile_q, int n) {
+    int p = 1;
+    while (p < n) p *= 2;
+    int r = p >= 8 ? 1 : 8 / p;
+    if (r > tile_q / 8) r = tile_q / 8;
+    return r < 1 ? 1 : r;
+}
+
+int mt_schedule_unit_rows(int tile_q, int n) {
+    return 8 * mt_schedule_rows_per_warp(tile_q, n) / mt_schedule_slot_groups(n);
+}
+
 int mt_schedule_units_per_tile(int tile_q, int n) {
-    int rows_per_unit = 8 / mt_schedule_slot_groups(n);
-    return (tile_q + rows_per_unit - 1) / rows_per_unit;
+    int rows = mt_schedule_unit_rows(tile_q, n);
+    return (tile_q + rows - 1) / rows;
 }
 
 size_t mt_schedule_entry_bytes(int n_stretches) {

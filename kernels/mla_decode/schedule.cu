@@ -26,19 +26,26 @@
  * described above mt_items. */
 #define SCHED_THREADS MT_SCHEDULE_THREADS
 
-/* The reduce's shape for a cut request of n pieces: slot_groups warps share
- * a row (as many as 8-piece rounds need, a power of two up to 8), so 8 /
- * slot_groups rows per work-group of 8 warps; the request's work is one
- * unit per (tile, group of rows).  The host model computes the same
- * (schedule.c). */
+/* The reduce's shape for a cut request of n pieces (schedule.h says why;
+ * schedule.c's host model computes the same): past 8 pieces, slot_groups
+ * warps share a row (as many as 8-piece rounds need, a power of two up to
+ * 8); up to 8, a warp merges rows_per_warp rows in one round, 8 / p slots
+ * each (p: the power of two >= n), at most TILE_Q / 8.  The request's work
+ * is one unit of 8 warps per (tile, unit_rows rows). */
 __device__ __forceinline__ int red_slot_groups(int n) {
     int g = 1;
     while (g < 8 && 8 * g < n) g *= 2;
     return g;
 }
+__device__ __forceinline__ int red_rows_per_warp(int n) {
+    int p = 1;
+    while (p < n) p *= 2;
+    return max(1, min(p >= 8 ? 1 : 8 / p, TILE_Q / 8));
+}
+__device__ __forceinline__ int red_unit_rows(int n) { return 8 * red_rows_per_warp(n) / red_slot_groups(n); }
 __device__ __forceinline__ int red_units_per_tile(int n) {
-    const int rows_per_block = 8 / red_slot_groups(n);
-    return (TILE_Q + rows_per_block - 1) / rows_per_block;
+    const int rows = red_unit_rows(n);
+    return (TILE_Q + rows - 1) / rows;
 }
 
 /* Inclusive prefix sum over the work-group (blockDim.x threads, a multiple

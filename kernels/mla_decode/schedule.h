@@ -96,10 +96,19 @@ mt_status mt_schedule_build(const mt_schedule_shape *shape, const int32_t *lens,
  * snap_keys as its fixed part. */
 uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys);
 
-/* The reduce's work for a cut request of n pieces: g = slot groups warps
- * share a row (as many as rounds of 8 pieces need, a power of two up to 8),
- * 8 / g rows a unit; units per tile (red_units_per_tile in schedule.cu). */
+/* The reduce's work for a cut request of n pieces (reduce.cu; the GPU's
+ * own copies are red_* in schedule.cu).  Each warp has 8 load slots a round:
+ * - more than 8 pieces: g = slot groups warps share a row (as many as
+ *   rounds of 8 pieces need, a power of two up to 8), 8 / g rows a unit;
+ * - up to 8: one warp takes rows_per_warp rows at once, 8 / p slots each (p
+ *   the power of two >= n; at most tile_q / 8 rows, so a unit of 8 warps
+ *   stays within its tile), so a 2-piece request's rows fill the slots
+ *   instead of leaving 6 of 8 idle, and the reduce runs a quarter of the
+ *   units (a round trip to memory each).
+ * unit_rows: rows per unit of 8 warps; units per tile. */
 int mt_schedule_slot_groups(int n_pieces);
+int mt_schedule_rows_per_warp(int tile_q, int n_pieces);
+int mt_schedule_unit_rows(int tile_q, int n_pieces);
 int mt_schedule_units_per_tile(int tile_q, int n_pieces);
 
 /* Reading a schedule (for tests and tools). */
