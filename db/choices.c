@@ -9,7 +9,10 @@
  *      latest measurement wins, and its validators go with the choice.
  *   1. For each (arch, compute units, problem, variant) only the latest
  *      measurement counts (by measured_at), and a variant that ever gave a
- *      wrong result for that key on that device is out for good.
+ *      wrong result for that key on that device is out for good.  The tools
+ *      count only rows measured from the kernel text the variant compiles
+ *      from now (mt_db_recompute_choices_of with the validators' check);
+ *      the others are as if never measured.
  *   2. Candidates are the variants whose latest measurement is ok.  The best
  *      is the lowest median.
  *   3. Noise: every candidate whose median is within the best's spread of
@@ -108,7 +111,9 @@ static mt_status choose_and_store(mt_db *db, sqlite3_stmt *ins, group *g) {
     return MT_OK;
 }
 
-mt_status mt_db_recompute_choices(mt_db *db) {
+mt_status mt_db_recompute_choices(mt_db *db) { return mt_db_recompute_choices_of(db, NULL, NULL); }
+
+mt_status mt_db_recompute_choices_of(mt_db *db, mt_row_usable_fn usable, void *ctx) {
     mt_status st = begin_write(db);
     if (st != MT_OK) return st;
     sqlite3_stmt *sel = NULL, *ins = NULL;
@@ -162,6 +167,9 @@ mt_status mt_db_recompute_choices(mt_db *db) {
             mt_clear_error();
             continue;
         }
+        /* a row of other kernel text than its variant's now: as if never
+         * measured (mt_row_usable_fn says why) */
+        if (usable && col_text(sel, 22)[0] && !usable(arch, &key.s, &v, col_text(sel, 22), ctx)) continue;
         g.s = key.s;
         candidate *c = NULL;
         for (int i = 0; i < g.n && !c; i++)

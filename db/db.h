@@ -113,8 +113,22 @@ mt_status mt_db_find_measurement(mt_db *db, int64_t problem_id, int64_t variant_
                                  const char *source_hash, mt_measurement *out, int *found);
 
 /* Derives the choices for every (arch, problem) from the measurements (see
- * db.c for the rule), replacing the old ones, in one transaction. */
+ * choices.c for the rule), replacing the old ones, in one transaction. */
 mt_status mt_db_recompute_choices(mt_db *db);
+
+/* Whether a measurement row with a source hash may count when choices are
+ * derived (ctx: the caller's; rows without one, written before validators,
+ * always count).  The tools pass the validators' check
+ * (runtime/api/validators.h, mt_validator_row_usable): a row measured from
+ * other kernel text than its variant compiles from now must not win a key,
+ * since the runtime ignores such a choice and the key would lose its
+ * valid runner-up with it (session 22: a ragged key kept a session-13 row
+ * of a variant its plan's space no longer listed). */
+typedef int (*mt_row_usable_fn)(const char *arch, const mt_problem_static *s, const mt_variant *v,
+                                const char *source_hash, void *ctx);
+
+/* mt_db_recompute_choices over the rows `usable` keeps (NULL: every row). */
+mt_status mt_db_recompute_choices_of(mt_db *db, mt_row_usable_fn usable, void *ctx);
 
 /* Loads the choices of `arch` (NULL: all), each validated against its
  * family's declared parameters; an invalid row fails the load with a message

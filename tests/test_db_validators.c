@@ -430,6 +430,62 @@ static void test_shipped_dbs_trusted(void) {
     }
 }
 
+/* Choices derived by the tools count only rows measured from the kernel
+ * text their variants compile from now (session 22: a shipped ragged key
+ * kept an old row of a variant its plan no longer measured, so the runtime
+ * ignored that key's choice and lost its valid runner-up with it).  A row
+ * without validators still counts; export does the same. */
+static void test_choices_from_current_text(void) {
+    char path[512], out[512];
+    mt_db *db = fresh_db("other-text.db", path, sizeof path);
+    path_of(out, sizeof out, "other-text-export.db");
+    mt_target t;
+    CHECK_OK(mt_target_for_arch("sm_90", &t));
+    const mt_problem_key key = key_of(32, 2048), old_key = key_of(128, 2048);
+    mt_variant old_fast = variant_with(2), now = variant_with(4), unknown = variant_with(8);
+    char hash_now[65];
+    CHECK_OK(mt_build_source_hash(&now, &key.s, &t, hash_now));
+    put(db, 132, "nvrtc-13.0", key, old_fast, 0.1, OTHER_HASH); /* fastest, but of other text */
+    put(db, 132, "nvrtc-13.0", key, now, 0.2, hash_now);
+    put(db, 132, "nvrtc-13.0", old_key, now, 0.4, hash_now);
+    put(db, 132, "nvrtc-13.0", old_key, unknown, 0.3, NULL); /* before validators: trusted */
+    mt_validator val;
+    mt_validator_init(&val);
+    mt_validator_set_compiler(&val, "sm_90", "nvrtc-13.0");
+    /* every row counting, the other text wins: a choice the runtime drops */
+    CHECK_OK(mt_db_recompute_choices(db));
+    mt_choice *c = NULL;
+    int n = 0;
+    CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
+    for (int i = 0; i < n; i++)
+        if (c[i].key.batch == 32) CHECK(mt_validator_check(&val, &c[i], NULL, 0) == MT_STALE_SOURCES);
+    free(c);
+    /* the tools' way: the runner-up measured from the current text */
+    CHECK_OK(mt_validator_recompute_choices(db));
+    CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
+    CHECK_MSG(n == 2, "%d choices", n);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(mt_validator_check(&val, &c[i], NULL, 0) != MT_STALE_SOURCES, "batch %d: stale", c[i].key.batch);
+        if (c[i].key.batch == 32) CHECK(c[i].median_ms == 0.2 && strcmp(c[i].source_hash, hash_now) == 0);
+        else CHECK(c[i].median_ms == 0.3 && c[i].source_hash[0] == '\0');
+    }
+    free(c);
+    mt_db_close(db);
+    /* mla-tune export derives the shipped file's choices the same way */
+    const char *bin = getenv("MLA_TUNE_BIN"); /* tests/CMakeLists.txt sets it */
+    CHECK_MSG(bin != NULL, "MLA_TUNE_BIN is not set");
+    if (!bin) return;
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "'%s' export --arch sm_90 --db '%s' -o '%s' > /dev/null", bin, path, out);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
+    CHECK_OK(mt_db_open(out, MT_DB_READ, &db));
+    CHECK_OK(mt_db_load_choices(db, "sm_90", &c, &n));
+    for (int i = 0; i < n; i++)
+        if (c[i].key.batch == 32) CHECK_MSG(c[i].median_ms == 0.2, "export chose %.1f ms", c[i].median_ms);
+    free(c);
+    mt_db_close(db);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/mla-tune-test-validators-XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -440,6 +496,7 @@ int main(void) {
     test_recorded();
     test_recorder();
     test_shipped_dbs_trusted();
+    test_choices_from_current_text();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

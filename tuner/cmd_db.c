@@ -28,6 +28,7 @@
 #include "json.h"
 #include "key_work.h"
 #include "prefill_key.h"
+#include "runtime/api/validators.h"
 #include "stale.h"
 
 /* Stored text for the terminal: control bytes (an escape sequence in a
@@ -358,6 +359,11 @@ static int copy_to_new(const char *const *sources, int n_sources, const char *ar
                              : "the input holds no measurements or crossover points at all", held);
         rc = 1;
     }
+    /* choices from the rows this build's kernels would run (validators.h) */
+    if (rc == 0 && mt_validator_recompute_choices(dst) != MT_OK) {
+        mt_cli_error("%s: %s", cmd, mt_last_error());
+        rc = 1;
+    }
     /* the new file is read where it is installed, often read-only */
     if (rc == 0 && mt_db_make_shippable(dst) != MT_OK) {
         mt_cli_error("%s: %s", cmd, mt_last_error());
@@ -442,7 +448,8 @@ int cmd_import(int argc, char **argv) {
     mt_copy_counts copied;
     char points[64];
     int rc = 0;
-    if (mt_db_open(dst_path, MT_DB_WRITE, &dst) != MT_OK || mt_db_copy_counted(src, dst, NULL, &copied) != MT_OK) {
+    if (mt_db_open(dst_path, MT_DB_WRITE, &dst) != MT_OK || mt_db_copy_counted(src, dst, NULL, &copied) != MT_OK ||
+        mt_validator_recompute_choices(dst) != MT_OK) {
         mt_cli_error("import: %s", mt_last_error());
         rc = 1;
     } else {

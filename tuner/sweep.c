@@ -1190,7 +1190,7 @@ int cmd_sweep(int argc, char **argv) {
             rc = 1;
         }
     if (rc == 0 && mt_db_open(sw.db_path, MT_DB_WRITE, &summary_db) == MT_OK) {
-        if (mt_db_recompute_choices(summary_db) != MT_OK) {
+        if (mt_validator_recompute_choices(summary_db) != MT_OK) {
             mt_cli_error("sweep: %s", mt_last_error());
             rc = 1;
         } else {

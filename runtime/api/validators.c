@@ -5,6 +5,7 @@
 #include "validators.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/build.h"
@@ -100,6 +101,26 @@ mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, s
         return MT_STALE_SOURCES;
     }
     return MT_VALID;
+}
+
+int mt_validator_row_usable(const char *arch, const mt_problem_static *s, const mt_variant *var,
+                            const char *source_hash, void *validator) {
+    mt_target t;
+    char now[65];
+    if (mt_target_for_arch(arch, &t) != MT_OK || mt_validator_source_hash(validator, var, s, &t, now) != MT_OK) {
+        mt_clear_error();
+        return 0;
+    }
+    return strcmp(now, source_hash) == 0;
+}
+
+mt_status mt_validator_recompute_choices(mt_db *db) {
+    mt_validator *v = malloc(sizeof *v);
+    if (!v) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    mt_validator_init(v);
+    mt_status st = mt_db_recompute_choices_of(db, mt_validator_row_usable, v);
+    free(v);
+    return st;
 }
 
 int mt_validator_keep(const mt_choice *c, mt_choice_source from, void *validator) {

@@ -67,6 +67,19 @@ mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, s
 mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const mt_problem_static *s,
                                    const mt_target *t, char hex[65]);
 
+/* An mt_row_usable_fn (db.h): a measurement of `var` for `s` on `arch`
+ * counts when it was measured from the text the variant compiles from now
+ * (the source hash alone: the compiler of the host that derives the choices,
+ * an install or a merge, need not be the one that will run them).  A
+ * variant whose sources cannot be composed here does not count. */
+int mt_validator_row_usable(const char *arch, const mt_problem_static *s, const mt_variant *var,
+                            const char *source_hash, void *validator);
+
+/* mt_db_recompute_choices_of(db, mt_validator_row_usable, a fresh
+ * validator): what the sweep and the DB commands (export, import, merge)
+ * derive their choices with. */
+mt_status mt_validator_recompute_choices(mt_db *db);
+
 /* An mt_choice_keep_fn (db.h): keeps valid and unknown choices, drops the
  * stale ones, and counts each kind in the validator (ctx). */
 int mt_validator_keep(const mt_choice *c, mt_choice_source from, void *validator);
