@@ -12,12 +12,16 @@
 
 #include "kernels/mla_decode/mla_decode.h"
 
-/* Any of the family's values of both (every one is valid on a length-aware variant). */
+/* Any of the family's values of the schedule's three (every one is valid on
+ * a length-aware variant).  request_cost and snap_keys are read at run
+ * time, snap_cap is compiled in: draw before the variant is compiled, or
+ * keep the code object's cap (test_amd_emu's schedules). */
 static inline void decode_draw_schedule_costs(mt_variant *v, uint64_t r) {
     const mt_param_desc *cost = &mt_family_mla_decode.params[MT_P_REQUEST_COST];
     const mt_param_desc *snap = &mt_family_mla_decode.params[MT_P_SNAP_KEYS];
     v->values[MT_P_REQUEST_COST] = cost->values[r % (uint64_t)cost->n_values];
     v->values[MT_P_SNAP_KEYS] = snap->values[(r / 16) % (uint64_t)snap->n_values];
+    v->values[MT_P_SNAP_CAP] = (r / 256) % 2 ? 2 : 4;
 }
 
 /* wg_schedule (a later parameter, which mt_space_full keeps at 0): a

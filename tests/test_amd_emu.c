@@ -378,6 +378,7 @@ static int schedule_check(target_ctx *t, const unit *u) {
     for (int i = 0; i < SCHEDULE_BATCHES; i++) {
         mt_variant v = u->v;
         decode_draw_schedule_costs(&v, rnd());
+        v.values[MT_P_SNAP_CAP] = u->v.values[MT_P_SNAP_CAP]; /* compiled into the unit's code object */
         /* heads = tile_q: one row tile, so the most stretches (a thread each) */
         const int batch = i < 4 ? 1 + i : rnd_int(1, MAX_BATCH), mix = i % 4;
         const int n_heads = i % 3 ? v.values[MT_P_TILE_Q] : 128;
@@ -488,6 +489,7 @@ int main(void) {
                 unit *u = &units[n_units++];
                 u->v = vl.items[i], u->arch = ti, u->s = s, u->data_kv = s.kv_dtype;
                 decode_draw_schedule_costs(&u->v, rnd());
+                u->v.values[MT_P_SNAP_CAP] = ti % 2 ? 2 : 4; /* both caps compiled: one target each */
             }
         free(vl.items);
     }

@@ -226,9 +226,9 @@ int main(void) {
     CHECK(strstr(html, "fake-gpu") && strstr(html, "<td>240</td>"));
     CHECK(strstr(html, "wrong-result"));
     /* plots: 2 heat maps per group (2 groups), bandwidth, one per parameter
-     * (12: the decode family's nine, the schedule's two costs and
-     * wg_schedule), one lookup-distance map per group */
-    CHECK_MSG(count_of(html, "<svg ") == 2 * 2 + 1 + 12 + 2, "%d svgs", count_of(html, "<svg "));
+     * (13: the decode family's nine, the schedule's three and wg_schedule),
+     * one lookup-distance map per group */
+    CHECK_MSG(count_of(html, "<svg ") == 2 * 2 + 1 + 13 + 2, "%d svgs", count_of(html, "<svg "));
     CHECK(strstr(html, "best split count") && strstr(html, "gain over the heuristic"));
     CHECK(strstr(md, "| heuristic ms | gain over heuristic | family default ms |") && !strstr(md, "speedup"));
     CHECK(strstr(html, "ceiling: copy 3000 GB/s"));

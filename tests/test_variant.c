@@ -119,14 +119,27 @@ int main(void) {
         a.values[MT_P_REQUEST_COST] = 256, a.values[MT_P_SNAP_KEYS] = 512;
         mt_variant_format(&a, text, sizeof text);
         CHECK_MSG(strstr(text, "groups_per_cu=1,request_cost=256,snap_keys=512") != NULL, "%s", text);
+        CHECK_MSG(strstr(text, "snap_cap") == NULL, "the default cap is written: %s", text); /* rows stay one per variant */
         CHECK_OK(mt_variant_parse(f, text, &b));
         CHECK(memcmp(a.values, b.values, sizeof a.values) == 0);
+        mt_variant half = a;
+        half.values[MT_P_SNAP_CAP] = 2;
+        mt_variant_format(&half, text, sizeof text);
+        CHECK_MSG(strstr(text, ",snap_cap=2") != NULL, "%s", text);
+        CHECK_OK(mt_variant_parse(f, text, &b));
+        CHECK(memcmp(half.values, b.values, sizeof half.values) == 0);
         mt_problem_static s16 = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
         CHECK_OK(mt_variant_validate(&a, &s16, &sm90));
         a.values[MT_P_GROUPS_PER_CU] = 0, a.values[MT_P_KV_GRANULARITY] = 16;
         CHECK_STATUS(mt_variant_validate(&a, &s16, &sm90), MT_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(mt_last_error(), "request_cost=256 and snap_keys=512 shape the length-aware schedule") != NULL,
-                  "%s", mt_last_error());
+        CHECK_MSG(strstr(mt_last_error(), "request_cost=256, snap_keys=512 and snap_cap=4 shape the length-aware "
+                                          "schedule") != NULL, "%s", mt_last_error());
+        /* snap_cap likewise: a grid variant takes the default only */
+        mt_variant g = a;
+        g.values[MT_P_REQUEST_COST] = MT_SCHEDULE_OVERHEAD, g.values[MT_P_SNAP_KEYS] = MT_SCHEDULE_SNAP_KEYS;
+        g.values[MT_P_SNAP_CAP] = 2;
+        CHECK_STATUS(mt_variant_validate(&g, &s16, &sm90), MT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mt_last_error(), "snap_cap=2") != NULL, "%s", mt_last_error());
         a.values[MT_P_REQUEST_COST] = 100; /* not a value the family allows */
         a.values[MT_P_GROUPS_PER_CU] = 1, a.values[MT_P_KV_GRANULARITY] = 64;
         CHECK_STATUS(mt_variant_validate(&a, &s16, &sm90), MT_ERR_INVALID_ARGUMENT);

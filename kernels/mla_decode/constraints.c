@@ -233,11 +233,12 @@ mt_status mt_mla_decode_check(const int *values, const mt_problem_static *s, con
     if (values[MT_P_GROUPS_PER_CU]) {
         st = check_length_aware(values);
         if (st != MT_OK) return st;
-    } else if (values[MT_P_REQUEST_COST] != MT_SCHEDULE_OVERHEAD || values[MT_P_SNAP_KEYS] != MT_SCHEDULE_SNAP_KEYS)
+    } else if (values[MT_P_REQUEST_COST] != MT_SCHEDULE_OVERHEAD || values[MT_P_SNAP_KEYS] != MT_SCHEDULE_SNAP_KEYS ||
+               values[MT_P_SNAP_CAP] != MT_SCHEDULE_SNAP_CAP)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: request_cost=%d and snap_keys=%d shape the length-aware schedule only "
-                       "(groups_per_cu=0 takes %d and %d)", values[MT_P_REQUEST_COST], values[MT_P_SNAP_KEYS],
-                       MT_SCHEDULE_OVERHEAD, MT_SCHEDULE_SNAP_KEYS);
+                       "mla_decode: request_cost=%d, snap_keys=%d and snap_cap=%d shape the length-aware schedule only "
+                       "(groups_per_cu=0 takes %d, %d and %d)", values[MT_P_REQUEST_COST], values[MT_P_SNAP_KEYS],
+                       values[MT_P_SNAP_CAP], MT_SCHEDULE_OVERHEAD, MT_SCHEDULE_SNAP_KEYS, MT_SCHEDULE_SNAP_CAP);
     else if (values[MT_P_NUM_SPLITS] == 1 && values[MT_P_KV_GRANULARITY] != 16)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_decode: kv_granularity=%d has no effect without splits (num_splits=1 takes 16 only)",

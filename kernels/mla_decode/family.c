@@ -38,10 +38,15 @@
  *   request_cost    length-aware: the keys' worth the schedule charges each
  *                   request for its query loads, merges and stores
  *   snap_keys       length-aware: a stretch's end closer than share / 16 +
- *                   this many keys (at most a quarter share) to its
+ *                   this many keys (at most share / snap_cap) to its
  *                   request's edge moves to the edge, uncut
  *                   (both read by mla_schedule at run time: variants that
  *                   differ in them alone share a code object)
+ *   snap_cap        length-aware: the snap distance's cap, share / this: 4
+ *                   (a quarter), or 2 (a half: fewer requests cut, more
+ *                   imbalance; at 128 heads each cut passes 128 KB of fp32
+ *                   partials per tile through memory: reports/PERFLOG.md
+ *                   session 22).  Compiled into mla_schedule (SNAP_CAP)
  *   wg_schedule     the 64-row mma=2 path's schedule: 0, warpgroup 0
  *                   computes every chunk's scores and softmax, then both
  *                   their halves of P V (wgmma64.cu); 1, overlapped: the
@@ -95,6 +100,9 @@ static const mt_param_desc mla_decode_params[] = {
     {"wg_schedule", "WG_SCHEDULE", {0, 1}, 2, 0,
      "64-row mma=2 path: 0 warpgroup 0 computes the scores and softmax of every chunk; 1 overlapped (the "
      "warpgroups take alternate chunks' scores, maxima chained, one's softmax under the other's products)", 1, 0, 1},
+    {"snap_cap", "SNAP_CAP", {2, 4}, 2, MT_SCHEDULE_SNAP_CAP,
+     "length-aware: the snap distance is at most share / this (4: a quarter; 2: a half, fewer cut requests)", 1, 0,
+     1},
 };
 
 int mt_mla_decode_score_slices(int d) { return (d / 16) % 4 == 0 ? 4 : 2; }

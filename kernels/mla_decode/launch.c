@@ -24,7 +24,8 @@ mt_schedule_shape mt_mla_decode_schedule_shape(const mt_variant *v, int batch, i
                                .granularity = v->values[MT_P_KV_GRANULARITY],
                                .n_groups = mt_mla_decode_groups(v, compute_units),
                                .request_cost = v->values[MT_P_REQUEST_COST],
-                               .snap_keys = v->values[MT_P_SNAP_KEYS]};
+                               .snap_keys = v->values[MT_P_SNAP_KEYS],
+                               .snap_cap = v->values[MT_P_SNAP_CAP]};
 }
 
 /* The rows of fp32 partial results a call leaves in the workspace for the

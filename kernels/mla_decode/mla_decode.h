@@ -25,7 +25,8 @@ extern const mt_family mt_family_mla_decode;
 
 /* parameter positions in mt_variant.values for this family */
 enum { MT_P_TILE_Q, MT_P_KV_GRANULARITY, MT_P_NUM_SPLITS, MT_P_BLOCK_THREADS, MT_P_KV_CHUNK, MT_P_MMA, MT_P_KV_STAGES,
-       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU, MT_P_REQUEST_COST, MT_P_SNAP_KEYS, MT_P_WG_SCHEDULE };
+       MT_P_SPLIT_REDUCE, MT_P_GROUPS_PER_CU, MT_P_REQUEST_COST, MT_P_SNAP_KEYS, MT_P_WG_SCHEDULE,
+       MT_P_SNAP_CAP };
 
 /* The kernel code a variant runs: one source file each (family.c). */
 typedef enum mt_decode_path {

@@ -11,7 +11,7 @@
  * past the last one), so a stretch is within one granule of its share.  But
  * an end close to an edge of its request moves to that edge instead
  * (closer than the snap distance, mt_schedule_snap: a sixteenth of a share
- * plus the shape's snap_keys, at most a quarter share): a cut costs query
+ * plus the shape's snap_keys, at most share / snap_cap): a cut costs query
  * loads and merges, worth it only for a piece of some size, and a batch of
  * equal requests about a share each is then not cut at all.  A stretch
  * stays within two snap distances and a granule of its share.  Ends are
@@ -32,10 +32,13 @@ int mt_schedule_stretches(const mt_schedule_shape *sh) {
 
 int mt_schedule_work_groups(const mt_schedule_shape *sh) { return mt_schedule_stretches(sh) * mt_schedule_tiles(sh); }
 
-uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys) {
+/* the shape's cap, its default when not given */
+static int snap_cap_of(const mt_schedule_shape *sh) { return sh->snap_cap ? sh->snap_cap : MT_SCHEDULE_SNAP_CAP; }
+
+uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys, int snap_cap) {
     uint64_t share = (total + (uint64_t)n_stretches - 1) / (uint64_t)n_stretches;
-    uint64_t snap = share / 16 + (uint64_t)snap_keys;
-    return snap < share / 4 ? snap : share / 4;
+    uint64_t snap = share / 16 + (uint64_t)snap_keys, cap = share / (uint64_t)snap_cap;
+    return snap < cap ? snap : cap;
 }
 
 int mt_schedule_slot_groups(int n) {
@@ -76,6 +79,8 @@ mt_status mt_schedule_check(const mt_schedule_shape *sh) {
     if (sh->request_cost < 0 || sh->snap_keys < 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "schedule: request cost %d and snap keys %d must be >= 0",
                        sh->request_cost, sh->snap_keys);
+    if (sh->snap_cap != 0 && sh->snap_cap != 2 && sh->snap_cap != 4)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "schedule: snap cap %d is not 2 or 4 (share / cap)", sh->snap_cap);
     return MT_OK;
 }
 
@@ -99,7 +104,7 @@ mt_status mt_schedule_build(const mt_schedule_shape *sh, const int32_t *lens, in
     prefix[0] = 0;
     for (int b = 0; b < sh->batch; b++)
         prefix[b + 1] = prefix[b] + (uint64_t)sh->request_cost + (uint64_t)(lens[b] > 0 ? lens[b] : 0);
-    const uint64_t total = prefix[sh->batch], snap = mt_schedule_snap(total, S, sh->snap_keys);
+    const uint64_t total = prefix[sh->batch], snap = mt_schedule_snap(total, S, sh->snap_keys, snap_cap_of(sh));
 
     /* 2. each stretch's end */
     pos[0] = (position){0, 0};

@@ -5,6 +5,9 @@
 #if !GROUPS_PER_CU
 #error "schedule.cu is compiled into length-aware variants only"
 #endif
+#ifndef SNAP_CAP
+#define SNAP_CAP 4 /* the snap distance's cap, share / SNAP_CAP (the variant's snap_cap) */
+#endif
 /* ---- the schedule (mla_schedule) ---------------------------------------------
  * Run once per decode step on the GPU, from the lengths in device memory, so
  * a captured graph stays right when the lengths change.  One work-group of
@@ -15,7 +18,7 @@
  * rounding never accumulates): inside a request's overhead it moves to the
  * request's start, inside its keys to the nearest multiple of
  * KV_GRANULARITY; but an end closer than the snap distance (a sixteenth of
- * a share plus `snap_keys`, at most a quarter share) to an edge of its
+ * a share plus `snap_keys`, at most share / SNAP_CAP) to an edge of its
  * request moves to that edge: a cut costs a query load and a merge.
  * schedule.c is the same algorithm on the host; test_gpu_mla checks
  * that both agree word for word.
@@ -107,7 +110,7 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
     if (tid == 0) runs[0] = 0;
     __syncthreads();
     const unsigned long long share = (total + S - 1) / S;
-    const unsigned long long snap = min(share / 16 + (unsigned long long)snap_keys, share / 4);
+    const unsigned long long snap = min(share / 16 + (unsigned long long)snap_keys, share / SNAP_CAP);
 
     /* 2. the end of stretch s, as (request, key) */
     if (tid == 0) pos_s[0] = make_int2(0, 0);

@@ -49,7 +49,7 @@ enum {
  * - MT_SCHEDULE_OVERHEAD: the fixed cost of a request, in keys: its query
  *   loads, merges and stores come to roughly one 64-key chunk;
  * - MT_SCHEDULE_SNAP_KEYS: an end of a stretch closer than (a sixteenth of
- *   a share plus this many keys, at most a quarter share) to an edge of its
+ *   a share plus this many keys, at most share / snap_cap, a quarter by default) to an edge of its
  *   request moves to the edge (no cut).  A cut costs a query load and the
  *   merge of a partial (16 rows x 512 fp32 written and read back: the bytes
  *   of ~60 keys), so a piece must be worth more; and a batch of equal
@@ -60,6 +60,9 @@ enum {
  * tunes them per key. */
 #define MT_SCHEDULE_OVERHEAD 64
 #define MT_SCHEDULE_SNAP_KEYS 64
+/* The snap distance's cap by default: a quarter share (share / 4); a
+ * variant may take a half (snap_cap 2, family.c). */
+#define MT_SCHEDULE_SNAP_CAP 4
 
 /* What the scheduler needs to know about the call. */
 typedef struct mt_schedule_shape {
@@ -69,6 +72,7 @@ typedef struct mt_schedule_shape {
     int n_groups;     /* the budget of work-groups: compute units x groups per unit */
     int request_cost; /* keys charged per request on the cost axis (MT_SCHEDULE_OVERHEAD by default) */
     int snap_keys;    /* the snap distance's fixed part, keys (MT_SCHEDULE_SNAP_KEYS by default) */
+    int snap_cap;     /* the snap distance is at most share / snap_cap: 2 or 4 (0: MT_SCHEDULE_SNAP_CAP) */
 } mt_schedule_shape;
 
 /* Row tiles per request, stretches, and the work-groups that run them
@@ -93,8 +97,8 @@ mt_status mt_schedule_check(const mt_schedule_shape *shape);
 mt_status mt_schedule_build(const mt_schedule_shape *shape, const int32_t *lens, int32_t *words);
 
 /* The snap distance for a batch of `total` cost over n_stretches, with
- * snap_keys as its fixed part. */
-uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys);
+ * snap_keys as its fixed part and share / snap_cap its cap. */
+uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys, int snap_cap);
 
 /* The reduce's work for a cut request of n pieces (reduce.cu; the GPU's
  * own copies are red_* in schedule.cu).  Each warp has 8 load slots a round:
