@@ -48,7 +48,6 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +60,7 @@
 #include "kernels/mla_decode/mla_decode.h"
 #include "kernels/mla_decode/mla_reference.h"
 #include "kernels/mla_decode/schedule.h"
+#include "runtime/base/parallel.h"
 #include "runtime/gpu/jit.h"
 
 enum { CASES_PER_UNIT = 5, MAX_UNITS = 256, MAX_CASES = MAX_UNITS * CASES_PER_UNIT, SCHEDULE_BATCHES = 40 };
@@ -110,33 +110,21 @@ static unit units[MAX_UNITS];
 static int n_units;
 static test_case cases[MAX_CASES];
 static int n_cases;
-static int next_job;
-static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct variant_list {
     mt_variant *items;
     int n;
 } variant_list;
 
-static int take_job(int n) {
-    pthread_mutex_lock(&job_lock);
-    int i = next_job < n ? next_job++ : -1;
-    pthread_mutex_unlock(&job_lock);
-    return i;
-}
-
-static void *compile_worker(void *arg) {
-    (void)arg;
-    for (int i; (i = take_job(n_units)) >= 0;) {
-        unit *u = &units[i];
-        const char *wrong[] = {u->control == CONTROL_LANES ? "-DMT_EMU_WRONG_MFMA_LANES"
-                                                           : "-DMT_EMU_WRONG_MFMA_K32_PAIRING"};
-        const int n_wrong = u->control == CONTROL_LANES || u->control == CONTROL_K32;
-        u->status = mt_build_compile_with(targets[u->arch].jit, &u->v, &u->s, &targets[u->arch].target, wrong, n_wrong,
-                                          &u->obj, NULL);
-        if (u->status != MT_OK) snprintf(u->error, sizeof u->error, "%.599s", mt_last_error());
-    }
-    return NULL;
+/* Compiles unit i (an mt_parallel_for body). */
+static void compile_unit(void *ctx, int i) {
+    (void)ctx;
+    unit *u = &units[i];
+    const char *wrong[] = {u->control == CONTROL_LANES ? "-DMT_EMU_WRONG_MFMA_LANES" : "-DMT_EMU_WRONG_MFMA_K32_PAIRING"};
+    const int n_wrong = u->control == CONTROL_LANES || u->control == CONTROL_K32;
+    u->status = mt_build_compile_with(targets[u->arch].jit, &u->v, &u->s, &targets[u->arch].target, wrong, n_wrong,
+                                      &u->obj, NULL);
+    if (u->status != MT_OK) snprintf(u->error, sizeof u->error, "%.599s", mt_last_error());
 }
 
 static void fill_storage(uint64_t *state, void *dst, mt_dtype t, size_t n, double kv_scale) {
@@ -251,10 +239,10 @@ static void run_case(test_case *tc) {
     tc->seconds = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 }
 
-static void *run_worker(void *arg) {
-    (void)arg;
-    for (int i; (i = take_job(n_cases)) >= 0;) run_case(&cases[i]);
-    return NULL;
+/* Runs case i (an mt_parallel_for body). */
+static void run_case_at(void *ctx, int i) {
+    (void)ctx;
+    run_case(&cases[i]);
 }
 
 /* The harness's own semantics, on small kernels: shuffles and ballots
@@ -349,15 +337,10 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* threads = CPUs, both for compiling and running */
-static void run_parallel(void *(*fn)(void *)) {
+/* threads = CPUs (at most 16), both for compiling and running */
+static int worker_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    if (n > 16) n = 16;
-    pthread_t th[16];
-    next_job = 0;
-    for (long i = 0; i < n; i++) pthread_create(&th[i], NULL, fn, NULL);
-    for (long i = 0; i < n; i++) pthread_join(th[i], NULL);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 /* mla_schedule alone on the emulated target (file comment): the schedules
@@ -541,12 +524,12 @@ int main(void) {
     for (int ti = 0; ti < 2; ti++) fp8_conversion_check(&targets[ti]);
 
     double t0 = now();
-    run_parallel(compile_worker);
+    mt_parallel_for(n_units, worker_threads(), compile_unit, NULL);
     double t1 = now();
     mt_jit_stats js0 = mt_jit_get_stats(targets[0].jit), js1 = mt_jit_get_stats(targets[1].jit);
     printf("%d variants compiled for the host in %.1f s (%ld compiled, %ld from the disk cache)\n", n_units, t1 - t0,
            js0.compiles + js1.compiles, js0.disk_hits + js1.disk_hits);
-    run_parallel(run_worker);
+    mt_parallel_for(n_cases, worker_threads(), run_case_at, NULL);
     double t2 = now();
     for (int ti = 0; ti < 2; ti++)
         for (int i = 0; i < n_units; i++)

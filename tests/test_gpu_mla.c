@@ -30,7 +30,6 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
 #include <time.h>
 
 #include "check.h"
@@ -42,6 +41,7 @@
 #include "kernels/mla_decode/mla_reference.h"
 #include "kernels/mla_decode/schedule.h"
 #include "decode_variants.h"
+#include "runtime/base/parallel.h"
 #include "runtime/gpu/jit.h"
 
 static uint64_t rng_state;
@@ -67,22 +67,16 @@ typedef struct compile_ctx {
     mt_jit *jit;
     const mt_target *target;
     test_case *cases;
-    int n, next, only;
-    pthread_mutex_t lock;
+    int only;
 } compile_ctx;
 
-static void *compile_worker(void *arg) {
-    compile_ctx *c = arg;
-    for (;;) {
-        pthread_mutex_lock(&c->lock);
-        int i = c->next++;
-        pthread_mutex_unlock(&c->lock);
-        if (i >= c->n) return NULL;
-        if (c->only >= 0 && i != c->only) continue;
-        test_case *tc = &c->cases[i];
-        tc->compile_status = mt_build_compile(c->jit, &tc->v, &tc->s, c->target, &tc->obj, NULL);
-        if (tc->compile_status != MT_OK) snprintf(tc->error, sizeof tc->error, "%.299s", mt_last_error());
-    }
+/* Compiles case i's variant (an mt_parallel_for body). */
+static void compile_case(void *ctx, int i) {
+    const compile_ctx *c = ctx;
+    if (c->only >= 0 && i != c->only) return;
+    test_case *tc = &c->cases[i];
+    tc->compile_status = mt_build_compile(c->jit, &tc->v, &tc->s, c->target, &tc->obj, NULL);
+    if (tc->compile_status != MT_OK) snprintf(tc->error, sizeof tc->error, "%.299s", mt_last_error());
 }
 
 typedef struct variant_list {
@@ -365,13 +359,10 @@ int main(void) {
     /* compile every case's variant on all cores first */
     mt_jit *jit = NULL;
     CHECK_OK(mt_jit_create(b, NULL, &jit));
-    compile_ctx cc = {.jit = jit, .target = &target, .cases = cases, .n = n_cases, .only = only};
-    pthread_mutex_init(&cc.lock, NULL);
-    pthread_t threads[16];
+    compile_ctx cc = {.jit = jit, .target = &target, .cases = cases, .only = only};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int t = 0; t < 16; t++) pthread_create(&threads[t], NULL, compile_worker, &cc);
-    for (int t = 0; t < 16; t++) pthread_join(threads[t], NULL);
+    mt_parallel_for(n_cases, 16, compile_case, &cc);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     mt_jit_stats js = mt_jit_get_stats(jit);
     printf("compiled %ld variants (%ld from disk) in %.1f s\n", js.compiles, js.disk_hits,

@@ -8,18 +8,16 @@
 #include "mla_reference.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kernels/dtype.h"
+#include "runtime/base/parallel.h"
 
 typedef struct ref_work {
     const mt_mla_host_problem *p;
     double *out, *lse;
-    int next;
-    pthread_mutex_t lock;
 } ref_work;
 
 static void reference_request(const mt_mla_host_problem *p, int b, double *out, double *lse) {
@@ -68,30 +66,16 @@ static void reference_request(const mt_mla_host_problem *p, int b, double *out, 
     free(qrow);
 }
 
-static void *reference_worker(void *arg) {
-    ref_work *w = arg;
-    for (;;) {
-        pthread_mutex_lock(&w->lock);
-        int b = w->next++;
-        pthread_mutex_unlock(&w->lock);
-        if (b >= w->p->batch) return NULL;
-        reference_request(w->p, b, w->out, w->lse);
-    }
+static void reference_one(void *ctx, int b) {
+    const ref_work *w = ctx;
+    reference_request(w->p, b, w->out, w->lse);
 }
 
 void mt_mla_reference(const mt_mla_host_problem *p, double *out, double *lse, int threads) {
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads > 64) threads = 64;
-    if (threads > p->batch) threads = p->batch;
     ref_work w = {.p = p, .out = out, .lse = lse};
-    pthread_mutex_init(&w.lock, NULL);
-    pthread_t tids[64];
-    int started = 0;
-    for (int i = 1; i < threads; i++)
-        if (pthread_create(&tids[started], NULL, reference_worker, &w) == 0) started++;
-    reference_worker(&w);
-    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
-    pthread_mutex_destroy(&w.lock);
+    mt_parallel_for(p->batch, threads, reference_one, &w); /* a request per call */
 }
 
 double mt_relative_error(const double *a, const double *b, long n) {

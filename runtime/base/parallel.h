@@ -1,6 +1,8 @@
 /*
  * parallel.h - one loop run on several threads: the plan's compile-ahead
- * (runtime/api/compile_ahead.c) and `mla-tune compile` share it.
+ * (runtime/api/compile_ahead.c), `mla-tune compile`, the CPU reference
+ * (kernels/mla_decode/mla_reference.c) and the kernel tests' compile and
+ * run loops share it.
  */
 #ifndef MT_PARALLEL_H
 #define MT_PARALLEL_H
