@@ -73,6 +73,15 @@ mt_status mt_validator_source_hash(mt_validator *v, const mt_variant *var, const
     return st;
 }
 
+/* The hash of the text `var` compiles from for `s` on `arch` in this build
+ * (through the memo). */
+static mt_status hash_now(mt_validator *v, const char *arch, const mt_variant *var, const mt_problem_static *s,
+                          char now[65]) {
+    mt_target t;
+    mt_status st = mt_target_for_arch(arch, &t);
+    return st == MT_OK ? mt_validator_source_hash(v, var, s, &t, now) : st;
+}
+
 mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, size_t size) {
     char scratch[8];
     if (!why) why = scratch, size = sizeof scratch;
@@ -88,10 +97,8 @@ mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, s
     }
     const mt_family *f = mt_family_find(c->family);
     mt_variant var;
-    mt_target t;
     char now[65];
-    if (!f || mt_target_for_arch(c->arch, &t) != MT_OK || mt_variant_parse(f, c->params, &var) != MT_OK ||
-        mt_validator_source_hash(v, &var, &c->key.s, &t, now) != MT_OK) {
+    if (!f || mt_variant_parse(f, c->params, &var) != MT_OK || hash_now(v, c->arch, &var, &c->key.s, now) != MT_OK) {
         snprintf(why, size, "its kernel sources cannot be composed here: %s", mt_last_error());
         mt_clear_error();
         return MT_STALE_SOURCES;
@@ -105,9 +112,8 @@ mt_validity mt_validator_check(mt_validator *v, const mt_choice *c, char *why, s
 
 int mt_validator_row_usable(const char *arch, const mt_problem_static *s, const mt_variant *var,
                             const char *source_hash, void *validator) {
-    mt_target t;
     char now[65];
-    if (mt_target_for_arch(arch, &t) != MT_OK || mt_validator_source_hash(validator, var, s, &t, now) != MT_OK) {
+    if (hash_now(validator, arch, var, s, now) != MT_OK) {
         mt_clear_error();
         return 0;
     }
