@@ -745,9 +745,12 @@ int main(void) {
         char hash16[65], hash8[65];
         CHECK_OK(mt_build_source(&wv, &s8, &sm90, &text));
         CHECK(strstr(text, "#line 1 \"mla_decode/wgmma64_fp8.cu\"") && !strstr(text, "#line 1 \"mla_decode/wgmma64.cu\""));
+        /* both 64-row paths share their epilogue (wgmma64_epilogue.cuh) */
+        CHECK(strstr(text, "#line 1 \"mla_decode/wgmma64_epilogue.cuh\""));
         free(text);
         CHECK_OK(mt_build_source(&wv, &s, &sm90, &text));
-        CHECK(strstr(text, "#line 1 \"mla_decode/wgmma64.cu\"") && !strstr(text, "wgmma64_fp8"));
+        CHECK(strstr(text, "#line 1 \"mla_decode/wgmma64.cu\"") && !strstr(text, "#line 1 \"mla_decode/wgmma64_fp8.cu\""));
+        CHECK(strstr(text, "#line 1 \"mla_decode/wgmma64_epilogue.cuh\""));
         free(text);
         CHECK_OK(mt_build_source_hash(&wv, &s, &sm90, hash16));
         CHECK_OK(mt_build_source_hash(&wv, &s8, &sm90, hash8));

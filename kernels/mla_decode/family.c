@@ -207,6 +207,7 @@ static int mla_decode_sources(const mt_variant *v, const mt_problem_static *s, i
     if (path != MT_PATH_SIMT) names[n++] = "mla_decode/mma_common.cuh";
     if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA_T16 || path == MT_PATH_WGMMA64_FP8)
         names[n++] = "mla_decode/wgmma_common.cuh";
+    if (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA64_FP8) names[n++] = "mla_decode/wgmma64_epilogue.cuh";
     names[n++] = path == MT_PATH_WGMMA64 && x[MT_P_WG_SCHEDULE] ? "mla_decode/wgmma64_seesaw.cu" : path_file[path];
     if (x[MT_P_GROUPS_PER_CU]) names[n++] = "mla_decode/schedule.cu";
     if (has_reduce(x)) names[n++] = "mla_decode/reduce.cu";

@@ -61,16 +61,6 @@ __device__ __forceinline__ void rescale_rows(float *acc, float a0, float a1) {
     }
 }
 
-/* The item's results staged as rows in the idle stages, then stored by a
- * loop in 16-byte pieces, or stored straight from the accumulators (8
- * bytes per lane, 8 rows per warp store).  Staged where that measured
- * faster (reports/PERFLOG.md session 16): views (every store places its
- * row through strides: 11% faster staged, T8_ROWS_STAGED in wgmma_t16.cu
- * says why), and fp32 partial rows when there are more than 32 of them
- * (128 heads with splits: B=8 x 1024 52 -> 39 us); 16 heads' 16 partial
- * rows and results going to out lost 1-6% staged. */
-#define W64_ALWAYS_STAGED (VIEWS && NUM_SPLITS == 1 && !SPLIT_REDUCE) /* with splits, views place no partial row */
-#define W64_ROW_FLOATS (DL + 8) /* a staged row, padded: a warp's float2 stores (8 rows x 4 lanes) meet a bank at most twice */
 
 __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
@@ -101,7 +91,10 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     for (int ii = 0; ii < items.count; ii++) {
     const mt_item it = item_at(items, ii, seq_lens);
     const int b = it.b, split = it.dest, row0 = it.row0, len = it.len, k_begin = it.k_begin, k_end = it.k_end;
-    if (ii > 0) __syncthreads(); /* the previous item is done with Q, P, row_alpha and row_limit */
+    if (ii > 0) {
+        w64_staged_rows_read(tid);
+        __syncthreads(); /* the previous item is done with Q, P, row_alpha and row_limit */
+    }
     const int *pages = block_table + (size_t)b * max_blocks;
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
@@ -261,7 +254,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     const float inv0 = row_alpha[r0], inv1 = row_alpha[r1];
     const int g0 = row0 + r0, g1 = row0 + r1;
 #if !SPLIT_REDUCE
-    const bool staged = W64_ALWAYS_STAGED || (!DEST_DIRECT(split) && q_rows_here > 32);
+    const bool staged = w64_staged(split, q_rows_here);
     float *o_rows = (float *)kv_s; /* every chunk of the item is consumed: the stages are idle */
 #endif
 #pragma unroll
@@ -284,17 +277,14 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #if SPLIT_REDUCE
     cluster_merge(prm, o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
 #else
-    if (staged) { /* the same for the whole work-group */
-        __syncthreads();
-        for (int k = tid; k < q_rows_here * (DL / 8); k += 256) {
-            const int r = k / (DL / 8), c = 8 * (k - r * (DL / 8));
-            const float *src = o_rows + r * W64_ROW_FLOATS + c;
-            store_o8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
-        }
-    }
+    if (staged) /* the same for the whole work-group */
+        w64_store_staged(prm, out, o_part, b, split, rows, row0, q_rows_here, o_rows, tid);
 #endif
     chunk_base += n_chunks;
     } /* items */
+#if !SPLIT_REDUCE
+    w64_staged_rows_read(tid); /* shared memory stays until the copies have read it */
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)

@@ -107,11 +107,6 @@ __device__ __forceinline__ void f8_store_chunk(unsigned char *tile, const uint4 
     }
 }
 
-/* The item's results staged as rows in the idle tiles, then stored in
- * 16-byte pieces, where wgmma64.cu found that faster (W64_ALWAYS_STAGED
- * there: views; and more than 32 partial rows). */
-#define F8_ALWAYS_STAGED (VIEWS && NUM_SPLITS == 1 && !SPLIT_REDUCE)
-#define F8_ROW_FLOATS (DL + 8) /* a staged row, padded: a warp's float2 stores meet a bank at most twice */
 
 __device__ __forceinline__ void
 mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const int *__restrict__ block_table,
@@ -139,7 +134,10 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     for (int ii = 0; ii < items.count; ii++) {
     const mt_item it = item_at(items, ii, seq_lens);
     const int b = it.b, split = it.dest, row0 = it.row0, len = it.len, k_begin = it.k_begin, k_end = it.k_end;
-    if (ii > 0) __syncthreads(); /* the previous item is done with Q, P, the tiles and the rows' values */
+    if (ii > 0) {
+        w64_staged_rows_read(tid);
+        __syncthreads(); /* the previous item is done with Q, P, the tiles and the rows' values */
+    }
     const int *pages = block_table + (size_t)b * max_blocks;
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
     const int tile_end = tile_key_end(row0, rows, len, sq, n_heads, k_end);
@@ -331,7 +329,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     const float inv0 = row_alpha[r0], inv1 = row_alpha[r1];
     const int g0 = row0 + r0, g1 = row0 + r1;
 #if !SPLIT_REDUCE
-    const bool staged = F8_ALWAYS_STAGED || (!DEST_DIRECT(split) && q_rows_here > 32);
+    const bool staged = w64_staged(split, q_rows_here);
     float *o_rows = (float *)kv_h; /* every chunk of the item is consumed: the tiles are idle */
 #endif
 #pragma unroll
@@ -343,8 +341,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             *(float2 *)(o_red + r1 * RED_STRIDE + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
 #else
         if (staged) {
-            *(float2 *)(o_rows + r0 * F8_ROW_FLOATS + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-            *(float2 *)(o_rows + r1 * F8_ROW_FLOATS + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+            *(float2 *)(o_rows + r0 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+            *(float2 *)(o_rows + r1 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
         } else {
             if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
             if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
@@ -354,17 +352,14 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #if SPLIT_REDUCE
     cluster_merge(prm, o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
 #else
-    if (staged) { /* the same for the whole work-group */
-        __syncthreads();
-        for (int k = tid; k < q_rows_here * (DL / 8); k += 256) {
-            const int r = k / (DL / 8), c = 8 * (k - r * (DL / 8));
-            const float *src = o_rows + r * F8_ROW_FLOATS + c;
-            store_o8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
-        }
-    }
+    if (staged) /* the same for the whole work-group */
+        w64_store_staged(prm, out, o_part, b, split, rows, row0, q_rows_here, o_rows, tid);
 #endif
     chunk_base += n_chunks;
     } /* items */
+#if !SPLIT_REDUCE
+    w64_staged_rows_read(tid); /* shared memory stays until the copies have read it */
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)

@@ -84,8 +84,6 @@
 #define SS_BAR_MB 3
 #define SS_BAR_PA 4
 #define SS_BAR_Z0 5 /* + warpgroup */
-#define SS_ROW_FLOATS (DL + 8) /* a staged output row, padded (as W64_ROW_FLOATS in wgmma64.cu) */
-#define SS_ALWAYS_STAGED (VIEWS && NUM_SPLITS == 1 && !SPLIT_REDUCE)
 
 /* O rows r0 / r1 of this thread *= a0 / a1, skipped while the whole warp's
  * rows keep their max (the factor is then exactly 1). */
@@ -264,7 +262,10 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     for (int ii = 0; ii < items.count; ii++) {
     const mt_item it = item_at(items, ii, seq_lens);
     const int b = it.b, split = it.dest, row0 = it.row0, len = it.len, k_begin = it.k_begin, k_end = it.k_end;
-    if (ii > 0) __syncthreads(); /* the previous item is done with Q, the stages and the row values */
+    if (ii > 0) {
+        w64_staged_rows_read(tid);
+        __syncthreads(); /* the previous item is done with Q, the stages and the row values */
+    }
     const int *pages = block_table + (size_t)b * max_blocks;
     fill_row_limits(row_limit, row0, rows, len, sq, n_heads, tid);
 
@@ -450,7 +451,7 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     const float inv0 = sm_b[r0], inv1 = sm_b[r1];
     const int g0 = row0 + r0, g1 = row0 + r1;
 #if !SPLIT_REDUCE
-    const bool staged = SS_ALWAYS_STAGED || (!DEST_DIRECT(split) && q_rows_here > 32);
+    const bool staged = w64_staged(split, q_rows_here);
     float *o_rows = (float *)kv_s; /* every chunk of the item is consumed: the stages are idle */
 #endif
 #pragma unroll
@@ -462,8 +463,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             *(float2 *)(o_red + r1 * RED_STRIDE + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
 #else
         if (staged) {
-            *(float2 *)(o_rows + r0 * SS_ROW_FLOATS + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
-            *(float2 *)(o_rows + r1 * SS_ROW_FLOATS + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+            *(float2 *)(o_rows + r0 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+            *(float2 *)(o_rows + r1 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
         } else {
             if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
             if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
@@ -473,17 +474,14 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #if SPLIT_REDUCE
     cluster_merge(prm, o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
 #else
-    if (staged) { /* the same for the whole work-group */
-        __syncthreads();
-        for (int k = tid; k < q_rows_here * (DL / 8); k += 256) {
-            const int r = k / (DL / 8), c = 8 * (k - r * (DL / 8));
-            const float *src = o_rows + r * SS_ROW_FLOATS + c;
-            store_o8(prm, out, o_part, b, split, rows, row0 + r, c, *(const float4 *)src, *(const float4 *)(src + 4));
-        }
-    }
+    if (staged) /* the same for the whole work-group */
+        w64_store_staged(prm, out, o_part, b, split, rows, row0, q_rows_here, o_rows, tid);
 #endif
     chunk_base += n_chunks;
     } /* items */
+#if !SPLIT_REDUCE
+    w64_staged_rows_read(tid); /* shared memory stays until the copies have read it */
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1)
