@@ -254,8 +254,9 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     const float inv0 = row_alpha[r0], inv1 = row_alpha[r1];
     const int g0 = row0 + r0, g1 = row0 + r1;
 #if !SPLIT_REDUCE
-    const bool staged = w64_staged(split, q_rows_here);
+    const bool staged = w64_staged(split, q_rows_here), out16 = !staged && w64_out16(split);
     float *o_rows = (float *)kv_s; /* every chunk of the item is consumed: the stages are idle */
+    mt_u16 *o16 = (mt_u16 *)kv_s;
 #endif
 #pragma unroll
     for (int j = 0; j < 32; j++) {
@@ -268,6 +269,9 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
         if (staged) {
             *(float2 *)(o_rows + r0 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
             *(float2 *)(o_rows + r1 * W64_ROW_FLOATS + col) = make_float2(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
+        } else if (out16) {
+            *(mt_u32 *)(o16 + r0 * W64_OUT16_HALVES + col) = w64_pack_out(acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
+            *(mt_u32 *)(o16 + r1 * W64_OUT16_HALVES + col) = w64_pack_out(acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
         } else {
             if (g0 < rows) store_o_pair(prm, out, o_part, b, split, rows, g0, col, acc[4 * j] * inv0, acc[4 * j + 1] * inv0);
             if (g1 < rows) store_o_pair(prm, out, o_part, b, split, rows, g1, col, acc[4 * j + 2] * inv1, acc[4 * j + 3] * inv1);
@@ -277,8 +281,8 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
 #if SPLIT_REDUCE
     cluster_merge(prm, o_red, lse_red, wts, out, lse, b, rows, row0, q_rows_here, tid, 256);
 #else
-    if (staged) /* the same for the whole work-group */
-        w64_store_staged(prm, out, o_part, b, split, rows, row0, q_rows_here, o_rows, tid);
+    if (staged || out16) /* the same for the whole work-group */
+        w64_store_staged(prm, out, o_part, b, split, rows, row0, q_rows_here, kv_s, tid);
 #endif
     chunk_base += n_chunks;
     } /* items */
