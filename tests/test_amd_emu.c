@@ -346,7 +346,7 @@ static int worker_threads(void) {
 /* mla_schedule alone on the emulated target (file comment): the schedules
  * of SCHEDULE_BATCHES drawn batches against the host's.  Returns how many
  * matched. */
-static int schedule_check(target_ctx *t, const unit *u) {
+static int schedule_check(target_ctx *t, const unit *u, int *even_form) {
     mt_kernels fns;
     mt_status st = mt_build_load(t->jit, u->obj, &u->v, &u->s, &t->target, &fns);
     CHECK_MSG(st == MT_OK, "%s: loading the length-aware unit: %s", t->arch, mt_last_error());
@@ -379,6 +379,7 @@ static int schedule_check(target_ctx *t, const unit *u) {
         const size_t entry_bytes = mt_schedule_entry_bytes(stretches);
         int32_t *want = malloc(entry_bytes), *got = malloc(entry_bytes);
         CHECK_OK(mt_schedule_build(&sh, lens, want));
+        *even_form += mt_schedule_even_granules(&sh, lens) > 0; /* the draw must reach both forms (schedule.h) */
         CHECK_OK(mt_backend_copy_to_device(t->b, dlens, lens, sizeof(int32_t) * (size_t)batch, NULL));
         CHECK_OK(mt_backend_mem_set(t->b, dsched, 0xff, sched_bytes, NULL));
         CHECK_OK(mt_mla_decode_schedule(t->b, &fns, &v, &a, dsched, NULL));
@@ -535,8 +536,11 @@ int main(void) {
         for (int i = 0; i < n_units; i++)
             if (units[i].arch == ti && !units[i].control && units[i].v.values[MT_P_GROUPS_PER_CU] > 0 &&
                 units[i].status == MT_OK) {
-                printf("%s: %d/%d length-aware schedules built by mla_schedule equal the host's\n", targets[ti].arch,
-                       schedule_check(&targets[ti], &units[i]), SCHEDULE_BATCHES);
+                int even = 0, matched = schedule_check(&targets[ti], &units[i], &even);
+                printf("%s: %d/%d length-aware schedules built by mla_schedule equal the host's (%d in the even "
+                       "form)\n", targets[ti].arch, matched, SCHEDULE_BATCHES, even);
+                CHECK_MSG(even > 0 && even < SCHEDULE_BATCHES, "%s: %d of %d schedules in the even form: both forms "
+                          "must be drawn", targets[ti].arch, even, SCHEDULE_BATCHES);
                 break;
             }
 

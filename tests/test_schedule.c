@@ -3,7 +3,8 @@
  * host twin of mla_schedule): every key of every request is covered
  * exactly once and in order, cuts fall on the granularity, only a
  * stretch's first and last items are pieces, a request's pieces are
- * consecutive and it reaches the reduce's list, stretches are balanced (the
+ * consecutive and it reaches the reduce's list, the even form where its
+ * pieces cost no more, stretches are balanced (the
  * largest against the mean, on ragged batches as engines send them), and
  * the limits are refused with a message.
  */
@@ -203,18 +204,36 @@ int main(void) {
                 cuts_before = w[1];
             }
         }
-        sh.snap_keys = 0;
-        CHECK_OK(mt_schedule_build(&sh, uni, w));
+        /* 128 x 1272 on 132 stretches: a request each, none cut (the even
+         * form), whatever the snap; 160 of them (more than the stretches:
+         * the ends placed one by one) with snap 0 cut many, 512 fewer */
+        for (int snap = 0; snap <= 512; snap += 512) {
+            sh.snap_keys = snap;
+            CHECK_OK(mt_schedule_build(&sh, uni, w));
+            CHECK_MSG(w[1] == 0 && mt_schedule_even_granules(&sh, uni) == 20,
+                      "uniform 128 x 1272, snap %d: %d requests cut, even form %d granules", snap, w[1],
+                      mt_schedule_even_granules(&sh, uni));
+        }
+        static int32_t uni160[160];
+        for (int i = 0; i < 160; i++) uni160[i] = 1272;
+        sh.batch = 160, sh.snap_keys = 0;
+        CHECK_OK(mt_schedule_build(&sh, uni160, w));
+        CHECK(mt_schedule_even_granules(&sh, uni160) == 0);
         sh.snap_keys = 512;
-        CHECK_OK(mt_schedule_build(&sh, uni, w2));
-        CHECK_MSG(w[1] > 64 && w2[1] < w[1], "uniform 1272: %d requests cut with snap 0, %d with 512", w[1], w2[1]);
+        CHECK_OK(mt_schedule_build(&sh, uni160, w2));
+        verify(&sh, uni160, w2, "uniform 160 x 1272, snap 512");
+        CHECK_MSG(w[1] > 64 && w2[1] < w[1], "uniform 160 x 1272: %d requests cut with snap 0, %d with 512", w[1],
+                  w2[1]);
+        sh.batch = 128;
         /* the cap: half a share snaps where a quarter could not (128 heads
-         * B=32 one-long: 1280-cost requests on shares of 1101 were cut in
-         * two almost all; reports/PERFLOG.md session 22), never more cuts */
+         * one-long: 1280-cost requests on shares of about 1100 were cut in
+         * two almost all; reports/PERFLOG.md session 22), never more cuts.
+         * B=80 on 66 stretches (the ends placed one by one; at B=32 the
+         * even form holds every short request whole, below) */
         {
-            static int32_t b32[32];
-            for (int i = 0; i < 32; i++) b32[i] = i == 16 ? 32768 : 1024;
-            mt_schedule_shape wide = {.batch = 32, .sq = 1, .n_heads = 128, .tile_q = 64, .granularity = 16,
+            static int32_t b32[80];
+            for (int i = 0; i < 80; i++) b32[i] = i == 16 ? 32768 : 1024;
+            mt_schedule_shape wide = {.batch = 80, .sq = 1, .n_heads = 128, .tile_q = 64, .granularity = 16,
                                       .n_groups = 132, .request_cost = 256, .snap_keys = 512, .snap_cap = 4};
             CHECK_OK(mt_schedule_build(&wide, b32, w));
             verify(&wide, b32, w, "128 heads B=32 one-long, cap 4");
@@ -225,6 +244,45 @@ int main(void) {
                       w[1], w[3]);
             wide.snap_cap = 3;
             CHECK_STATUS(mt_schedule_build(&wide, b32, w), MT_ERR_INVALID_ARGUMENT);
+            CHECK(mt_schedule_even_granules(&wide, b32) == -1);
+        }
+        /* the even form (session 24): 128 heads B=32 on 66 stretches.
+         * Equal requests of 2016 keys: each in two pieces of 1024 and 992
+         * (where the ends placed on the cost axis drifted from a quarter to
+         * three quarters of a request: the largest stretch 1632 keys); one
+         * 32768 among 31 of 1024: only the long one cut, in 32 pieces of
+         * 1024; with 8 of 16384 keys among 24 of 1024 a piece would cost more
+         * than the ends placed one by one: those are kept */
+        {
+            static int32_t b[32];
+            mt_schedule_shape e = {.batch = 32, .sq = 1, .n_heads = 128, .tile_q = 64, .granularity = 64,
+                                   .n_groups = 132, .request_cost = 256, .snap_keys = 512, .snap_cap = 2};
+            for (int i = 0; i < 32; i++) b[i] = 2016;
+            CHECK_OK(mt_schedule_build(&e, b, w));
+            verify(&e, b, w, "128 heads B=32 x 2016, even");
+            CHECK_MSG(mt_schedule_even_granules(&e, b) == 16 && w[1] == 32 && w[3] == 64, "even %d, %d cut, %d pieces",
+                      mt_schedule_even_granules(&e, b), w[1], w[3]);
+            for (int i = 0; i < 32; i++)
+                CHECK_MSG(mt_schedule_start(w, 2 * i)[0] == i && mt_schedule_start(w, 2 * i)[1] == 0 &&
+                              mt_schedule_start(w, 2 * i + 1)[0] == i && mt_schedule_start(w, 2 * i + 1)[1] == 1024,
+                          "request %d: pieces at (%d, %d) and (%d, %d)", i, mt_schedule_start(w, 2 * i)[0],
+                          mt_schedule_start(w, 2 * i)[1], mt_schedule_start(w, 2 * i + 1)[0],
+                          mt_schedule_start(w, 2 * i + 1)[1]);
+            CHECK(mt_schedule_start(w, 64)[0] == 32 && mt_schedule_start(w, 65)[0] == 32); /* two left empty */
+            for (int i = 0; i < 32; i++) b[i] = i == 16 ? 32768 : 1024;
+            CHECK_OK(mt_schedule_build(&e, b, w));
+            verify(&e, b, w, "128 heads B=32 one-long, even");
+            CHECK_MSG(mt_schedule_even_granules(&e, b) == 16 && w[1] == 1 && mt_schedule_cut(w, 66, 0)[0] == 16 &&
+                          mt_schedule_cut(w, 66, 0)[2] == 32, "even %d, %d cut", mt_schedule_even_granules(&e, b),
+                      w[1]);
+            for (int i = 0; i < 32; i++) b[i] = i % 4 == 1 ? 16384 : 1024;
+            CHECK_OK(mt_schedule_build(&e, b, w));
+            verify(&e, b, w, "128 heads B=32, 8 of 16384");
+            CHECK(mt_schedule_even_granules(&e, b) == 0);
+            e.batch = 67; /* more requests than stretches */
+            static int32_t b67[67];
+            for (int i = 0; i < 67; i++) b67[i] = 2016;
+            CHECK(mt_schedule_even_granules(&e, b67) == 0);
         }
         sh.snap_keys = MT_SCHEDULE_SNAP_KEYS, sh.request_cost = 64;
         CHECK_OK(mt_schedule_build(&sh, one_long, w));

@@ -85,6 +85,44 @@ __device__ __forceinline__ T block_scan(T v, T *part, T *total) {
     return r;
 }
 
+/* The even form (schedule.c): a request's keys in granules (rounded up)
+ * and its pieces at u granules at most each; the count of pieces at u by
+ * the 32 lanes of a group (requests lane, lane + 32, ...), every lane
+ * getting the sum. */
+__device__ __forceinline__ int even_granules_of(long long len) {
+    return len > 0 ? (int)((len + KV_GRANULARITY - 1) / KV_GRANULARITY) : 0;
+}
+__device__ __forceinline__ int even_pieces(int L, int u) { return L > u ? (L + u - 1) / u : 1; }
+__device__ __forceinline__ int even_count(const int *gran, int batch, int u, int S, int lane) {
+    int c = 0; /* held at S + 1: only whether the count passes S matters, and the sum stays in 32 bits */
+    for (int r = lane; r < batch; r += 32) c = min(c + even_pieces(gran[r], u), S + 1);
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) c += mt_shfl_xor32(c, m);
+    return c;
+}
+
+/* The even form's granules per piece, by each 32 lanes of the first warp
+ * (lane: 0..31; all get it): the fewest that fit the S stretches, provided a piece then
+ * costs at most `bound`; else 0 (schedule.c's even_granules). */
+__device__ __forceinline__ int even_granules(const int *gran, int batch, int S, int request_cost,
+                                             unsigned long long bound, int lane) {
+    if (bound < (unsigned long long)request_cost + KV_GRANULARITY) return 0;
+    long long sum = 0;
+    int longest = 1;
+    for (int r = lane; r < batch; r += 32) sum += gran[r], longest = max(longest, gran[r]);
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) sum += mt_shfl_xor32(sum, m), longest = max(longest, mt_shfl_xor32(longest, m));
+    const unsigned long long fits = (bound - (unsigned long long)request_cost) / KV_GRANULARITY;
+    int lo = max(1, (int)((sum + S - 1) / S)), hi = fits < (unsigned long long)longest ? (int)fits : longest;
+    if (lo > hi || even_count(gran, batch, hi, S, lane) > S) return 0;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (even_count(gran, batch, mid, S, lane) <= S) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
 /* The work-group is as small as the call allows (launch.c: a thread per
  * stretch and one more, or per request up to SCHED_THREADS, in multiples
  * of 64), since its barriers and scans cost by the warp: 5.3-5.6 us with
@@ -97,8 +135,10 @@ __device__ __forceinline__ void
 mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_stretches, int request_cost,
                   int snap_keys, int4 *__restrict__ sched) {
     __shared__ unsigned long long runs[SCHED_THREADS + 1], part_u64[SCHED_WARPS];
-    __shared__ int part_i[SCHED_WARPS], cut_first[SCHED_THREADS + 1];
+    __shared__ int part_i[SCHED_WARPS], cut_first[SCHED_THREADS + 1], gran_s[SCHED_THREADS], first_s[SCHED_THREADS];
+    __shared__ int even_u;
     __shared__ int2 pos_s[SCHED_THREADS + 1];
+    __shared__ unsigned long long group_max[SCHED_THREADS / 32];
     const int tid = threadIdx.x, nt = (int)blockDim.x, S = n_stretches, per = (batch + nt - 1) / nt;
     auto cost = [&](int b) { return (unsigned long long)request_cost + (unsigned long long)max(0, seq_lens[b]); };
 
@@ -142,6 +182,60 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
         pos_s[tid + 1] = to;
     }
     __syncthreads();
+
+    /* 2b. with no more requests than stretches (a request per thread), the
+     * even form where its largest piece costs no more than the largest
+     * stretch above (every item charged request_cost; keys by the prefix
+     * less those costs): each request cut into equal pieces, piece k of L
+     * granules in p starting at k * L / p granules (rounded down: k * q +
+     * k * rem / p, q = L / p), the unused stretches last, empty.  A thread
+     * per stretch finds its request among the requests' first stretches
+     * (a binary search): a request's own thread writing its pieces one by
+     * one took a long request's hundred pieces in turn. */
+    if (batch <= S) {
+        unsigned long long cost = 0;
+        if (tid < S) {
+            const int2 a = pos_s[tid], b = pos_s[tid + 1];
+            const int last = b.y > 0 ? b.x : b.x - 1, items = (a.x == b.x && a.y == b.y) ? 0 : last - a.x + 1;
+            const unsigned long long c = (unsigned long long)request_cost;
+            cost = runs[b.x] - b.x * c + b.y - (runs[a.x] - a.x * c + a.y) + items * c;
+        }
+        if (tid < batch) gran_s[tid] = even_granules_of((long long)(mine - (unsigned long long)request_cost));
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1) {
+            const unsigned long long other = mt_shfl_xor32(cost, m);
+            cost = other > cost ? other : cost;
+        }
+        if (tid % 32 == 0) group_max[tid / 32] = cost;
+        __syncthreads();
+        if (tid < MT_WARP) { /* the first warp (on 64-lane targets each half alike: a collective needs all lanes) */
+            unsigned long long largest = 0;
+            for (int g = 0; g < nt / 32; g++) largest = group_max[g] > largest ? group_max[g] : largest;
+            const int u = even_granules(gran_s, batch, S, request_cost, largest, tid % 32);
+            if (tid == 0) even_u = u;
+        }
+        __syncthreads();
+        const int u = even_u;
+        if (u > 0) {
+            const int p = tid < batch ? even_pieces(gran_s[tid], u) : 0;
+            int n_even;
+            const int first = block_scan(p, part_i, &n_even) - p;
+            if (tid < batch) first_s[tid] = first;
+            __syncthreads();
+            if (tid < n_even) {
+                int lo = 0, hi = batch - 1; /* the last request whose first stretch is at most tid */
+                while (lo < hi) {
+                    const int mid = (lo + hi + 1) >> 1;
+                    if (first_s[mid] <= tid) lo = mid;
+                    else hi = mid - 1;
+                }
+                const int L = gran_s[lo], pr = even_pieces(L, u), q = L / pr, rem = L - q * pr, k = tid - first_s[lo];
+                pos_s[tid] = make_int2(lo, (k * q + k * rem / pr) * KV_GRANULARITY);
+            }
+            for (int t = n_even + tid; t <= S; t += nt) pos_s[t] = make_int2(batch, 0);
+            __syncthreads();
+        }
+    }
 
     /* 3. the pieces each stretch has (0, 1 or 2) and its first one; whether
      * it opens a cut request (holds its first piece): both counted in one

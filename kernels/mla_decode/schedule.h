@@ -96,6 +96,16 @@ mt_status mt_schedule_check(const mt_schedule_shape *shape);
  * (mt_schedule_entry_bytes(mt_schedule_stretches(shape)) bytes). */
 mt_status mt_schedule_build(const mt_schedule_shape *shape, const int32_t *lens, int32_t *words);
 
+/* The even form (schedule.c): with no more requests than stretches, each
+ * request on stretches of its own, cut into max(1, ceil(L / u)) equal
+ * pieces (L: its keys in granules, rounded up; the cuts at k * L / p
+ * granules, rounded down), u the fewest granules per piece that fit the
+ * stretches; chosen over the ends placed one by one on the cost axis when
+ * its largest piece (request_cost + u granules) costs no more than their
+ * largest stretch (every item charged request_cost).  Returns u, 0 where
+ * the ends placed one by one are kept, -1 for a shape refused. */
+int mt_schedule_even_granules(const mt_schedule_shape *shape, const int32_t *lens);
+
 /* The snap distance for a batch of `total` cost over n_stretches, with
  * snap_keys as its fixed part and share / snap_cap its cap. */
 uint64_t mt_schedule_snap(uint64_t total, int n_stretches, int snap_keys, int snap_cap);
