@@ -15,10 +15,24 @@ static void show(const char *name, int *lens, int batch, int groups, int cost, i
         int count = (a[0] == b[0] && a[1] == b[1]) ? 0 : last - a[0] + 1;
         items += count; if (count > maxitems) maxitems = count;
     }
+    /* keys per stretch (the critical path is the longest) */
+    int longest = 0;
+    long total_keys = 0;
+    for (int s = 0; s < S; s++) {
+        int *a = &w[4 * (1 + s)], *b = &w[4 * (2 + s)];
+        long k = 0;
+        for (int r = a[0]; r <= (b[1] > 0 ? b[0] : b[0] - 1) && r < batch; r++) {
+            int from = r == a[0] ? a[1] : 0, to = r == b[0] ? b[1] : lens[r];
+            k += to - from;
+        }
+        total_keys += k;
+        if (k > longest) longest = (int)k;
+    }
     int cut_pieces_2 = 0;
     for (int i = 0; i < n_cut; i++) cut_pieces_2 += w[4 * (2 + S + i) + 2] == 2;
-    printf("%-28s groups %3d: %3d stretches, %3d items (max %d/stretch), %3d cut requests (%d in 2 pieces), %3d pieces -> %.1f MB partials\n",
-           name, groups, S, items, maxitems, n_cut, cut_pieces_2, n_pieces, n_pieces * 2 * 64 * 513 * 4 / 1e6);
+    printf("%-28s groups %3d: %3d stretches, %3d items (max %d/stretch), %3d cut requests (%d in 2 pieces), %3d pieces -> %.1f MB partials; keys per stretch: longest %d, mean %.0f\n",
+           name, groups, S, items, maxitems, n_cut, cut_pieces_2, n_pieces, n_pieces * 2 * 64 * 513 * 4 / 1e6,
+           longest, (double)total_keys / S);
     free(w);
 }
 int main(void) {
