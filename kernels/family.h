@@ -24,7 +24,10 @@
 #include "kernels/variant.h"
 #include "runtime/gpu/backend.h"
 
-enum { MT_MAX_ENTRIES = 3, MT_MAX_SOURCES = 8, MT_MAX_HEURISTIC = 24 };
+/* MT_MAX_SOURCES bounds the array a family's sources() fills: the most a
+ * variant names (8 today: the 64-row length-aware path with its reduce) and
+ * room */
+enum { MT_MAX_ENTRIES = 3, MT_MAX_SOURCES = 12, MT_MAX_HEURISTIC = 24 };
 
 /* A built variant's entry points, in the order of the family's entries();
  * 0 where the variant has none. */

@@ -40,28 +40,9 @@
 // reports/h100/fast-decode/split-floor.txt.
 #include <cuda.h>
 #include <cudaTypedefs.h>
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <vector>
 
-#define CHECK(x)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-__global__ void evict_read(const unsigned long long *p, size_t n, unsigned long long never,
-                           unsigned long long *sink) {
-    unsigned long long x = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        x ^= p[i];
-    if (x == never) *sink = x;
-}
+#include "flush_timing.cuh"
 
 __global__ void empty_kernel(int *sink) {
     if (sink && threadIdx.x == 1000) *sink = 1;
@@ -213,32 +194,10 @@ __global__ void pdl_second(int *sink) {
     if (threadIdx.x == 1000) *sink = 2;
 }
 
-struct Flush {
-    unsigned long long *buf, *sink;
-    size_t n;
-    void run(cudaStream_t s) { evict_read<<<1024, 256, 0, s>>>(buf, n, 1, sink); }
-};
-
 template <class F>
 static void time_it(const char *name, Flush &fl, cudaStream_t s, F launch) {
-    const int reps = 200;
-    std::vector<cudaEvent_t> ev(2 * reps);
-    for (auto &e : ev) CHECK(cudaEventCreate(&e));
-    for (int i = 0; i < 5; i++) fl.run(s), launch();
-    for (int i = 0; i < reps; i++) {
-        fl.run(s);
-        CHECK(cudaEventRecord(ev[2 * i], s));
-        launch();
-        CHECK(cudaEventRecord(ev[2 * i + 1], s));
-    }
-    CHECK(cudaGetLastError());
-    CHECK(cudaStreamSynchronize(s));
-    std::vector<float> t(reps);
-    for (int i = 0; i < reps; i++) CHECK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-    std::sort(t.begin(), t.end());
-    printf("%-40s median %6.2f us  p10 %6.2f  p90 %6.2f\n", name, 1e3 * t[reps / 2], 1e3 * t[reps / 10],
-           1e3 * t[reps * 9 / 10]);
-    for (auto &e : ev) CHECK(cudaEventDestroy(e));
+    const Timing t = time_launches(fl, s, 200, launch);
+    printf("%-40s median %6.2f us  p10 %6.2f  p90 %6.2f\n", name, t.median_us, t.p10_us, t.p90_us);
 }
 
 // The few-splits reduce's shape (reduce.cu, NUM_SPLITS < 8): 32 lanes
@@ -299,10 +258,6 @@ int main(int argc, char **argv) {
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     Flush fl;
-    fl.n = (256u << 20) / 8;
-    CHECK(cudaMalloc(&fl.buf, fl.n * 8));
-    CHECK(cudaMemset(fl.buf, 0, fl.n * 8));
-    CHECK(cudaMalloc(&fl.sink, 8));
     int *sink, *seq_len, *table, *kv;
     CHECK(cudaMalloc(&sink, 4096));
     CHECK(cudaMalloc(&seq_len, 128 * 32 * 4));
