@@ -175,6 +175,20 @@ mt_status mt_mla_decode_schedule(mt_backend *b, const mt_kernels *k, const mt_va
  * units x groups_per_cu), and the reduce over the cut requests (a fixed
  * grid: how many were cut is known on the GPU only).  Workspace after the
  * schedule: o_part [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
+/* The row tiles of a request read the same chunks of keys.  Launched as
+ * one cluster they run at the same time on one GPC, so the second read of
+ * a chunk finds it in L2.  In tuner/probes/pair-stream.cu (the 64-row
+ * path's copies without arithmetic, 128 heads B=32 x 16384) that took the
+ * copies from 239-296 us to 208, the one read's DRAM time being 205; the
+ * real path, whose products hide part of the copies, gained 0.5-2% (128
+ * heads: B=128 x 4096 285.1 -> 283.5 us, ragged B=32 one-long 55.8 -> 54.8,
+ * B=128 one-long 133.7 -> 131.7; none slower; reports/PERFLOG.md, session
+ * 25).  Only pairs: 66 clusters of two of the 64-row path fit on the H100
+ * at once, 30 of four (a 128-group grid would need a second wave). */
+static unsigned tile_cluster(const mt_variant *v, unsigned tiles) {
+    return v->values[MT_P_MMA] == 2 && v->values[MT_P_TILE_Q] == 64 && tiles == 2 ? 2u : 1u;
+}
+
 static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const mt_variant *v,
                                      const mt_problem_static *s, const mt_mla_decode_args *a, mt_stream stream,
                                      mt_decode_params *p, void **args, const unsigned block[3], size_t shared) {
@@ -187,8 +201,11 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
         if (st != MT_OK) return st;
     }
     mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
+    /* work-group g runs tile g % tiles of stretch g / tiles (schedule.h) */
     unsigned grid[3] = {(unsigned)mt_schedule_work_groups(&sh), 1, 1};
-    st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
+    unsigned cluster[3] = {tile_cluster(v, (unsigned)mt_schedule_tiles(&sh)), 1, 1};
+    st = cluster[0] > 1 ? mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args)
+                        : mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
     if (st != MT_OK) return st;
     /* reduce.cu's length-aware shape: RED_COLS columns per work-group
      * (4 per lane when Dl is a multiple of 4, else 1) in y, and one wave
@@ -241,7 +258,9 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
         unsigned cluster[3] = {1, (unsigned)splits, 1};
         return mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
     }
-    st = mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
+    unsigned cluster[3] = {tile_cluster(v, grid[0]), 1, 1};
+    st = cluster[0] > 1 ? mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args)
+                        : mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
     /* the reduce's shape in reduce.cu: with 2 or 4 splits, REDUCE_ROWS
      * (4) rows of 32 threads each; with 8 or more, REDUCE_GROUPS (8) x 32

@@ -25,16 +25,21 @@
 //                instead of thread 0 after a work-group barrier
 //   3 stages     three 73.7 KB stages and no room for Q (what more bytes in
 //                flight would give)
+//   one release  (producer form) the consumer warps meet at a barrier and
+//                one thread releases the stage, instead of each warp
+//   clusters of 2  the two tiles launched as one cluster (same GPC, started
+//                together), copies as before
 //   multicast    the two tiles as a cluster of two; each issues half of every
 //                chunk's boxes with .multicast::cluster into both work-groups'
 //                stages; a stage is refilled once both have used it (each
 //                user arrives on the empty barrier of its own work-group and
-//                of the peer)
+//                of the peer); "one issuer": rank 0 copies all nine boxes
 // Timing as mla-tune bench: the L2 flushed by a read kernel, events around the
 // launch, median of 50.
 //
-// Output of 2026-11-25 (H100): reports/h100/session25/run1-pair-stream.txt
-// (its first form: copies by thread 0 only), run2- and run3-pair-stream.txt.
+// Output of 2026-11-25 (H100), each with the table of its day:
+// reports/h100/session25/run1-pair-stream.txt (the first form: copies by
+// thread 0 only), run2-, run3- and run7-pair-stream.txt.
 //
 // Build here (CUDA toolkit; runtime linked statically):
 //   nvcc -O2 -gencode arch=compute_90a,code=sm_90a -o build/pair-stream tuner/probes/pair-stream.cu
@@ -58,6 +63,9 @@ struct Mode {
     int mc;       /* the two tiles as a cluster, each chunk multicast into both */
     int producer; /* a warp of its own issues the copies (else thread 0 after a barrier) */
     int hint;     /* an L2 policy on the copies */
+    int cluster;  /* launched as clusters of two even without multicast (where the pair runs) */
+    int coarse;   /* producer form: the consumer warps meet at a barrier and one thread releases the stage */
+    int issuers;  /* multicast: 2, each work-group copies half of a chunk's boxes; 1, rank 0 copies all */
 };
 
 static int smem_bytes(const Mode &m) { return m.stages * CHUNK + (m.stages == 2 ? Q_BYTES : 0) + 1024; }
@@ -104,7 +112,7 @@ pair_stream(const int *page_of, int chunks, int spin_ns, const Mode m, const __g
     /* a stage's "empty" phase completes when every user of it is done: each
      * consumer warp (producer form) or the work-group (thread 0), of this
      * work-group and, multicast, of the peer too */
-    const unsigned users = (m.producer ? CONSUMER_WARPS : 1) * (m.mc ? 2 : 1);
+    const unsigned users = (m.producer && !m.coarse ? CONSUMER_WARPS : 1) * (m.mc ? 2 : 1);
     if (tid == 0) {
         for (int s = 0; s < S; s++) {
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[s])));
@@ -112,7 +120,7 @@ pair_stream(const int *page_of, int chunks, int spin_ns, const Mode m, const __g
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    if (m.mc) cluster_sync();
+    if (m.mc || m.cluster) cluster_sync();
     else __syncthreads();
     unsigned long long policy = 0;
     if (m.hint == HINT_EVICT_FIRST) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -131,7 +139,8 @@ pair_stream(const int *page_of, int chunks, int spin_ns, const Mode m, const __g
         for (int k = 0; k < 9; k++) {
             const unsigned dst = smem_addr(stage + s * CHUNK + k * 8192);
             if (m.mc) {
-                if ((k & 1) != (int)rank) continue; /* boxes 0,2,4,6,8 by rank 0; 1,3,5,7 by rank 1 */
+                /* two issuers: boxes 0,2,4,6,8 by rank 0, 1,3,5,7 by rank 1; one: all by rank 0 */
+                if (m.issuers == 2 ? (k & 1) != (int)rank : rank != 0) continue;
                 asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
                              " [%0], [%1, {%2, %3}], [%4], %5;"
                              ::"r"(dst), "l"(&map), "r"(k * 64), "r"(row), "r"(fb), "h"((unsigned short)3) : "memory");
@@ -164,8 +173,13 @@ pair_stream(const int *page_of, int chunks, int spin_ns, const Mode m, const __g
                 const int4 x = *(const int4 *)(stage + (c % S) * CHUNK + tid * 16);
                 acc.x ^= x.x, acc.y ^= x.y, acc.z ^= x.z, acc.w ^= x.w;
                 hold(spin_ns);
-                __syncwarp();
-                if (lane == 0) release(c % S);
+                if (m.coarse) {
+                    asm volatile("bar.sync 1, %0;" ::"n"(CONSUMER_WARPS * 32) : "memory");
+                    if (tid == 0) release(c % S);
+                } else {
+                    __syncwarp();
+                    if (lane == 0) release(c % S);
+                }
             }
         }
     } else {
@@ -240,17 +254,22 @@ int main() {
     printf("B=%d x %d keys, %d splits, 2 row tiles: %d work-groups of %d chunks (73.7 KB)\n", requests, keys, splits,
            requests * splits * 2, chunks);
     static const Mode modes[] = {
-        {"shared", SHARED, 2, 0, 0, HINT_NONE},
-        {"shared+evict_first", SHARED, 2, 0, 0, HINT_EVICT_FIRST},
-        {"distinct", DISTINCT, 2, 0, 0, HINT_NONE},
-        {"single", SINGLE, 2, 0, 0, HINT_NONE},
-        {"shared, producer warp", SHARED, 2, 0, 1, HINT_NONE},
-        {"shared, producer warp, 3 stages", SHARED, 3, 0, 1, HINT_NONE},
-        {"multicast", SHARED, 2, 1, 0, HINT_NONE},
-        {"multicast, producer warp", SHARED, 2, 1, 1, HINT_NONE},
-        {"multicast, producer warp, 3 stages", SHARED, 3, 1, 1, HINT_NONE},
+        {"shared", SHARED, 2, 0, 0, HINT_NONE, 0, 0, 0},
+        {"shared+evict_first", SHARED, 2, 0, 0, HINT_EVICT_FIRST, 0, 0, 0},
+        {"distinct", DISTINCT, 2, 0, 0, HINT_NONE, 0, 0, 0},
+        {"single", SINGLE, 2, 0, 0, HINT_NONE, 0, 0, 0},
+        {"shared, producer warp", SHARED, 2, 0, 1, HINT_NONE, 0, 0, 0},
+        {"shared, producer warp, 3 stages", SHARED, 3, 0, 1, HINT_NONE, 0, 0, 0},
+        {"shared, producer warp, one release", SHARED, 2, 0, 1, HINT_NONE, 0, 1, 0},
+        {"shared, clusters of 2", SHARED, 2, 0, 0, HINT_NONE, 1, 0, 0},
+        {"shared, producer warp, clusters of 2", SHARED, 2, 0, 1, HINT_NONE, 1, 0, 0},
+        {"multicast", SHARED, 2, 1, 0, HINT_NONE, 1, 0, 2},
+        {"multicast, producer warp", SHARED, 2, 1, 1, HINT_NONE, 1, 0, 2},
+        {"multicast, producer warp, one release", SHARED, 2, 1, 1, HINT_NONE, 1, 1, 2},
+        {"multicast, producer warp, one issuer", SHARED, 2, 1, 1, HINT_NONE, 1, 0, 1},
+        {"multicast, producer warp, 3 stages", SHARED, 3, 1, 1, HINT_NONE, 1, 0, 2},
     };
-    static const int spins[] = {0, 1500, 1750, 2000};
+    static const int spins[] = {0, 1000, 1500, 2000};
     for (int spin : spins)
         for (const Mode &m : modes) {
             const int blocks = requests * splits * 2;
@@ -262,7 +281,7 @@ int main() {
                 cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(256), cfg.dynamicSmemBytes = smem_bytes(m), cfg.stream = s;
                 cudaLaunchAttribute attr;
                 attr.id = cudaLaunchAttributeClusterDimension;
-                attr.val.clusterDim.x = m.mc ? 2 : 1, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+                attr.val.clusterDim.x = m.mc || m.cluster ? 2 : 1, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
                 cfg.attrs = &attr, cfg.numAttrs = 1;
                 CHECK(cudaLaunchKernelEx(&cfg, pair_stream, (const int *)page_of, chunks, spin, m, map, out));
             });
