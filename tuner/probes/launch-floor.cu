@@ -42,7 +42,7 @@
 #include <cudaTypedefs.h>
 #include <cstring>
 
-#include "flush_timing.cuh"
+#include "probe_common.cuh"
 
 __global__ void empty_kernel(int *sink) {
     if (sink && threadIdx.x == 1000) *sink = 1;
@@ -312,15 +312,7 @@ int main(int argc, char **argv) {
     int *page_of;
     CHECK(cudaMalloc(&paged_kv, (size_t)n_pages * STREAM_CHUNK));
     CHECK(cudaMemset(paged_kv, 6, (size_t)n_pages * STREAM_CHUNK));
-    std::vector<int> perm(n_pages);
-    for (int i = 0; i < n_pages; i++) perm[i] = i;
-    unsigned long long r = 12345;
-    for (int i = n_pages - 1; i > 0; i--) {
-        r = r * 6364136223846793005ull + 1442695040888963407ull;
-        std::swap(perm[i], perm[(int)((r >> 33) % (unsigned long long)(i + 1))]);
-    }
-    CHECK(cudaMalloc(&page_of, n_pages * sizeof(int)));
-    CHECK(cudaMemcpy(page_of, perm.data(), n_pages * sizeof(int), cudaMemcpyHostToDevice));
+    page_of = shuffled_pages(n_pages);
     static const int stream_cases[][4] = {{16, 2, 0, 0}, {32, 2, 0, 0}, {16, 3, 0, 0}, {32, 3, 0, 0}, {1, 2, 0, 0},
                                           {16, 2, 1500, 0}, {32, 2, 1500, 0}, {16, 2, 2500, 0}, {32, 2, 2500, 0},
                                           {1, 2, 0, 1}, {16, 2, 0, 1}, {32, 2, 0, 1}, {16, 3, 0, 1}, {32, 3, 0, 1},
@@ -337,18 +329,7 @@ int main(int argc, char **argv) {
     }
     /* the paged cases again with the copy engine's 2-D boxes (the decode
      * kernels' copies), without and with the map prefetched */
-    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    cudaDriverEntryPointQueryResult qr;
-    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000, cudaEnableDefault, &qr));
-    CUtensorMap map;
-    cuuint64_t dims[2] = {576, (cuuint64_t)n_pages * 64}, strides[1] = {1152};
-    cuuint32_t box[2] = {64, 64}, elem[2] = {1, 1};
-    if (!encode || encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, paged_kv, dims, strides, box, elem,
-                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
-        return 1;
-    }
+    const CUtensorMap map = chunk_map(paged_kv, (size_t)n_pages * 64);
     static const int tma_cases[][3] = {{1, 1, 2}, {16, 1, 2}, {32, 1, 2}, {1, 2, 2}, {16, 2, 2}, {32, 2, 2}};
     for (auto &c : tma_cases) {
         if (split_only) break;

@@ -46,7 +46,7 @@
 // run on the device: build/pair-stream
 #include <cuda.h>
 #include <cudaTypedefs.h>
-#include "flush_timing.cuh"
+#include "probe_common.cuh"
 
 #define CHUNK 73728 /* 64 keys x 576 bf16 */
 #define Q_BYTES 73728
@@ -225,31 +225,11 @@ int main() {
     CHECK(cudaMemset(kv, 7, (size_t)pages * CHUNK));
     /* stream i's chunk c = page_of[i * chunks + c], pages shuffled; streams
      * 0..63 are the (request, split) pairs, 64..127 the extra keys of DISTINCT */
-    std::vector<int> perm(pages);
-    for (int i = 0; i < pages; i++) perm[i] = i;
-    unsigned long long r = 12345;
-    for (int i = pages - 1; i > 0; i--) {
-        r = r * 6364136223846793005ull + 1442695040888963407ull;
-        std::swap(perm[i], perm[(int)((r >> 33) % (unsigned long long)(i + 1))]);
-    }
-    int *page_of;
-    CHECK(cudaMalloc(&page_of, pages * sizeof(int)));
-    CHECK(cudaMemcpy(page_of, perm.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
+    const int *page_of = shuffled_pages(pages);
     int4 *out;
     CHECK(cudaMalloc(&out, (size_t)128 * 4096 * sizeof(int4)));
 
-    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    cudaDriverEntryPointQueryResult qr;
-    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000, cudaEnableDefault, &qr));
-    CUtensorMap map;
-    cuuint64_t dims[2] = {576, (cuuint64_t)pages * 64}, strides[1] = {1152};
-    cuuint32_t box[2] = {64, 64}, elem[2] = {1, 1};
-    if (!encode || encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, kv, dims, strides, box, elem,
-                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
-        return 1;
-    }
+    const CUtensorMap map = chunk_map(kv, (size_t)pages * 64);
     CHECK(cudaFuncSetAttribute(pair_stream, cudaFuncAttributeMaxDynamicSharedMemorySize, 3 * CHUNK + 1024));
     printf("B=%d x %d keys, %d splits, 2 row tiles: %d work-groups of %d chunks (73.7 KB)\n", requests, keys, splits,
            requests * splits * 2, chunks);
@@ -283,7 +263,7 @@ int main() {
                 attr.id = cudaLaunchAttributeClusterDimension;
                 attr.val.clusterDim.x = m.mc || m.cluster ? 2 : 1, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
                 cfg.attrs = &attr, cfg.numAttrs = 1;
-                CHECK(cudaLaunchKernelEx(&cfg, pair_stream, (const int *)page_of, chunks, spin, m, map, out));
+                CHECK(cudaLaunchKernelEx(&cfg, pair_stream, page_of, chunks, spin, m, map, out));
             });
         }
     printf("ok\n");

@@ -1,9 +1,12 @@
-// flush_timing.cuh - what the standalone probes (launch-floor.cu,
-// pair-stream.cu) share: a CUDA error check, and launches timed the way
+// probe_common.cuh - what the standalone probes (launch-floor.cu,
+// pair-stream.cu) share: a CUDA error check; launches timed the way
 // `mla-tune bench` times a call (METHOD.md): the L2 flushed by a read
 // kernel before each launch, CUDA events around the launch only, warm-up
-// launches first, the median (with p10 and p90) of many.
+// launches first, the median (with p10 and p90) of many; and a KV cache of
+// shuffled 64-key pages with the decode's tensor map over it.
 #pragma once
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -62,4 +65,39 @@ static Timing time_launches(Flush &fl, cudaStream_t s, int reps, F launch) {
     std::sort(t.begin(), t.end());
     for (auto &e : ev) CHECK(cudaEventDestroy(e));
     return {1e3 * t[reps / 2], 1e3 * t[reps / 10], 1e3 * t[reps * 9 / 10]};
+}
+
+// A permutation of 0..n-1 in device memory (a fixed seed): page i of a
+// request's keys lies at page perm[i] of the cache, as the bench lays out
+// a batch's pages over the whole cache.
+static int *shuffled_pages(int n) {
+    std::vector<int> perm(n);
+    for (int i = 0; i < n; i++) perm[i] = i;
+    unsigned long long r = 12345;
+    for (int i = n - 1; i > 0; i--) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(perm[i], perm[(int)((r >> 33) % (unsigned long long)(i + 1))]);
+    }
+    int *d;
+    CHECK(cudaMalloc(&d, n * sizeof(int)));
+    CHECK(cudaMemcpy(d, perm.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// The warpgroup paths' tensor map over `keys` rows of 576 bf16 at kv: 64 x 64
+// boxes, 128-byte swizzle, L2 lines fetched 256 bytes at a time.
+static CUtensorMap chunk_map(void *kv, size_t keys) {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    cudaDriverEntryPointQueryResult qr;
+    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000, cudaEnableDefault, &qr));
+    CUtensorMap map;
+    cuuint64_t dims[2] = {576, (cuuint64_t)keys}, strides[1] = {1152};
+    cuuint32_t box[2] = {64, 64}, elem[2] = {1, 1};
+    if (!encode || encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, kv, dims, strides, box, elem,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
+        exit(1);
+    }
+    return map;
 }
