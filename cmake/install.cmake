@@ -30,7 +30,8 @@ set(MT_SHIPPED_DBS
   ${CMAKE_SOURCE_DIR}/reports/h100/fast-decode/tuning.db
   ${CMAKE_SOURCE_DIR}/reports/h100/ragged/tuning.db
   ${CMAKE_SOURCE_DIR}/reports/h100/broad/tuning.db
-  ${CMAKE_SOURCE_DIR}/reports/h100/crossover/tuning.db)
+  ${CMAKE_SOURCE_DIR}/reports/h100/crossover/tuning.db
+  ${CMAKE_SOURCE_DIR}/reports/h100/prefill/tuning.db)
 install(CODE "
   set(dest \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/mla-tune\")
   file(MAKE_DIRECTORY \"\${dest}\")

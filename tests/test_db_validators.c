@@ -397,15 +397,17 @@ static void test_recorder(void) {
     free(r);
 }
 
-/* The committed H100 DBs (three are the installed system DB): every choice
- * is read and kept by the runtime's check, none stale - "unknown" where the
- * DB predates validators (schema 4), valid where it was swept with the
- * kernel sources of this tree (the ragged DB, session 16, and the broad DB,
- * session 20: re-sweep them after a kernel change, or the system DB ships
- * stale choices); each keeps its device (132 SMs). */
+/* The committed H100 DBs (four are the installed system DB's choices):
+ * every choice is read and kept by the runtime's check, none stale -
+ * "unknown" where the DB predates validators (schema 4), valid where it was
+ * swept with the kernel sources of this tree (the ragged DB, session 16,
+ * the broad DB, session 20, the prefill DB, session 25: re-sweep them after
+ * a kernel change, or the system DB ships stale choices); each keeps its
+ * device (132 SMs). */
 static void test_shipped_dbs_trusted(void) {
     static const char *const shipped[] = {"reports/h100/fast-decode/tuning.db", "reports/h100/ragged/tuning.db",
-                                          "reports/h100/broad/tuning.db", "reports/h100/quick/tuning.db",
+                                          "reports/h100/broad/tuning.db", "reports/h100/prefill/tuning.db",
+                                          "reports/h100/quick/tuning.db",
                                           "reports/h100/deepseek-v3-tp8-small/tuning.db"};
     for (int i = 0; i < (int)(sizeof shipped / sizeof shipped[0]); i++) {
         char path[1024];
