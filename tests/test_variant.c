@@ -395,6 +395,27 @@ int main(void) {
             .kv_scale = 1.0f, .q = 0x1000, .kv = 0x2000, .block_table = 0x3000, .seq_lens = 0x4000, .out = 0x5000,
             .lse = 0x6000, .workspace = 0x7000, .workspace_bytes = 1 << 20}, NULL));
         CHECK(cluster_launches == 1 && launches == 1 && dependent_launches == 1);
+        /* 128 heads: a request's two 64-row tiles go out as one cluster (they
+         * read the same keys: launch.c tile_cluster), the splits as before */
+        mt_mla_decode_args wide_grid = ca;
+        wide_grid.n_heads = 128, wide_grid.workspace = 0x7000, wide_grid.workspace_bytes = 1 << 24;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &w, &s, &wide_grid, NULL));
+        CHECK_MSG(cluster_launches == 2 && launches == 1 && dependent_launches == 2, "%d cluster launches",
+                  cluster_launches);
+        CHECK(cluster_seen[0] == 2 && cluster_seen[1] == 1 && cluster_seen[2] == 1);
+        CHECK(cluster_grid[0] == 2 && cluster_grid[1] == 8 && cluster_grid[2] == 3);
+        /* three tiles (64 heads x Sq 3) or one (64 heads x Sq 1): no cluster */
+        wide_grid.n_heads = 64, wide_grid.sq = 3;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &w, &s, &wide_grid, NULL));
+        wide_grid.sq = 1;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &w, &s, &wide_grid, NULL));
+        CHECK_MSG(cluster_launches == 2 && launches == 3, "%d cluster launches, %d launches", cluster_launches,
+                  launches);
+        /* 16 heads x Sq 8 is two tiles too */
+        wide_grid.n_heads = 16, wide_grid.sq = 8;
+        CHECK_OK(mt_mla_decode_launch(&cluster_backend, &two, &w, &s, &wide_grid, NULL));
+        CHECK(cluster_launches == 3 && cluster_seen[0] == 2 && cluster_grid[0] == 2);
+        cluster_launches = 1;
         /* a backend without clusters says so; nothing runs in their place */
         launches = dependent_launches = 0;
         CHECK_STATUS(mt_mla_decode_launch(&no_cluster_backend, &(mt_kernels){{(mt_function)1, NULL, NULL}}, &c, &s, &ca, NULL),
@@ -545,11 +566,16 @@ int main(void) {
         mt_mla_decode_args wide = pa;
         wide.n_heads = 128, wide.workspace_bytes = (size_t)1 << 26;
         x = pv, x.values[MT_P_TILE_Q] = 64;
+        const int clusters_before = cluster_launches;
         CHECK_OK(mt_mla_decode_launch(&cluster_backend, &three, &x, &s, &wide, NULL));
-        CHECK(schedule_launches == 3 && launches == 3 && last_grid[0] == 132);
+        /* each stretch's two tiles (work-groups 2k, 2k + 1) as one cluster */
+        CHECK_MSG(schedule_launches == 3 && launches == 2 && cluster_launches == clusters_before + 1 &&
+                      cluster_grid[0] == 132 && cluster_seen[0] == 2 && cluster_seen[1] == 1,
+                  "%d launches, %d cluster launches of %u over %u", launches, cluster_launches - clusters_before,
+                  cluster_seen[0], cluster_grid[0]);
         CHECK_STATUS(mt_mla_decode_schedule(&cluster_backend, &three, &grid_form, &pa, 0x900000, NULL),
                      MT_ERR_INVALID_ARGUMENT);
-        CHECK(schedule_launches == 3 && launches == 3);
+        CHECK(schedule_launches == 3 && launches == 2);
         launches = dependent_launches = schedule_launches = 0;
     }
 
