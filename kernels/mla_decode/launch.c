@@ -170,11 +170,6 @@ mt_status mt_mla_decode_schedule(mt_backend *b, const mt_kernels *k, const mt_va
     return mt_backend_launch(b, k->fn[MT_SCHEDULE_FN], grid, block, 0, stream, args);
 }
 
-/* groups_per_cu > 0: the schedule (given, or built now at the workspace's
- * start), decode over stretches x row tiles work-groups (about compute
- * units x groups_per_cu), and the reduce over the cut requests (a fixed
- * grid: how many were cut is known on the GPU only).  Workspace after the
- * schedule: o_part [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
 /* The row tiles of a request read the same chunks of keys.  Launched as
  * one cluster they run at the same time on one GPC, so the second read of
  * a chunk finds it in L2.  In tuner/probes/pair-stream.cu (the 64-row
@@ -189,6 +184,22 @@ static unsigned tile_cluster(const mt_variant *v, unsigned tiles) {
     return v->values[MT_P_MMA] == 2 && v->values[MT_P_TILE_Q] == 64 && tiles == 2 ? 2u : 1u;
 }
 
+/* decode's launch over `grid`, a request's `tiles` row tiles (the grid's
+ * first, fastest dimension) as one cluster where tile_cluster says so */
+static mt_status launch_decode(mt_backend *b, const mt_kernels *k, const mt_variant *v, unsigned tiles,
+                               const unsigned grid[3], const unsigned block[3], size_t shared, mt_stream stream,
+                               void **args) {
+    const unsigned cluster[3] = {tile_cluster(v, tiles), 1, 1};
+    if (cluster[0] > 1)
+        return mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
+    return mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
+}
+
+/* groups_per_cu > 0: the schedule (given, or built now at the workspace's
+ * start), decode over stretches x row tiles work-groups (about compute
+ * units x groups_per_cu), and the reduce over the cut requests (a fixed
+ * grid: how many were cut is known on the GPU only).  Workspace after the
+ * schedule: o_part [slots][tile_q][Dl], then lse_part [slots][tile_q]. */
 static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const mt_variant *v,
                                      const mt_problem_static *s, const mt_mla_decode_args *a, mt_stream stream,
                                      mt_decode_params *p, void **args, const unsigned block[3], size_t shared) {
@@ -203,9 +214,7 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
     mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
     /* work-group g runs tile g % tiles of stretch g / tiles (schedule.h) */
     unsigned grid[3] = {(unsigned)mt_schedule_work_groups(&sh), 1, 1};
-    unsigned cluster[3] = {tile_cluster(v, (unsigned)mt_schedule_tiles(&sh)), 1, 1};
-    st = cluster[0] > 1 ? mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args)
-                        : mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
+    st = launch_decode(b, k, v, (unsigned)mt_schedule_tiles(&sh), grid, block, shared, stream, args);
     if (st != MT_OK) return st;
     /* reduce.cu's length-aware shape: RED_COLS columns per work-group
      * (4 per lane when Dl is a multiple of 4, else 1) in y, and one wave
@@ -258,9 +267,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
         unsigned cluster[3] = {1, (unsigned)splits, 1};
         return mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
     }
-    unsigned cluster[3] = {tile_cluster(v, grid[0]), 1, 1};
-    st = cluster[0] > 1 ? mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args)
-                        : mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
+    st = launch_decode(b, k, v, grid[0], grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
     /* the reduce's shape in reduce.cu: with 2 or 4 splits, REDUCE_ROWS
      * (4) rows of 32 threads each; with 8 or more, REDUCE_GROUPS (8) x 32
