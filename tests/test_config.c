@@ -4,6 +4,7 @@
  * the command line refuses them with a non-zero status and writes nothing.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,45 @@ static const char *write_file(const char *name, const char *text) {
     fputs(text, f);
     fclose(f);
     return path;
+}
+
+/* Loads every .yaml file in folder (and, with into_folders, in its
+ * folders one level down) as a plan or a space; returns how many. */
+static int check_shipped(const char *folder, int plans, int into_folders) {
+    DIR *d = opendir(folder);
+    CHECK_MSG(d != NULL, "cannot list %s", folder);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        char path[1536];
+        snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0) continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (into_folders) n += check_shipped(path, plans, 0);
+            continue;
+        }
+        const size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 5, ".yaml") != 0) continue;
+        if (plans) {
+            mt_plan p;
+            const mt_status st = mt_load_plan(path, &p);
+            CHECK_MSG(st == MT_OK, "%s: %s", path, mt_last_error());
+            if (st == MT_OK) {
+                CHECK_MSG(p.n_keys > 0, "%s: no keys", path);
+                mt_plan_free(&p);
+            }
+        } else {
+            mt_space_config sc;
+            const mt_status st = mt_load_space(path, &sc);
+            CHECK_MSG(st == MT_OK, "%s: %s", path, mt_last_error());
+            if (st == MT_OK) CHECK_MSG(sc.n_spaces == 1, "%s: %d spaces", path, sc.n_spaces);
+        }
+        n++;
+    }
+    closedir(d);
+    return n;
 }
 
 static void expect_plan_error(const char *name, const char *text, const char *where, const char *what) {
@@ -58,25 +98,15 @@ int main(void) {
     snprintf(dir, sizeof dir, "/tmp/mla-tune-test-config-XXXXXX");
     if (!mkdtemp(dir)) return 1;
 
-    /* the shipped configs */
-    const char *spaces[] = {"spaces/sm_90.yaml", "spaces/gfx942.yaml", "spaces/gfx950.yaml"};
-    for (int i = 0; i < 3; i++) {
-        char path[1024];
-        mt_space_config sc;
-        CHECK_OK(mt_config_file(spaces[i], path, sizeof path));
-        CHECK_OK(mt_load_space(path, &sc));
-        CHECK(sc.n_spaces == 1);
-    }
-    const char *plans[] = {"plans/quick.yaml", "plans/deepseek-v3-tp8.yaml", "plans/deepseek-v3-tp1.yaml",
-                           "plans/kimi-k2-tp8.yaml"};
-    for (int i = 0; i < 4; i++) {
-        char path[1024];
-        mt_plan p;
-        CHECK_OK(mt_config_file(plans[i], path, sizeof path));
-        CHECK_OK(mt_load_plan(path, &p));
-        CHECK(p.n_keys > 0);
-        mt_plan_free(&p);
-    }
+    /* the shipped configs: every space (configs/spaces and its folders)
+     * and every plan (configs/plans), found by listing the folders, so a
+     * file added or edited there is checked without naming it here */
+    char spaces_dir[1024], plans_dir[1024];
+    CHECK_OK(mt_config_file("spaces/sm_90.yaml", spaces_dir, sizeof spaces_dir));
+    CHECK_OK(mt_config_file("plans/quick.yaml", plans_dir, sizeof plans_dir));
+    *strrchr(spaces_dir, '/') = '\0', *strrchr(plans_dir, '/') = '\0';
+    const int n_spaces = check_shipped(spaces_dir, 0, 1), n_plans = check_shipped(plans_dir, 1, 0);
+    CHECK_MSG(n_spaces >= 15 && n_plans >= 11, "%d spaces, %d plans checked", n_spaces, n_plans);
 
     /* a good plan expands to the product of its lists */
     mt_plan p;
