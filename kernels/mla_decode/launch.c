@@ -180,16 +180,17 @@ mt_status mt_mla_decode_schedule(mt_backend *b, const mt_kernels *k, const mt_va
  * B=128 one-long 133.7 -> 131.7; none slower; reports/PERFLOG.md, session
  * 25).  Only pairs: 66 clusters of two of the 64-row path fit on the H100
  * at once, 30 of four (a 128-group grid would need a second wave). */
-static unsigned tile_cluster(const mt_variant *v, unsigned tiles) {
-    return v->values[MT_P_MMA] == 2 && v->values[MT_P_TILE_Q] == 64 && tiles == 2 ? 2u : 1u;
+static unsigned tile_cluster(const mt_variant *v, const mt_problem_static *s, int warp_size, unsigned tiles) {
+    const mt_decode_path path = mt_decode_path_of(v->values, s, warp_size);
+    return (path == MT_PATH_WGMMA64 || path == MT_PATH_WGMMA64_FP8) && tiles == 2 ? 2u : 1u;
 }
 
 /* decode's launch over `grid`, a request's `tiles` row tiles (the grid's
  * first, fastest dimension) as one cluster where tile_cluster says so */
-static mt_status launch_decode(mt_backend *b, const mt_kernels *k, const mt_variant *v, unsigned tiles,
-                               const unsigned grid[3], const unsigned block[3], size_t shared, mt_stream stream,
-                               void **args) {
-    const unsigned cluster[3] = {tile_cluster(v, tiles), 1, 1};
+static mt_status launch_decode(mt_backend *b, const mt_kernels *k, const mt_variant *v, const mt_problem_static *s,
+                               int warp_size, unsigned tiles, const unsigned grid[3], const unsigned block[3],
+                               size_t shared, mt_stream stream, void **args) {
+    const unsigned cluster[3] = {tile_cluster(v, s, warp_size, tiles), 1, 1};
     if (cluster[0] > 1)
         return mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
     return mt_backend_launch(b, k->fn[MT_DECODE_FN], grid, block, shared, stream, args);
@@ -214,7 +215,7 @@ static mt_status launch_length_aware(mt_backend *b, const mt_kernels *k, const m
     mt_schedule_shape sh = mt_mla_decode_schedule_shape(v, a->batch, a->n_heads, a->sq, a->compute_units);
     /* work-group g runs tile g % tiles of stretch g / tiles (schedule.h) */
     unsigned grid[3] = {(unsigned)mt_schedule_work_groups(&sh), 1, 1};
-    st = launch_decode(b, k, v, (unsigned)mt_schedule_tiles(&sh), grid, block, shared, stream, args);
+    st = launch_decode(b, k, v, s, a->warp_size, (unsigned)mt_schedule_tiles(&sh), grid, block, shared, stream, args);
     if (st != MT_OK) return st;
     /* reduce.cu's length-aware shape: RED_COLS columns per work-group
      * (4 per lane when Dl is a multiple of 4, else 1) in y, and one wave
@@ -267,7 +268,7 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
         unsigned cluster[3] = {1, (unsigned)splits, 1};
         return mt_backend_launch_cluster(b, k->fn[MT_DECODE_FN], grid, block, cluster, shared, stream, args);
     }
-    st = launch_decode(b, k, v, grid[0], grid, block, shared, stream, args);
+    st = launch_decode(b, k, v, s, a->warp_size, grid[0], grid, block, shared, stream, args);
     if (st != MT_OK || splits == 1) return st;
     /* the reduce's shape in reduce.cu: with 2 or 4 splits, REDUCE_ROWS
      * (4) rows of 32 threads each; with 8 or more, REDUCE_GROUPS (8) x 32
