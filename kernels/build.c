@@ -9,13 +9,35 @@
 
 #include "runtime/base/sha256.h"
 
-mt_status mt_build_source(const mt_variant *v, const mt_problem_static *s, const mt_target *t, char **out) {
+mt_status mt_build_source_in(const mt_variant *v, const mt_problem_static *s, const mt_target *t,
+                             const char *kernel_dir, char **out) {
     const char *names[MT_MAX_SOURCES];
     int n = v->family->sources(v, s, t->warp_size, names);
     if (n < 1 || n > MT_MAX_SOURCES)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "family %s named %d source files (1..%d)", v->family->name, n,
                        MT_MAX_SOURCES);
+    if (kernel_dir) {
+        if (v->family->files)
+            return mt_fail(MT_ERR_INVALID_ARGUMENT, "family %s keeps its sources apart from kernels/",
+                           v->family->name);
+        return mt_source_compose_dir(kernel_dir, names, n, out);
+    }
     return mt_source_compose(v->family->files, names, n, out);
+}
+
+mt_status mt_build_source(const mt_variant *v, const mt_problem_static *s, const mt_target *t, char **out) {
+    return mt_build_source_in(v, s, t, NULL, out);
+}
+
+mt_status mt_build_compile_text(mt_jit *jit, const mt_variant *v, const mt_problem_static *s, const mt_target *t,
+                                const char *text, const char *const *options, int n_options,
+                                const mt_code_object **obj, mt_jit_origin *origin) {
+    char storage[MT_MAX_PARAMS + 8][48];
+    const char *defines[MT_MAX_PARAMS + 8];
+    int n = mt_variant_defines(v, s, storage, defines, MT_MAX_PARAMS + 8);
+    mt_jit_request req = {.source = text, .source_name = v->family->name, .arch = t->arch, .defines = defines,
+                          .n_defines = n, .options = options, .n_options = n_options};
+    return mt_jit_compile(jit, &req, obj, origin);
 }
 
 mt_status mt_build_compile_with(mt_jit *jit, const mt_variant *v, const mt_problem_static *s, const mt_target *t,
@@ -23,13 +45,7 @@ mt_status mt_build_compile_with(mt_jit *jit, const mt_variant *v, const mt_probl
                                 mt_jit_origin *origin) {
     char *text = NULL;
     mt_status st = mt_build_source(v, s, t, &text);
-    if (st != MT_OK) return st;
-    char storage[MT_MAX_PARAMS + 8][48];
-    const char *defines[MT_MAX_PARAMS + 8];
-    int n = mt_variant_defines(v, s, storage, defines, MT_MAX_PARAMS + 8);
-    mt_jit_request req = {.source = text, .source_name = v->family->name, .arch = t->arch, .defines = defines,
-                          .n_defines = n, .options = options, .n_options = n_options};
-    st = mt_jit_compile(jit, &req, obj, origin);
+    if (st == MT_OK) st = mt_build_compile_text(jit, v, s, t, text, options, n_options, obj, origin);
     free(text);
     return st;
 }

@@ -25,6 +25,12 @@ mt_status mt_build_compile_with(mt_jit *jit, const mt_variant *v, const mt_probl
                                 const char *const *options, int n_options, const mt_code_object **obj,
                                 mt_jit_origin *origin);
 
+/* The same from the text given (mt_build_source_in's, for instance: an
+ * older kernel tree's), with the variant's defines. */
+mt_status mt_build_compile_text(mt_jit *jit, const mt_variant *v, const mt_problem_static *s, const mt_target *t,
+                                const char *text, const char *const *options, int n_options,
+                                const mt_code_object **obj, mt_jit_origin *origin);
+
 /* The entry points of a compiled variant on the calling thread's device,
  * ready to launch. */
 mt_status mt_build_load(mt_jit *jit, const mt_code_object *obj, const mt_variant *v, const mt_problem_static *s,
@@ -37,6 +43,11 @@ mt_status mt_build_variant(mt_jit *jit, const mt_variant *v, const mt_problem_st
 /* The text variant v compiles for problem `s` on `t` (prelude and its
  * files): for tools that compile without the JIT.  *out is malloc'd. */
 mt_status mt_build_source(const mt_variant *v, const mt_problem_static *s, const mt_target *t, char **out);
+
+/* mt_build_source with the files read from the folder `kernel_dir`, laid
+ * out like kernels/ (NULL: mt_build_source). */
+mt_status mt_build_source_in(const mt_variant *v, const mt_problem_static *s, const mt_target *t,
+                             const char *kernel_dir, char **out);
 
 /* The validator of a measurement (issue 25): the hex SHA-256 of the text
  * variant v compiles for problem `s` on `t` (the prelude and its family's files, as

@@ -28,15 +28,15 @@ static char *read_file(const char *path) {
     return buf;
 }
 
-/* A malloc'd copy of the named file of `table`: for the library's own
- * table, from MLA_TUNE_KERNEL_DIR when that is set. */
-static mt_status load(const mt_source_file *table, const char *name, char **out) {
-    const char *dir = getenv("MLA_TUNE_KERNEL_DIR");
-    if (table == mt_kernel_files && dir && dir[0]) {
+/* A malloc'd copy of the named file: read from folder `dir` when given
+ * (`why` says in errors where the folder came from), else from `table`. */
+static mt_status load_from(const mt_source_file *table, const char *dir, const char *why, const char *name,
+                           char **out) {
+    if (dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, name);
         *out = read_file(path);
-        if (!*out) return mt_fail(MT_ERR_IO, "cannot read kernel source %s (MLA_TUNE_KERNEL_DIR)", path);
+        if (!*out) return mt_fail(MT_ERR_IO, "cannot read kernel source %s (%s)", path, why);
         return MT_OK;
     }
     for (const mt_source_file *s = table; s->name; s++)
@@ -57,18 +57,20 @@ static mt_status append(char **buf, size_t *len, const char *name, const char *t
     return MT_OK;
 }
 
-mt_status mt_source_compose(const mt_source_file *table, const char *const *names, int n, char **out) {
+/* prelude.h (the library's, from `prelude_dir` when given) and
+ * names[0..n) (from `dir` when given, else from `table`). */
+static mt_status compose(const mt_source_file *table, const char *dir, const char *prelude_dir, const char *why,
+                         const char *const *names, int n, char **out) {
     if (!names || n < 1 || !out) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_source_compose: no files named");
     *out = NULL;
-    if (!table) table = mt_kernel_files;
     char *text = NULL, *buf = NULL;
     size_t len = 0;
-    mt_status st = load(mt_kernel_files, "prelude.h", &text);
+    mt_status st = load_from(mt_kernel_files, prelude_dir, why, "prelude.h", &text);
     if (st == MT_OK) st = append(&buf, &len, "prelude.h", text);
     for (int i = 0; st == MT_OK && i < n; i++) {
         free(text);
         text = NULL;
-        st = load(table, names[i], &text);
+        st = load_from(table, dir, why, names[i], &text);
         if (st == MT_OK) st = append(&buf, &len, names[i], text);
     }
     free(text);
@@ -78,6 +80,20 @@ mt_status mt_source_compose(const mt_source_file *table, const char *const *name
     }
     *out = buf;
     return MT_OK;
+}
+
+mt_status mt_source_compose(const mt_source_file *table, const char *const *names, int n, char **out) {
+    if (!table) table = mt_kernel_files;
+    const char *dir = getenv("MLA_TUNE_KERNEL_DIR");
+    if (dir && !dir[0]) dir = NULL;
+    /* the override replaces the library's files, the prelude included (a
+     * tuner table's own files are its own) */
+    return compose(table, table == mt_kernel_files ? dir : NULL, dir, "MLA_TUNE_KERNEL_DIR", names, n, out);
+}
+
+mt_status mt_source_compose_dir(const char *dir, const char *const *names, int n, char **out) {
+    if (!dir || !dir[0]) return mt_fail(MT_ERR_INVALID_ARGUMENT, "mt_source_compose_dir: no folder given");
+    return compose(mt_kernel_files, dir, dir, "a kernel tree", names, n, out);
 }
 
 mt_status mt_kernel_source(const mt_source_file *table, const char *name, char **out) {

@@ -33,6 +33,11 @@ extern const mt_source_file mt_kernel_files[];
  * malloc'd. */
 mt_status mt_source_compose(const mt_source_file *table, const char *const *names, int n, char **out);
 
+/* mt_source_compose with every file, the prelude included, read from the
+ * folder `dir`, laid out like kernels/ (an older tree: what `mla-tune
+ * rehash` compares the current text with). */
+mt_status mt_source_compose_dir(const char *dir, const char *const *names, int n, char **out);
+
 /* The prelude and one file: mt_source_compose with n = 1. */
 mt_status mt_kernel_source(const mt_source_file *table, const char *name, char **out);
 

@@ -12,6 +12,8 @@ int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+/* `rehash` (cmd_rehash.c): rows proven unchanged by a kernel edit keep counting. */
+int cmd_rehash(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 /* `lookup --prefill` (cmd_lookup_prefill.c): cmd_lookup hands it the whole command line. */
 int cmd_lookup_prefill(int argc, char **argv);

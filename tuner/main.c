@@ -45,6 +45,7 @@ static const struct {
     {"export", cmd_export, "write a deployable database for one architecture"},
     {"import", cmd_import, "add a database's measurements to the user database"},
     {"merge", cmd_merge, "join two databases into a new one"},
+    {"rehash", cmd_rehash, "keep a database's rows valid across kernel edits that leave the code unchanged"},
     {"lookup", cmd_lookup, "print what the runtime would run for a problem, and why"},
     {"bench", cmd_bench, "time decode through the runtime for a grid of shapes, against measured ceilings"},
     {"crossover", cmd_crossover, "time both prefill forms (MQA, MHA) of chunks on the GPU and store the crossover"},
