@@ -25,7 +25,7 @@ static void usage(FILE *to) {
             "No GPU is needed.\n\n"
             "  --db FILE            the database, rewritten in place (required)\n"
             "  --from-kernels DIR   the kernel tree the stale rows were measured with (required)\n"
-            "  --dry-run            report only; the database is opened read-only\n"
+            "  --dry-run            report only (the file is opened for writing only when rows move)\n"
             "  --jobs N             compiler threads (default: CPU count)\n"
             "  --verbose            a line per group, not only the changed and failed ones\n");
 }
@@ -69,14 +69,8 @@ int cmd_rehash(int argc, char **argv) {
         mt_cli_error("rehash: %s: no such file", db_path);
         return 1;
     }
-    mt_db *db = NULL;
-    if (mt_db_open(db_path, dry_run ? MT_DB_READ : MT_DB_WRITE, &db) != MT_OK) {
-        mt_cli_error("rehash: %s", mt_last_error());
-        return 1;
-    }
     mt_rehash_report r;
-    mt_status st = mt_rehash(db, tree, (int)(jobs > 0 ? jobs : 1), dry_run, verbose, stdout, &r);
-    mt_db_close(db);
+    mt_status st = mt_rehash(db_path, tree, (int)(jobs > 0 ? jobs : 1), dry_run, verbose, stdout, &r);
     if (st != MT_OK) {
         mt_cli_error("rehash: %s", mt_last_error());
         return 1;

@@ -138,12 +138,18 @@ static const char *verdict_name(verdict v) {
     return names[v];
 }
 
-mt_status mt_rehash(mt_db *db, const char *old_tree, int threads, int dry_run, int verbose, FILE *log,
+mt_status mt_rehash(const char *db_path, const char *old_tree, int threads, int dry_run, int verbose, FILE *log,
                     mt_rehash_report *r) {
     memset(r, 0, sizeof *r);
+    /* read-only while proving: a file with nothing to move is not touched
+     * (opening for writing would migrate an older schema in place) */
+    mt_db *db = NULL;
+    mt_status st = mt_db_open(db_path, MT_DB_READ, &db);
+    if (st != MT_OK) return st;
     mt_stamp_group *groups = NULL;
     int n = 0;
-    mt_status st = mt_db_stamp_groups(db, &groups, &n, &r->skipped_rows);
+    st = mt_db_stamp_groups(db, &groups, &n, &r->skipped_rows);
+    mt_db_close(db);
     if (st != MT_OK) return st;
     rehash_ctx c = {.jobs = calloc((size_t)n + 1, sizeof *c.jobs), .jits = calloc(MAX_ARCHS, sizeof *c.jits)};
     mt_validator *val = malloc(sizeof *val);
@@ -179,9 +185,11 @@ mt_status mt_rehash(mt_db *db, const char *old_tree, int threads, int dry_run, i
     }
     if (!dry_run && r->restamped > 0) {
         int rows = 0;
-        st = mt_db_restamp(db, groups, (const char(*)[65])new_hash, n, &rows);
+        st = mt_db_open(db_path, MT_DB_WRITE, &db);
+        if (st == MT_OK) st = mt_db_restamp(db, groups, (const char(*)[65])new_hash, n, &rows);
         if (st == MT_OK) r->rows_restamped = rows;
         if (st == MT_OK) st = mt_validator_recompute_choices(db);
+        if (db) mt_db_close(db);
     }
 out:
     for (int i = 0; c.jobs && i < n; i++) free(c.jobs[i].old_text);

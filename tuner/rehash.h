@@ -20,7 +20,8 @@
 
 #include <stdio.h>
 
-#include "db/db.h"
+#include "runtime/base/error.h"
+
 
 typedef struct mt_rehash_report {
     int groups;          /* groups of rows with a hash (db/restamp.h) */
@@ -34,14 +35,15 @@ typedef struct mt_rehash_report {
     int skipped_rows;    /* groups unreadable as choices (db/restamp.c) */
 } mt_rehash_report;
 
-/* Rehashes the measurements of `db` (opened for writing unless dry_run)
- * against the kernel tree in `old_tree` (a folder laid out like kernels/),
- * compiling on `threads` threads; a line per group that changed code or
- * failed goes to `log` (NULL: none), every group's with `verbose`.  The
- * choices are derived again afterwards (validators.h).  Errors: the DB,
- * no compiler for an arch is not one (those groups count as
+/* Rehashes the measurements of the DB at `db_path` against the kernel tree
+ * in `old_tree` (a folder laid out like kernels/), compiling on `threads`
+ * threads; a line per group that changed code or failed goes to `log`
+ * (NULL: none), every group's with `verbose`.  The file is read
+ * read-only, and opened for writing only when rows move (unless dry_run):
+ * then the choices are derived again (validators.h).  Errors are the DB's;
+ * an arch this host cannot compile for is not one (its groups count as
  * other_compiler). */
-mt_status mt_rehash(mt_db *db, const char *old_tree, int threads, int dry_run, int verbose, FILE *log,
+mt_status mt_rehash(const char *db_path, const char *old_tree, int threads, int dry_run, int verbose, FILE *log,
                     mt_rehash_report *r);
 
 #endif

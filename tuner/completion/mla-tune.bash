@@ -15,6 +15,8 @@ _mla_tune() {
     case $prev in
         --db|--system-db|-o|--output|--csv|--config|--cache-dir|--space)
             COMPREPLY=($(compgen -f -- "$cur")); return;;
+        --from-kernels)
+            COMPREPLY=($(compgen -d -- "$cur")); return;;
         --arch)
             COMPREPLY=($(compgen -W "sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 gfx90a gfx942 gfx950" -- "$cur")); return;;
         --q-dtype) COMPREPLY=($(compgen -W "bf16 fp16" -- "$cur")); return;;
