@@ -169,6 +169,24 @@ int main(void) {
     CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 8 && table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 0);
     CHECK(table.n_variants <= MT_MAX_HEURISTIC);
     mt_dispatch_free(&table);
+    /* pages of one key (SGLang's): 128 heads take the 64-row path, which
+     * gathers the rows by cp.async (its only mma=2 form there, and every
+     * variant the rule lists must fit such pages); 16 heads keep the
+     * mma.sync base, faster than the gather for one 16-row tile's worth */
+    mt_problem_key page1 = shape;
+    page1.s.page_size = 1;
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &page1, &t, 132, &table));
+    mt_dispatch_lookup(&table, 32, 16384, 0, &r);
+    CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 64 &&
+          table.variants[r.variant].values[MT_P_WG_SCHEDULE] == 0);
+    for (int i = 0; i < table.n_variants; i++) CHECK_OK(mt_variant_validate(&table.variants[i], &page1.s, &t));
+    mt_dispatch_free(&table);
+    page1.n_heads = 16;
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &page1, &t, 132, &table));
+    mt_dispatch_lookup(&table, 32, 16384, 0, &r);
+    CHECK_MSG(table.variants[r.variant].values[MT_P_MMA] == 1, "16 heads, page 1: mma=%d",
+              table.variants[r.variant].values[MT_P_MMA]);
+    mt_dispatch_free(&table);
     /* fp8 KV on sm_90: the transposed wgmma base (16-row tiles) */
     mt_problem_key fp8_shape = shape;
     fp8_shape.s.kv_dtype = MT_FP8_E4M3;

@@ -256,8 +256,15 @@ int main(void) {
     CHECK(mt_mla_decode_shared_bytes(w.values, &s, 32) == 1024 + 3 * 73728 + 8192 + 512 + 16);
     mt_problem_static small_pages = s;
     small_pages.page_size = 8;
-    CHECK_STATUS(mt_variant_validate(&w, &small_pages, &sm90), MT_ERR_INVALID_ARGUMENT);
+    CHECK_OK(mt_variant_validate(&w, &small_pages, &sm90)); /* the plain 64-row path gathers such pages' rows */
+    mt_variant overlapped = w; /* the other mma=2 forms copy whole pages of 16+ keys */
+    overlapped.values[MT_P_WG_SCHEDULE] = 1;
+    CHECK_OK(mt_variant_validate(&overlapped, &s, &sm90));
+    CHECK_STATUS(mt_variant_validate(&overlapped, &small_pages, &sm90), MT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(mt_last_error(), "at least 16 keys") != NULL, "%s", mt_last_error());
+    small_pages.kv_dtype = MT_FP8_E4M3;
+    CHECK_STATUS(mt_variant_validate(&w, &small_pages, &sm90), MT_ERR_INVALID_ARGUMENT);
+    small_pages.kv_dtype = s.kv_dtype;
     small_pages.page_size = 16;
     CHECK_OK(mt_variant_validate(&w, &small_pages, &sm90));
     CHECK_STATUS(mt_variant_validate(&w, &s, &sm80), MT_ERR_INVALID_ARGUMENT);

@@ -64,7 +64,8 @@ static mt_status check_mfma(const int *values, const mt_problem_static *s, const
  * With 16-bit KV, wgmma reads both operands in one 16-bit type, so q and
  * KV must share it (mixed types take mma=1).  Chunks arrive through the
  * tensor copy engine a page (or 64 keys of one) at a time: pages of 16+
- * keys. */
+ * keys; with smaller pages only the 64-row 16-bit path runs, gathering the
+ * rows by cp.async (wgmma_common.cuh). */
 static mt_status check_wgmma(const int *values, const mt_problem_static *s, const mt_target *t) {
     if (strcmp(t->arch, "sm_90") != 0 && strcmp(t->arch, "sm_90a") != 0)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 (wgmma) runs on Hopper (sm_90) only, not %s",
@@ -92,10 +93,11 @@ static mt_status check_wgmma(const int *values, const mt_problem_static *s, cons
     if (!fp8 && s->kv_dtype != s->q_dtype)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs q and KV of one type (q %s, KV %s)",
                        mt_dtype_name(s->q_dtype), mt_dtype_name(s->kv_dtype));
-    if (s->page_size < 16)
+    if (s->page_size < 16 && (tile_q != 64 || fp8 || values[MT_P_WG_SCHEDULE]))
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
-                       "mla_decode: mma=2 copies whole pages of at least 16 keys (page size %d: use mma=1)",
-                       s->page_size);
+                       "mla_decode: with pages under 16 keys (page size %d) mma=2 gathers rows on the 64-row 16-bit "
+                       "path only (tile_q 64, 16-bit KV, wg_schedule 0); the others copy whole pages of at least 16 "
+                       "keys: use mma=1 for them", s->page_size);
     size_t smem = mt_mla_decode_shared_bytes(values, s, t->warp_size);
     if (smem > t->shared_max)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "mla_decode: mma=2 needs %zu bytes of shared memory, %s allows %zu",

@@ -111,8 +111,14 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
     int has_wide = fp8 && rows >= 64 && shape->s.kv_dtype == MT_FP8_E4M3 && base_fits(fp8_base64, shape, t, &wide);
     if (has_wide) add_splits(set, &wide, fp8_wide_splits, sizeof fp8_wide_splits / sizeof fp8_wide_splits[0], 0, shape, t);
     const char *hopper = !fp8 ? wgmma_base : rows >= 32 ? fp8_base32 : fp8_base;
+    /* 16-bit KV in pages under 16 keys: the 64-row path gathers the rows
+     * by cp.async (wgmma_common.cuh), 1.5-2.2x faster than the mma.sync
+     * base at 128 heads but 1.1-1.2x slower with one 16-row tile's worth
+     * (H100, page 1, 16 heads B=8 / 32 / 128 x 16384: 87 / 304 / 1151 us
+     * against 73 / 262 / 1049; reports/PERFLOG.md session 26) */
+    if (!fp8 && shape->s.page_size < 16 && rows < 64) hopper = NULL;
     mt_variant base;
-    if (!base_fits(hopper, shape, t, &base) && !(hopper == fp8_base32 && base_fits(fp8_base, shape, t, &base)) &&
+    if (!(hopper && base_fits(hopper, shape, t, &base)) && !(hopper == fp8_base32 && base_fits(fp8_base, shape, t, &base)) &&
         !base_fits(mma_base, shape, t, &base) &&
         mt_variant_default_for(&mt_family_mla_decode, &shape->s, t, &base) != MT_OK)
         return mt_fail(MT_ERR_UNSUPPORTED, "no built-in variant fits: %s", mt_last_error());

@@ -250,7 +250,8 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
     /* every kernel takes the struct; kv_map is read by the mma=2 paths
      * only (a launch passes a kernel only the arguments it declares) */
     void *args[] = {&p, kv_map};
-    if (v->values[MT_P_MMA] == 2) {
+    memset(kv_map, 0, sizeof kv_map);
+    if (v->values[MT_P_MMA] == 2 && s->page_size >= 16) { /* smaller pages: the lanes gather the rows */
         unsigned box_rows = s->page_size < 64 ? (unsigned)s->page_size : 64u;
         unsigned elem = (unsigned)mt_dtype_size(s->kv_dtype); /* 64 columns: 64- or 128-byte box rows */
         st = mt_backend_tensor_map_2d(b, a->kv, elem, (uint64_t)s->d, 1ull << 31, (uint64_t)s->d * elem, 64, box_rows,

@@ -37,8 +37,9 @@
  *   row_limit  [64] int
  *   stage_full [2] mbarrier             one per stage: the chunk's bytes are in
  * Fixed shape (checked in mla_decode.c): TILE_Q 64, 256 threads, 64-key
- * chunks, 2 stages, DL 512, D % 64 == 0, q and KV of one 16-bit type,
- * PAGE_SIZE >= 16. */
+ * chunks, 2 stages, DL 512, D % 64 == 0, q and KV of one 16-bit type.
+ * Pages of fewer than 16 keys: the chunks' rows are gathered by warpgroup
+ * 1's cp.async instead of the copy engine (W64_GATHER, wgmma_common.cuh). */
 #if !defined(MT_HAVE_WGMMA)
 #error "mma=2 (wgmma) needs sm_90a"
 #endif
@@ -49,6 +50,11 @@
 #define WG_BLOCK_BYTES (64 * 128)               /* 64 rows x 64 16-bit columns */
 #define WG_TILE_BYTES ((D / 64) * WG_BLOCK_BYTES) /* 64 rows x D */
 #define WG_PIECES (D / 8)                       /* 16-byte pieces per row */
+#if W64_GATHER
+#define W64_ISSUER(tid) ((tid) >= 128) /* pages under 16 keys: warpgroup 1 gathers the rows (wgmma_common.cuh) */
+#else
+#define W64_ISSUER(tid) ((tid) == 128) /* one thread issues the copy engine's boxes */
+#endif
 
 /* O rows r0 / r1 of this thread *= a0 / a1, skipped while the whole warp's
  * rows keep their max (the factor is then exactly 1). */
@@ -112,13 +118,19 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     /* chunk copies, issued by one thread (warpgroup 1's first, idle while
      * scores are computed): the boxes holding keys below tile_end */
     const int kb0 = k_begin & ~63;
+#if W64_GATHER
+    auto issue_chunk = [&](int k0, int buf) {
+        gather_chunk_rows(kv_s + buf * WG_TILE_BYTES, kv, pages, k0, tile_end, tid - 128);
+    };
+#else
     auto issue_chunk = [&](int k0, int buf) {
         issue_chunk_copies<128>(kv_s + buf * WG_TILE_BYTES, &kv_map, pages, k0, tile_end, &stage_full[buf]);
     };
+#endif
 
     const int n_chunks = tile_end > k_begin ? (tile_end - kb0 + 63) / 64 : 0;
-    if (tid == 128 && n_chunks > 0) issue_chunk(kb0, chunk_base & 1);
-    mt_cp_async_wait<0>(); /* Q */
+    if (W64_ISSUER(tid) && n_chunks > 0) issue_chunk(kb0, chunk_base & 1);
+    mt_cp_async_wait<0>(); /* Q (and, gathered, the first chunk) */
     mt_fence_proxy_async();
 
     const float s_scale = scale * kv_scale * LOG2E; /* scores in the log2 domain */
@@ -135,8 +147,10 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
     for (int ci = 0; ci < n_chunks; ci++) {
         const int k0 = kb0 + ci * 64, cc = chunk_base + ci, buf = cc & 1;
         __syncthreads(); /* chunk ci-1 is consumed (its stage is free); Q is in */
-        if (tid == 128 && ci + 1 < n_chunks) issue_chunk(k0 + 64, buf ^ 1);
+        if (W64_ISSUER(tid) && ci + 1 < n_chunks) issue_chunk(k0 + 64, buf ^ 1);
+#if !W64_GATHER /* gathered, the chunk was waited for before the barrier above */
         mt_mbar_wait(&stage_full[buf], (unsigned)(cc >> 1) & 1u);
+#endif
         if (k0 + 64 > tile_end) {
             zero_key_rows<128>(kv_s + buf * WG_TILE_BYTES, tile_end - k0, tid, 256);
             mt_fence_proxy_async(); /* the zeros, for the wgmma */
@@ -225,6 +239,13 @@ mla_decode_body(const mt_u16 *__restrict__ q, const kv_t *__restrict__ kv, const
             mt_wgmma_wait<0>();
             mt_wgmma_pin<128>(acc);
         }
+#if W64_GATHER
+        /* the issuers' rows of the next chunk have landed; fenced for the
+         * matrix units (which read through the async proxy) before the
+         * barrier that hands the stage to both warpgroups */
+        mt_cp_async_wait<0>();
+        mt_fence_proxy_async();
+#endif
     }
 
     /* warpgroup 0 owns the row statistics: it publishes kv_scale / sum per

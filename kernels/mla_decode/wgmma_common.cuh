@@ -74,10 +74,8 @@ __device__ __forceinline__ void cluster_merge(const mt_views &prm, const float *
  * A stage holds one 64-key chunk as D/64 blocks of 64 key rows, each row
  * ROW_BYTES wide (64 columns: 128 bytes of 16-bit KV, 64 of fp8), written
  * by the tensor copy engine in the swizzle of that width. */
+#if PAGE_SIZE >= 16
 #define BOX_ROWS (PAGE_SIZE < 64 ? PAGE_SIZE : 64) /* keys per copy: a page, or 64 keys of one */
-#if PAGE_SIZE < 16
-#error "mma=2 copies whole pages of at least 16 keys"
-#endif
 
 /* Issued by one thread: the copies of the chunk starting at key k0 (a
  * multiple of 64) into `stage`, one box per column block and page piece,
@@ -95,6 +93,38 @@ __device__ __forceinline__ void issue_chunk_copies(unsigned char *stage, const m
             mt_tma_load_2d(stage + blk * 64 * ROW_BYTES + bx * BOX_ROWS * ROW_BYTES, map, blk * 64, row, full);
     }
 }
+#else
+/* Pages of fewer than 16 keys (SGLang's page 1): a copy-engine box per page
+ * and column block is 576 boxes per chunk at page 1, and issued by a warp
+ * they took 4x the time of this (reports/PERFLOG.md session 26), so the
+ * key rows are gathered by cp.async instead (the 64-row 16-bit path only: constraints.c), issued
+ * by the 128 threads of one warpgroup (t = 0..127) while the other computes
+ * the scores: warp w copies key rows w, w + 4, ..., its lanes a row's D/8
+ * 16-byte pieces into the stage's swizzled blocks (the layout the boxes
+ * write).  Rows at or past tile_end are zero-filled (no source bytes), so
+ * P V meets no NaN from a page's unused tail.  One commit group; the issuers
+ * wait for it and fence it for the matrix units before the work-group
+ * barrier that hands the stage over (W64_GATHER in wgmma64.cu). */
+#define W64_GATHER 1
+__device__ __forceinline__ void gather_chunk_rows(unsigned char *stage, const mt_u16 *kv, const int *pages, int k0,
+                                                  int tile_end, int t) {
+    const int warp = t >> 5, lane = t & 31;
+    /* the warp's 16 block-table entries first, one per lane (lanes 0-15:
+     * rows warp + 4 * lane), handed to the row copies by shuffles: a load
+     * per row put its latency before each row's copies, and the chunk took
+     * 3x the copy engine's time (reports/PERFLOG.md session 26) */
+    const int my_key = k0 + warp + 4 * (lane & 15);
+    const int my_row = my_key < tile_end ? pages[my_key / PAGE_SIZE] * PAGE_SIZE + my_key % PAGE_SIZE : 0;
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        const int r = warp + 4 * i;
+        const int valid = k0 + r < tile_end ? 16 : 0;
+        const mt_u16 *row = kv + (size_t)__shfl_sync(0xffffffffu, my_row, i) * D;
+        for (int u = lane; u < D / 8; u += 32) mt_cp_async16(stage + mt_swizzle128(r, u, 64), row + u * 8, valid);
+    }
+    mt_cp_async_commit();
+}
+#endif
 
 /* The last chunk: zeroes key rows first..63 of every block (whole rows, so
  * the swizzle does not matter); a page's unused tail may hold anything, and
