@@ -123,6 +123,14 @@ __device__ __forceinline__ int even_granules(const int *gran, int batch, int S, 
     return lo;
 }
 
+/* The items of the stretch from (request, key) a to b (schedule.c's
+ * items_between): the requests it touches (none when it is empty), the
+ * last of them in *last (b's request, or the one before when b starts one). */
+__device__ __forceinline__ int items_between(int2 a, int2 b, int *last) {
+    *last = b.y > 0 ? b.x : b.x - 1;
+    return (a.x == b.x && a.y == b.y) ? 0 : *last - a.x + 1;
+}
+
 /* The work-group is as small as the call allows (launch.c: a thread per
  * stretch and one more, or per request up to SCHED_THREADS, in multiples
  * of 64), since its barriers and scans cost by the warp: 5.3-5.6 us with
@@ -196,7 +204,8 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
         unsigned long long cost = 0;
         if (tid < S) {
             const int2 a = pos_s[tid], b = pos_s[tid + 1];
-            const int last = b.y > 0 ? b.x : b.x - 1, items = (a.x == b.x && a.y == b.y) ? 0 : last - a.x + 1;
+            int last;
+            const int items = items_between(a, b, &last);
             const unsigned long long c = (unsigned long long)request_cost;
             cost = runs[b.x] - b.x * c + b.y - (runs[a.x] - a.x * c + a.y) + items * c;
         }
@@ -243,8 +252,7 @@ mla_schedule_body(const int *__restrict__ seq_lens, int batch, int tiles, int n_
     int pieces = 0, first_cut = 0, opens = 0, offset = 0, last = 0;
     if (tid < S) {
         const int2 s0 = pos_s[tid], s1 = pos_s[tid + 1];
-        last = s1.y > 0 ? s1.x : s1.x - 1;
-        const int count = (s0.x == s1.x && s0.y == s1.y) ? 0 : last - s0.x + 1;
+        const int count = items_between(s0, s1, &last);
         first_cut = count > 0 && (s0.y > 0 || (count == 1 && s1.y > 0));
         const int last_cut = count > 1 && s1.y > 0;
         pieces = first_cut + last_cut;
