@@ -101,6 +101,15 @@ struct mt_family {
     /* 1 when v cuts its work by the lengths on the GPU: the only kind a
      * call with unknown lengths (graph capture) may run. */
     int (*length_aware)(const mt_variant *v);
+    /* Optional (NULL: every variant runs as measured at any batch).  The
+     * variant a call of `batch` requests runs where v won a key of
+     * `key_batch`: v with its grid rescaled to the call's batch (the decode
+     * family's splits, so that work-groups per call stay near the key's).
+     * Returns 1 and fills *out when that differs from v, else 0.  Its
+     * answer must change monotonically with the batch (the dispatcher
+     * finds the batches where it changes by bisection); the dispatcher
+     * validates *out for the shape and compiles it with the plan. */
+    int (*rescale)(const mt_variant *v, int key_batch, int batch, mt_variant *out);
     /* The built-in rule for a shape with no tuning entry: what it may run
      * (fails only when nothing fits the target), and which of those for a
      * call (an index into set->variants). */
@@ -109,6 +118,11 @@ struct mt_family {
                           int compute_units);
     /* One line on what the rule does, for explain (`pick` is what it chose). */
     void (*heuristic_explain)(const mt_heuristic_set *set, int pick, char *buf, size_t size);
+    /* Optional (NULL: any batch): the largest batch at which the rule may
+     * pick set->variants[i] on a device of compute_units, 0 for any.  What
+     * the plan's workspace is sized for (many splits are picked for small
+     * batches only; sized at max_batch they took GBs). */
+    int (*heuristic_batch_cap)(const mt_heuristic_set *set, int i, const mt_shape *shape, int compute_units);
 };
 
 /* The registered families, in registration order (the library's first). */

@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
         c->median_ms = 0.1;
     }
     mt_dispatch_table table;
-    if (mt_dispatch_build(choices, NULL, n_entries, &shape, &t, 132, &table) != MT_OK) {
+    if (mt_dispatch_build(choices, NULL, n_entries, &shape, &t, 132,
+                          MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table) != MT_OK) {
         fprintf(stderr, "%s\n", mt_last_error());
         return 1;
     }

@@ -273,7 +273,8 @@ static void test_per_device(void) {
     const int want_splits[] = {2, 8, 2, 8, 2};
     for (int i = 0; i < 5; i++) {
         mt_dispatch_table table;
-        CHECK_OK(mt_dispatch_build(c, NULL, n, &shape, &t, cus[i], &table));
+        CHECK_OK(mt_dispatch_build(c, NULL, n, &shape, &t, cus[i],
+                                   MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
         mt_dispatch_result r;
         mt_dispatch_lookup(&table, 8, 1024, 0, &r);
         CHECK_MSG(r.entry && table.variants[r.variant].values[MT_P_NUM_SPLITS] == want_splits[i], "%d CUs", cus[i]);

@@ -33,7 +33,7 @@ int main(void) {
             .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
             .n_heads = 16, .sq = 1};
     mt_dispatch_table table;
-    CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     CHECK(table.n_entries == 4 && !table.heuristic);  /* other heads and the fp8 KV entry are not candidates */
     mt_dispatch_result r;
     mt_dispatch_lookup(&table, 64, 16384, 0, &r);
@@ -67,7 +67,7 @@ int main(void) {
     /* user over system: sources travel with the entries */
     mt_choice_source src[6] = {MT_FROM_SYSTEM_DB, MT_FROM_USER_DB, MT_FROM_USER_DB,
                                MT_FROM_SYSTEM_DB, MT_FROM_USER_DB, MT_FROM_USER_DB};
-    CHECK_OK(mt_dispatch_build(c, src, 6, &shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, src, 6, &shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 1, 1024, 0, &r);
     CHECK(r.entry && r.entry->source == MT_FROM_SYSTEM_DB);
     mt_dispatch_free(&table);
@@ -84,7 +84,8 @@ int main(void) {
         rg[2].key.max_len = 32768;
         snprintf(rg[2].key.lengths, sizeof rg[2].key.lengths, "one-long:32768:1024");
         snprintf(rg[2].params, sizeof rg[2].params, "%s,groups_per_cu=2", V(16, 1));
-        CHECK_OK(mt_dispatch_build(rg, NULL, 4, &shape, &t, 132, &table));
+        CHECK_OK(mt_dispatch_build(rg, NULL, 4, &shape, &t, 132,
+                                   MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
         CHECK(table.aware_fallback < 0); /* the DB has length-aware winners */
         mt_dispatch_lookup(&table, 32, 2016, 0, &r); /* uniform: the uniform key, not the ragged one at the same mean */
         CHECK_MSG(r.entry && r.entry->seq_len == 2048 && !r.entry->length_aware, "mean %d", r.entry ? r.entry->seq_len : -1);
@@ -105,7 +106,8 @@ int main(void) {
         CHECK_MSG(strstr(why, "lengths unknown") != NULL, "%s", why);
         mt_dispatch_free(&table);
         /* no length-aware winner: the heuristic's length-aware variant, compiled with the plan */
-        CHECK_OK(mt_dispatch_build(rg, NULL, 1, &shape, &t, 132, &table));
+        CHECK_OK(mt_dispatch_build(rg, NULL, 1, &shape, &t, 132,
+                                   MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
         CHECK(table.aware_fallback >= 0 && table.variants[table.aware_fallback].values[MT_P_GROUPS_PER_CU] > 0);
         mt_dispatch_lookup(&table, 32, MLT_LENGTHS_UNKNOWN, 0, &r);
         CHECK(r.unknown_lengths && !r.entry && r.variant == table.aware_fallback);
@@ -114,7 +116,7 @@ int main(void) {
 
     /* nothing for 3 heads: the heuristic, splits growing as batch shrinks */
     shape.n_heads = 3;
-    CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 6, &shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     CHECK(table.heuristic && table.n_entries == 0 && table.n_variants > 1);
     mt_dispatch_lookup(&table, 1, 16384, 0, &r);
     int splits_small = table.variants[r.variant].values[MT_P_NUM_SPLITS];
@@ -148,7 +150,7 @@ int main(void) {
     /* 128 heads (64+ rows) on sm_90: the wgmma base; 32 requests x 2 tiles
      * of 64 rows fill a wave of 132 CUs with 2 splits (the tuned choice) */
     shape.n_heads = 128;
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
     /* ... B=1 x 1024 (two 64-row tiles): the 16-row base, 8 tiles of 16
@@ -175,14 +177,14 @@ int main(void) {
      * mma.sync base, faster than the gather for one 16-row tile's worth */
     mt_problem_key page1 = shape;
     page1.s.page_size = 1;
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &page1, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &page1, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 64 &&
           table.variants[r.variant].values[MT_P_WG_SCHEDULE] == 0);
     for (int i = 0; i < table.n_variants; i++) CHECK_OK(mt_variant_validate(&table.variants[i], &page1.s, &t));
     mt_dispatch_free(&table);
     page1.n_heads = 16;
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &page1, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &page1, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK_MSG(table.variants[r.variant].values[MT_P_MMA] == 1, "16 heads, page 1: mma=%d",
               table.variants[r.variant].values[MT_P_MMA]);
@@ -191,7 +193,7 @@ int main(void) {
     mt_problem_key fp8_shape = shape;
     fp8_shape.s.kv_dtype = MT_FP8_E4M3;
     fp8_shape.n_heads = 16;
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 16 &&
           table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
@@ -199,7 +201,7 @@ int main(void) {
     /* ... from 32 rows its 32-row tiles (each chunk converted once per 32
      * heads), while ragged calls keep the 16-row length-aware form */
     fp8_shape.n_heads = 32;
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 32);
     mt_dispatch_lookup(&table, 32, 2000, 32768, &r);
@@ -209,7 +211,7 @@ int main(void) {
     /* ... from 64 rows (OCP e4m3) the 64-row path, each chunk converted
      * once per 64 heads; fnuz KV (software conversion) keeps 32-row tiles */
     fp8_shape.n_heads = 128;
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_TILE_Q] == 64 &&
           table.variants[r.variant].values[MT_P_KV_STAGES] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1);
@@ -227,7 +229,7 @@ int main(void) {
           table.variants[r.variant].values[MT_P_GROUPS_PER_CU] == 1);
     mt_dispatch_free(&table);
     fp8_shape.s.kv_dtype = MT_FP8_E4M3_FNUZ;
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_TILE_Q] == 32);
     mt_dispatch_free(&table);
@@ -238,13 +240,15 @@ int main(void) {
      * the other encoding; the heuristic serves it */
     mt_problem_key fnuz_shape = fp8_shape;
     fnuz_shape.s.kv_dtype = MT_FP8_E4M3_FNUZ;
-    CHECK_OK(mt_dispatch_build(c, NULL, 6, &fnuz_shape, &t, 132, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 6, &fnuz_shape, &t, 132,
+                               MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     CHECK_MSG(table.n_entries == 0 && table.heuristic, "fnuz took %d entries", table.n_entries);
     mt_dispatch_free(&table);
     /* ... and on sm_80 (no wgmma) the mma.sync base */
     mt_target ampere;
     CHECK_OK(mt_target_for_arch("sm_80", &ampere));
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &ampere, 108, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &fp8_shape, &ampere, 108,
+                               MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 128, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 1);
     mt_dispatch_free(&table);
@@ -252,7 +256,7 @@ int main(void) {
     /* on gfx942 the heuristic starts from a default that fits 64 KiB of LDS */
     mt_target amd;
     CHECK_OK(mt_target_for_arch("gfx942", &amd));
-    CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &amd, 304, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &amd, 304, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     for (int i = 0; i < table.n_variants; i++) {
         CHECK_OK(mt_variant_validate(&table.variants[i], &shape.s, &amd));
         CHECK(table.variants[i].values[MT_P_MMA] == 0); /* the MFMA path has never run: only a tuned DB picks it */
@@ -263,7 +267,8 @@ int main(void) {
     shape.n_heads = 16;
     mt_choice bad = entry(16, 8, 4096, "tile_q=64,kv_granularity=64,num_splits=4,block_threads=128,kv_chunk=64,mma=0",
                           MT_BF16);
-    CHECK_STATUS(mt_dispatch_build(&bad, NULL, 1, &shape, &t, 132, &table), MT_ERR_CORRUPT);
+    CHECK_STATUS(mt_dispatch_build(&bad, NULL, 1, &shape, &t, 132,
+                                   MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table), MT_ERR_CORRUPT);
     CHECK(strstr(mt_last_error(), "batch 8, length 4096") != NULL);
     mt_dispatch_free(&table);
 

@@ -40,6 +40,8 @@ static void usage(FILE *to) {
                 "  --page-size N      (default 64)\n"
                 "  --d N, --dl N      (default 576, 512)\n"
                 "  --cus N            compute units for the heuristic (default: the device's, or 132)\n"
+                "  --max-batch N      also what a plan of this max_batch compiles and the device\n"
+                "                     workspace it asks for (mlt_plan_workspace_size)\n"
                 "  --max-distance X   warn when the nearest measured key is farther (default %.1f:\n"
                 "                     the sum of |log2| ratios of batch, mean and spread)\n"
                 "  --json             one JSON object instead of text\n"
@@ -62,7 +64,7 @@ int cmd_lookup(int argc, char **argv) {
     if (crossover) return cmd_lookup_crossover(argc, argv);
     mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
     const char *arch = NULL, *user = NULL, *sys = NULL;
-    int batch = 0, len = -2, max_len = 0, cus = 0, json = 0;
+    int batch = 0, len = -2, max_len = 0, cus = 0, json = 0, max_batch = 0;
     double max_distance = MT_LOOKUP_MAX_DISTANCE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -110,6 +112,7 @@ int cmd_lookup(int argc, char **argv) {
             else if (strcmp(a, "--d") == 0) k.s.d = (int)n;
             else if (strcmp(a, "--dl") == 0) k.s.dl = (int)n;
             else if (strcmp(a, "--cus") == 0) cus = (int)n;
+            else if (strcmp(a, "--max-batch") == 0) max_batch = (int)n;
             else {
                 mt_cli_error("lookup: unknown option '%s'", a);
                 usage(stderr);
@@ -120,6 +123,11 @@ int cmd_lookup(int argc, char **argv) {
     if (k.n_heads < 1 || k.n_heads > 128 || k.sq < 1 || k.sq > MT_DECODE_MAX_SQ || batch < 1 || len < -1) {
         mt_cli_error("lookup: --heads (1..128), --batch (>= 1) and --seq-len (>= 0 or 'unknown') are required; "
                      "--sq is 1..%d", MT_DECODE_MAX_SQ);
+        return 2;
+    }
+    if (max_batch && (max_batch < batch || max_batch > MT_DISPATCH_MAX_BATCH)) {
+        mt_cli_error("lookup: --max-batch %d must be at least --batch (%d) and at most %d", max_batch, batch,
+                     MT_DISPATCH_MAX_BATCH);
         return 2;
     }
     if (max_len > 0 && max_len < len) {
@@ -145,7 +153,8 @@ int cmd_lookup(int argc, char **argv) {
     mt_validator_learn_compiler(validator, t.arch);
     if (mt_db_load_overlay_kept(dbs.user, dbs.user_required, dbs.system, dbs.system_required, t.arch,
                                 mt_validator_keep, validator, &choices, &sources, &n) != MT_OK ||
-        mt_dispatch_build(choices, sources, n, &k, &t, cus, &table) != MT_OK) {
+        mt_dispatch_build(choices, sources, n, &k, &t, cus, max_batch ? max_batch : batch, MT_DISPATCH_RESCALED,
+                          &table) != MT_OK) {
         mt_cli_error("lookup: %s", mt_last_error());
         free(choices);
         free(sources);
@@ -200,7 +209,11 @@ int cmd_lookup(int argc, char **argv) {
         printf(", \"entries_read\": %d, \"compute_units\": %d, \"key_compute_units\": ", n, cus);
         if (table.key_compute_units > 0) printf("%d", table.key_compute_units);
         else printf("null");
-        printf(", \"stale_ignored\": %d}\n", stale);
+        printf(", \"stale_ignored\": %d, \"plan\": ", stale);
+        if (max_batch)
+            printf("{\"max_batch\": %d, \"variants\": %d, \"workspace_bytes\": %zu}}\n", max_batch, table.n_variants,
+                   mt_dispatch_workspace_bytes(&table));
+        else printf("null}\n");
     } else {
         if (len < 0) snprintf(lens, sizeof lens, "lengths unknown");
         else snprintf(lens, sizeof lens, "seq_len=%d max_len=%d", len, max_len > 0 ? max_len : len);
@@ -212,6 +225,9 @@ int cmd_lookup(int argc, char **argv) {
                    missing);
         else
             printf("  why    %s, measured %.4f ms\n", why, r.entry->median_ms);
+        if (max_batch)
+            printf("  plan   max_batch %d: %d variants compiled, %.1f MiB of device workspace\n", max_batch,
+                   table.n_variants, mt_dispatch_workspace_bytes(&table) / 1048576.0);
         if (stale)
             printf("  STALE  %d entries for %s ignored: measured for other code (kernel sources or compiler);\n"
                    "         `mla-tune show --stale` lists them\n", stale, t.arch);

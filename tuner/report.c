@@ -250,7 +250,8 @@ static void lookup_section(sqlite3 *h, const mt_choice *choices, int n, plot_lis
         mt_target t;
         mt_dispatch_table table;
         if (mt_target_for_arch(g->arch, &t) != MT_OK ||
-            mt_dispatch_build(choices, NULL, n, &g->key, &t, cus, &table) != MT_OK) {
+            mt_dispatch_build(choices, NULL, n, &g->key, &t, cus, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED,
+                              &table) != MT_OK) {
             mt_text_printf(md, "\n(%s: no lookup table: %s)\n", md_cell(g->arch), md_cell(mt_last_error()));
             continue;
         }

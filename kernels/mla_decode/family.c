@@ -242,6 +242,32 @@ static mt_status family_schedule(mt_backend *b, const mt_kernels *k, const mt_va
 
 static int family_length_aware(const mt_variant *v) { return v->values[MT_P_GROUPS_PER_CU] > 0; }
 
+/* A grid variant's best split count is the one that fills the GPU for
+ * its key's batch: the winners of one shape keep batch x num_splits
+ * nearly constant (16 heads, 16384 keys: 64 splits at batch 2, 32 at 4, 8
+ * at 16, 2 at 64).  So a call of another batch runs the key's winner with
+ * num_splits x key_batch / batch, to the nearest power of two (in log2)
+ * within the parameter's 1..128; one split takes kv_granularity 16
+ * (constraints.c: it has no effect there) and the cluster merge keeps to
+ * its 2..16 splits.  Each key of the shipped H100 databases held out and
+ * looked up from the rest (`mla-tune holdout`, reports/PERFLOG.md session
+ * 27): the nearest key's splits as measured ran 1.19x the key's best
+ * (geomean of 189 keys, up to 2.14x), rescaled 1.05x.  Length-aware
+ * variants cut by the lengths on the GPU: they run as they are. */
+static int family_rescale(const mt_variant *v, int key_batch, int batch, mt_variant *out) {
+    const int *x = v->values;
+    if (x[MT_P_GROUPS_PER_CU] || key_batch < 1 || batch < 1 || key_batch == batch) return 0;
+    const double want = (double)x[MT_P_NUM_SPLITS] * key_batch / batch;
+    int splits = 1;
+    while (splits < 128 && want >= splits * 1.4142135623730951) splits *= 2;
+    if (splits == x[MT_P_NUM_SPLITS]) return 0;
+    *out = *v;
+    out->values[MT_P_NUM_SPLITS] = splits;
+    if (splits == 1) out->values[MT_P_KV_GRANULARITY] = 16;
+    if (splits < 2 || splits > 16) out->values[MT_P_SPLIT_REDUCE] = 0;
+    return 1;
+}
+
 static const char *const old_names[] = {"mla_decode_simt", NULL};
 
 const mt_family mt_family_mla_decode = {
@@ -260,7 +286,9 @@ const mt_family mt_family_mla_decode = {
     .schedule_bytes = mt_mla_decode_schedule_bytes,
     .schedule = family_schedule,
     .length_aware = family_length_aware,
+    .rescale = family_rescale,
     .heuristic_set = mt_mla_decode_heuristic_set,
     .heuristic_pick = mt_mla_decode_heuristic_pick,
     .heuristic_explain = mt_mla_decode_heuristic_explain,
+    .heuristic_batch_cap = mt_mla_decode_heuristic_batch_cap,
 };

@@ -202,6 +202,25 @@ int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *sh
     return pick >= 0 ? pick : 0;
 }
 
+/* The rule picks splits s > 1 only while the batch's row tiles times s
+ * fit the compute units (the loop above: tiles x splits x 2 <= units
+ * before each doubling, and with_splits takes no more than that), so a
+ * variant of s splits merged by the reduce runs at batches up to units /
+ * (tiles per request x s); one split, a cluster merge (no workspace) and
+ * the length-aware form at any.  Variant 0 is also the fallback of a pick
+ * that found nothing: any batch. */
+int mt_mla_decode_heuristic_batch_cap(const mt_heuristic_set *set, int i, const mt_shape *shape, int compute_units) {
+    const int *x = set->variants[i].values;
+    if (i == 0 || i == set->aware || x[MT_P_NUM_SPLITS] <= 1 || x[MT_P_SPLIT_REDUCE]) return 0;
+    /* with_splits takes the most splits at or below the loop's, when the
+     * set has one split of this tile (else it may hand out more) */
+    int one = with_splits(set, x[MT_P_TILE_Q], 0, 1);
+    if (one < 0 || set->variants[one].values[MT_P_NUM_SPLITS] != 1) return 0;
+    long per_request = (shape->sq * shape->n_heads + x[MT_P_TILE_Q] - 1) / x[MT_P_TILE_Q];
+    long cap = (compute_units > 0 ? compute_units : 1) / (per_request * x[MT_P_NUM_SPLITS]);
+    return cap > 0 ? (int)cap : 1;
+}
+
 void mt_mla_decode_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size) {
     if (pick == set->aware)
         snprintf(buf, size, "heuristic: a ragged call (longest >= %gx the mean) or unknown lengths run the built-in "

@@ -146,5 +146,6 @@ mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t,
 int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
                                  int compute_units);
 void mt_mla_decode_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size);
+int mt_mla_decode_heuristic_batch_cap(const mt_heuristic_set *set, int i, const mt_shape *shape, int compute_units);
 
 #endif

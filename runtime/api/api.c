@@ -209,8 +209,8 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "head count %d outside 1..128", p->n_heads);
     if (p->sq < 1 || p->sq > MT_DECODE_MAX_SQ)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "sq %d outside 1..%d", p->sq, MT_DECODE_MAX_SQ);
-    if (p->max_batch < 1 || p->max_batch > 65535)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "max_batch %d outside 1..65535", p->max_batch);
+    if (p->max_batch < 1 || p->max_batch > MT_DISPATCH_MAX_BATCH)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "max_batch %d outside 1..%d", p->max_batch, MT_DISPATCH_MAX_BATCH);
     if (!(p->softmax_scale > 0.0f) || p->softmax_scale > 1e30f)
         return mt_fail(MT_ERR_INVALID_ARGUMENT, "softmax_scale %g is not a positive finite number",
                        (double)p->softmax_scale);
@@ -228,19 +228,17 @@ static mt_status problem_to_shape(const mlt_decode_problem *p, mt_problem_key *k
 
 /* Compiles (or loads) every variant of the plan's table and sizes the
  * workspace; frees the plan on failure. */
-static mlt_status plan_finish(mlt_plan *plan, const mlt_decode_problem *problem, mt_status st, mlt_plan **out) {
+static mlt_status plan_finish(mlt_plan *plan, mt_status st, mlt_plan **out) {
     mlt_runtime *rt = plan->rt;
-    mt_shape shape = {.s = plan->shape.s, .n_heads = problem->n_heads, .sq = problem->sq};
     if (st == MT_OK) mt_compile_ahead(rt->jit, plan->table.variants, plan->table.n_variants, &plan->shape.s, &rt->target);
     for (int i = 0; st == MT_OK && i < plan->table.n_variants; i++) {
         const mt_variant *v = &plan->table.variants[i];
         const mt_family *f = v->family;
         st = mt_build_variant(rt->jit, v, &plan->shape.s, &rt->target, &plan->kernels[i]);
-        size_t ws = f->workspace_bytes(v, &shape, plan->max_batch, rt->info.compute_units);
-        if (ws > plan->workspace) plan->workspace = ws;
         size_t sb = f->schedule_bytes ? f->schedule_bytes(v, rt->info.compute_units) : 0;
         if (sb > plan->schedule) plan->schedule = sb;
     }
+    if (st == MT_OK) plan->workspace = mt_dispatch_workspace_bytes(&plan->table);
     if (st != MT_OK) {
         mlt_status ps = mt_to_public(st);
         mlt_plan_destroy(plan);
@@ -269,7 +267,7 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, m
     mt_status st = problem_to_shape(problem, &plan->shape);
     if (st == MT_OK)
         st = mt_dispatch_build(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target,
-                               rt->info.compute_units, &plan->table);
+                               rt->info.compute_units, problem->max_batch, MT_DISPATCH_RESCALED, &plan->table);
     if (st == MT_OK && rt->record_calls && !(plan->recorder = calloc(1, sizeof *plan->recorder)))
         st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == MT_OK && plan->table.key_compute_units > 0 && plan->table.key_compute_units != rt->info.compute_units)
@@ -281,7 +279,7 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, m
                "no tuning entry for %s N=%d Sq=%d D=%d/%d page %d %s/%s: using the built-in heuristic for this plan",
                rt->info.arch, problem->n_heads, problem->sq, problem->d, problem->dl, problem->page_size,
                mt_dtype_name((mt_dtype)problem->q_dtype), mt_dtype_name((mt_dtype)problem->kv_dtype));
-    return plan_finish(plan, problem, st, out);
+    return plan_finish(plan, st, out);
 }
 
 mlt_status mt_plan_create_pinned(mlt_runtime *rt, const mlt_decode_problem *problem, const mt_variant *v,
@@ -301,9 +299,10 @@ mlt_status mt_plan_create_pinned(mlt_runtime *rt, const mlt_decode_problem *prob
         c.key.batch = 1, c.key.seq_len = 1;
         snprintf(c.family, sizeof c.family, "%s", v->family->name);
         mt_variant_format(v, c.params, sizeof c.params);
-        st = mt_dispatch_build(&c, NULL, 1, &plan->shape, &rt->target, rt->info.compute_units, &plan->table);
+        st = mt_dispatch_build(&c, NULL, 1, &plan->shape, &rt->target, rt->info.compute_units, problem->max_batch,
+                               MT_DISPATCH_AS_MEASURED, &plan->table);
     }
-    return plan_finish(plan, problem, st, out);
+    return plan_finish(plan, st, out);
 }
 
 mt_backend *mt_runtime_backend(mlt_runtime *rt) { return rt ? rt->backend : NULL; }

@@ -33,6 +33,12 @@ static int by_key(const void *a, const void *b) {
 
 static int is_length_aware(const mt_variant *v) { return v->family->length_aware(v); }
 
+/* Whether a ragged call may take entry e: a ragged key's, or a
+ * length-aware winner (nearest_entry's ragged_only test). */
+static int ragged_candidate(const mt_dispatch_entry *e) {
+    return e->length_aware || e->log_spread >= log2f(MT_RAGGED_SPREAD);
+}
+
 static mt_shape shape_of(const mt_problem_key *k) { return (mt_shape){.s = k->s, .n_heads = k->n_heads, .sq = k->sq}; }
 
 /* The compute-unit count of the measured device nearest this one among
@@ -52,11 +58,134 @@ static int nearest_device(const mt_choice *choices, int n, const mt_problem_key 
     return best;
 }
 
+/* The batches (within 1..max_batch) at which entry i can be the nearest
+ * key of some call: a superset, by the triangle inequality.  Entry e
+ * loses to a rival o at every mean and spread when its batch term exceeds
+ * o's by more than the other two terms can make up:
+ *   |lb - a_e| - |lb - a_o| > |c_e - c_o| + |d_e - d_o|
+ * (a: log2 batch, c: log2 mean, d: log2 spread; lb the call's log2
+ * batch), which holds above a bound when a_o > a_e and below one when
+ * a_o < a_e.  A ragged call sees the ragged candidates only, so a ragged
+ * candidate is bounded by those alone.  The margin covers the lookup's
+ * float arithmetic. */
+static void entry_batches(const mt_dispatch_table *t, int i, int *first, int *last) {
+    const mt_dispatch_entry *e = &t->entries[i];
+    const int ragged = ragged_candidate(e);
+    double lo = 0, hi = log2(t->max_batch);
+    for (int j = 0; j < t->n_entries; j++) {
+        const mt_dispatch_entry *o = &t->entries[j];
+        if (j == i || (ragged && !ragged_candidate(o))) continue;
+        double slack = fabs((double)e->log_len - o->log_len) + fabs((double)e->log_spread - o->log_spread) + 1e-3;
+        double ae = e->log_batch, ao = o->log_batch;
+        if (ao - ae > slack) hi = fmin(hi, (slack + ae + ao) / 2);
+        else if (ae - ao > slack) lo = fmax(lo, (ae + ao - slack) / 2);
+    }
+    double f = floor(exp2(lo)), l = ceil(exp2(hi));
+    *first = f < 1 ? 1 : (int)f;
+    *last = l > t->max_batch ? t->max_batch : (int)l;
+}
+
+/* What entry e's winner runs as at batch b: *w, and 1 when rescaled. */
+static int rescaled_at(const mt_dispatch_table *t, const mt_dispatch_entry *e, int b, mt_variant *w) {
+    return t->family->rescale(&t->variants[e->variant], e->batch, b, w);
+}
+
+static int same_answer(int changed_a, const mt_variant *a, int changed_b, const mt_variant *b) {
+    return changed_a == changed_b && (!changed_a || memcmp(a->values, b->values, sizeof a->values) == 0);
+}
+
+/* The last batch in [b, last] with the same answer as b (galloping, then
+ * bisection: the family's answer changes monotonically with the batch). */
+static int same_until(const mt_dispatch_table *t, const mt_dispatch_entry *e, int b, int last, int changed,
+                      const mt_variant *w) {
+    mt_variant x;
+    int good = b, step = 1;
+    while (good + step <= last && same_answer(changed, w, rescaled_at(t, e, good + step, &x), &x))
+        good += step, step *= 2;
+    int bad = good + step <= last ? good + step : last + 1;
+    while (bad - good > 1) {
+        int mid = good + (bad - good) / 2;
+        if (same_answer(changed, w, rescaled_at(t, e, mid, &x), &x)) good = mid;
+        else bad = mid;
+    }
+    return good;
+}
+
+static mt_status push_range(mt_dispatch_table *t, int *cap, int first, int variant) {
+    if (t->n_ranges == *cap) {
+        int grown = *cap ? 2 * *cap : 64;
+        mt_dispatch_range *r = realloc(t->ranges, (size_t)grown * sizeof *r);
+        if (!r) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+        t->ranges = r, *cap = grown;
+    }
+    t->ranges[t->n_ranges++] = (mt_dispatch_range){.first = first, .variant = variant};
+    return MT_OK;
+}
+
+static void raise_cap(mt_dispatch_table *t, int variant, int batch) {
+    if (batch > t->batch_cap[variant]) t->batch_cap[variant] = batch;
+}
+
+/* Entry e's batches cut into ranges of one answer of the family's
+ * rescale; a rescaled variant that is valid here joins the table, else
+ * (or when the table is full) its range runs the winner.  No ranges when
+ * every answer is the winner.  Each range raises its variant's cap. */
+static mt_status add_ranges(mt_dispatch_table *t, mt_dispatch_entry *e, const mt_problem_key *shape,
+                            const mt_target *tg, int *room) {
+    int any = 0;
+    for (int b = e->first_batch; b <= e->last_batch;) {
+        mt_variant w;
+        int changed = rescaled_at(t, e, b, &w);
+        int end = same_until(t, e, b, e->last_batch, changed, &w), idx = e->variant;
+        if (changed && mt_variant_validate(&w, &shape->s, tg) == MT_OK) idx = add_variant(t, &w);
+        else mt_clear_error();
+        if (idx < 0) idx = e->variant; /* the table is full */
+        any |= idx != e->variant;
+        raise_cap(t, idx, end);
+        mt_status st = push_range(t, room, b, idx);
+        if (st != MT_OK) return st;
+        b = end + 1;
+    }
+    if (any) e->n_ranges = t->n_ranges - e->range0;
+    else t->n_ranges = e->range0;
+    return MT_OK;
+}
+
+/* Each entry's batches (entry_batches), its winner rescaled over them
+ * where the mode and family say so, and the batch caps: a variant runs
+ * at no batch past the last its entries (or the rule's bound) serve,
+ * unless some call of any batch may run it (uncapped: length-aware
+ * winners under unknown lengths, the rule's variants its family does not
+ * bound) or that is max_batch anyway (cap 0). */
+static mt_status add_batch_ranges(mt_dispatch_table *t, const mt_problem_key *shape, const mt_target *tg,
+                                  mt_dispatch_mode mode, unsigned char uncapped[MT_DISPATCH_MAX_VARIANTS]) {
+    int room = 0;
+    for (int i = 0; i < t->n_entries; i++) {
+        mt_dispatch_entry *e = &t->entries[i];
+        entry_batches(t, i, &e->first_batch, &e->last_batch);
+        e->range0 = t->n_ranges, e->n_ranges = 0;
+        if (e->length_aware) {
+            uncapped[e->variant] = 1;
+            continue;
+        }
+        if (mode == MT_DISPATCH_RESCALED && t->family->rescale) {
+            mt_status st = add_ranges(t, e, shape, tg, &room);
+            if (st != MT_OK) return st;
+        } else raise_cap(t, e->variant, e->last_batch);
+    }
+    for (int i = 0; i < t->n_variants; i++)
+        if (uncapped[i] || t->batch_cap[i] >= t->max_batch) t->batch_cap[i] = 0;
+    return MT_OK;
+}
+
 mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
-                            const mt_problem_key *shape, const mt_target *t, int compute_units,
-                            mt_dispatch_table *out) {
+                            const mt_problem_key *shape, const mt_target *t, int compute_units, int max_batch,
+                            mt_dispatch_mode mode, mt_dispatch_table *out) {
     memset(out, 0, sizeof *out);
+    if (max_batch < 1) return mt_fail(MT_ERR_INVALID_ARGUMENT, "dispatch: max_batch %d is below 1", max_batch);
+    unsigned char uncapped[MT_DISPATCH_MAX_VARIANTS] = {0};
     out->shape = *shape;
+    out->max_batch = max_batch;
     out->compute_units = compute_units > 0 ? compute_units : 1;
     out->aware_fallback = -1;
     out->entries = calloc((size_t)n + 1, sizeof *out->entries);
@@ -108,16 +237,45 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
     for (int i = 0; i < out->n_entries; i++) have_aware |= out->entries[i].length_aware;
     out->heuristic = out->n_entries == 0;
     for (int i = 0; i < out->heur.n; i++)
-        if (out->heuristic || (i == out->heur.aware && !have_aware))
-            out->heur_variant[i] = add_variant(out, &out->heur.variants[i]);
+        if (out->heuristic || (i == out->heur.aware && !have_aware)) {
+            int idx = out->heur_variant[i] = add_variant(out, &out->heur.variants[i]);
+            int cap = out->family->heuristic_batch_cap
+                          ? out->family->heuristic_batch_cap(&out->heur, i, &sh, out->compute_units)
+                          : 0;
+            if (idx >= 0 && cap > 0) raise_cap(out, idx, cap);
+            else if (idx >= 0) uncapped[idx] = 1;
+        }
     out->aware_fallback = out->heur.aware >= 0 ? out->heur_variant[out->heur.aware] : -1;
-    return MT_OK;
+    return add_batch_ranges(out, shape, t, mode, uncapped);
+}
+
+size_t mt_dispatch_workspace_bytes(const mt_dispatch_table *table) {
+    mt_shape sh = shape_of(&table->shape);
+    size_t most = 0;
+    for (int i = 0; i < table->n_variants; i++) {
+        const mt_variant *v = &table->variants[i];
+        int cap = table->batch_cap[i], batch = cap > 0 && cap < table->max_batch ? cap : table->max_batch;
+        size_t ws = v->family->workspace_bytes(v, &sh, batch, table->compute_units);
+        if (ws > most) most = ws;
+    }
+    return most;
 }
 
 void mt_dispatch_free(mt_dispatch_table *table) {
     free(table->entries);
+    free(table->ranges);
     table->entries = NULL;
-    table->n_entries = 0;
+    table->ranges = NULL;
+    table->n_entries = table->n_ranges = 0;
+}
+
+/* The variant entry e runs at `batch`: its winner, or the winner rescaled
+ * (the last of its ranges starting at or below the batch). */
+static int entry_variant(const mt_dispatch_table *table, const mt_dispatch_entry *e, int batch) {
+    if (e->n_ranges == 0 || batch < table->ranges[e->range0].first || batch > e->last_batch) return e->variant;
+    int k = e->range0 + e->n_ranges - 1;
+    while (table->ranges[k].first > batch) k--;
+    return table->ranges[k].variant;
 }
 
 /* Lengths unknown: the length-aware winner nearest in batch (the most
@@ -153,7 +311,7 @@ static const mt_dispatch_entry *nearest_entry(const mt_dispatch_table *table, in
                                               int ragged_only, int *exact, float *distance) {
     int len = seq_len > 0 ? seq_len : 1, longest = max_len > len ? max_len : len;
     float lb = log2f((float)(batch > 0 ? batch : 1)), ll = log2f((float)len);
-    float spread = log2f((float)longest / (float)len), ragged_key = log2f(MT_RAGGED_SPREAD);
+    float spread = log2f((float)longest / (float)len);
     const mt_dispatch_entry *best = NULL;
     *exact = 0, *distance = 0;
     for (int i = 0; i < table->n_entries; i++) {
@@ -162,7 +320,7 @@ static const mt_dispatch_entry *nearest_entry(const mt_dispatch_table *table, in
             *exact = 1, *distance = 0;
             return e;
         }
-        if (ragged_only && !e->length_aware && e->log_spread < ragged_key) continue;
+        if (ragged_only && !ragged_candidate(e)) continue;
         float d = fabsf(lb - e->log_batch) + fabsf(ll - e->log_len) + fabsf(spread - e->log_spread);
         if (!best || d < *distance) best = e, *distance = d;
     }
@@ -202,8 +360,19 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
     }
     if (!best) best = nearest_entry(table, batch, seq_len, max_len, 0, &out->exact, &best_d);
     out->entry = best;
-    out->variant = best->variant;
+    out->variant = entry_variant(table, best, batch);
+    out->rescaled = out->variant != best->variant;
     out->distance = best_d;
+}
+
+/* "num_splits 16->8, kv_granularity 64->16": the parameters that differ. */
+static void variant_change(const mt_variant *from, const mt_variant *to, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < from->family->n_params && used + 1 < size; i++)
+        if (from->values[i] != to->values[i])
+            used += (size_t)snprintf(buf + used, size - used, "%s%s %d->%d", used ? ", " : "",
+                                     from->family->params[i].name, from->values[i], to->values[i]);
 }
 
 /* ", measured on the nearest device (132 CUs; this one 114)" when the
@@ -232,8 +401,13 @@ void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_resul
                  table->n_entries);
     else if (!e && r->heuristic_pick >= 0)
         table->family->heuristic_explain(&table->heur, r->heuristic_pick, buf, size);
-    else
-        snprintf(buf, size, "%s key (batch %d, %s, mean %d, longest %d; distance %.2f) from the %s DB%s",
+    else {
+        char rescaled[96] = "";
+        if (r->rescaled) variant_change(&table->variants[e->variant], &table->variants[r->variant], rescaled,
+                                        sizeof rescaled);
+        snprintf(buf, size, "%s key (batch %d, %s, mean %d, longest %d; distance %.2f) from the %s DB%s%s%s",
                  r->exact ? "exact" : "nearest", e->batch, e->lengths, e->seq_len, e->max_len, r->distance,
-                 e->source == MT_FROM_USER_DB ? "user" : "system", device);
+                 e->source == MT_FROM_USER_DB ? "user" : "system", device, r->rescaled ? ", rescaled: " : "",
+                 rescaled);
+    }
 }

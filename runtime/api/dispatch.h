@@ -26,9 +26,18 @@
  * measured key nearest in batch whose winner is length-aware (the most
  * ragged such key on a tie), else the rule's length-aware variant.
  *
+ * A key's winner runs at other batches with its grid rescaled where its
+ * family says how (family.h's rescale: the decode family's splits, so
+ * that batch x splits stays near the key's): a winner's split count
+ * fills the GPU for its key's batch only.  The rescaled variants a plan
+ * may need are worked out when the table is built, for the batches up to
+ * the plan's largest at which each key can be the nearest (a bound from
+ * the distances: keys_batch_range), and compiled with the plan; the hot
+ * path only looks the call's batch up among its key's ranges.
+ *
  * The dispatcher knows no family's parameters: it asks the family that
- * serves the shape's kind whether a variant is length-aware and what its
- * rule runs.
+ * serves the shape's kind whether a variant is length-aware, how it
+ * rescales and what its rule runs.
  */
 #ifndef MT_DISPATCH_H
 #define MT_DISPATCH_H
@@ -36,16 +45,31 @@
 #include "db/db.h"
 #include "kernels/family.h"
 
-enum { MT_DISPATCH_MAX_VARIANTS = 64 };
+/* MT_DISPATCH_MAX_BATCH: the largest batch the runtime takes (mlatune.h) */
+enum { MT_DISPATCH_MAX_VARIANTS = 128, MT_DISPATCH_MAX_BATCH = 65535 };
+
+/* Calls of batch first.. up to the next range's first (or the entry's
+ * last_batch) run `variant`: the entry's winner rescaled. */
+typedef struct mt_dispatch_range {
+    int first;
+    int variant;
+} mt_dispatch_range;
 
 typedef struct mt_dispatch_entry {
     int batch, seq_len, max_len;
     float log_batch, log_len, log_spread;  /* log2(max_len / seq_len) */
-    int variant;              /* index into the table's variants */
+    int variant;              /* index into the table's variants: the key's winner */
     int length_aware;         /* that variant is */
     double median_ms;
     mt_choice_source source;
     char lengths[48];         /* the key's length mix */
+    /* the batches at which a call can take this key (a superset, within
+     * the table's max_batch; none when first_batch > last_batch), and
+     * where its winner runs rescaled: ranges[range0 .. range0 + n_ranges)
+     * of the table, in order of batch, the last ending at last_batch (0
+     * ranges: the winner runs as measured at all of them) */
+    int first_batch, last_batch;
+    int range0, n_ranges;
 } mt_dispatch_entry;
 
 typedef struct mt_dispatch_table {
@@ -61,24 +85,45 @@ typedef struct mt_dispatch_table {
     int aware_fallback;       /* index of the rule's length-aware variant, -1 if none fits or not needed */
     int compute_units;        /* this device's */
     int key_compute_units;    /* the measured device the entries come from (nearest_device), -1: none */
+    int max_batch;            /* the largest batch looked up (the plan's) */
+    mt_dispatch_range *ranges;
+    int n_ranges;
+    /* per variant, the largest batch a call may run it at when that is
+     * less than max_batch, else 0: what its workspace is sized for (a
+     * winner's many splits for a small batch, sized at max_batch, took
+     * GBs) */
+    int batch_cap[MT_DISPATCH_MAX_VARIANTS];
 } mt_dispatch_table;
 
+/* How a table runs a key's winner at other batches. */
+typedef enum mt_dispatch_mode {
+    MT_DISPATCH_RESCALED,    /* rescaled where its family says how (plans) */
+    MT_DISPATCH_AS_MEASURED  /* as measured (a pinned plan: one variant for every call) */
+} mt_dispatch_mode;
+
 /* Builds the table for `shape` on `t` from overlaid choices (sources may be
- * NULL: all "user").  Every variant is validated for this shape and target;
- * a choice that fails validation is an error naming it. */
+ * NULL: all "user"), for calls of batch 1..max_batch.  Every variant is
+ * validated for this shape and target; a choice that fails validation is
+ * an error naming it.  A rescaled variant that fails validation, or finds
+ * the table full, is left out: its calls run the key's winner as measured. */
 mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
-                            const mt_problem_key *shape, const mt_target *t, int compute_units,
-                            mt_dispatch_table *out);
+                            const mt_problem_key *shape, const mt_target *t, int compute_units, int max_batch,
+                            mt_dispatch_mode mode, mt_dispatch_table *out);
 void mt_dispatch_free(mt_dispatch_table *table);
 
 typedef struct mt_dispatch_result {
     int variant;              /* index into table->variants */
+    int rescaled;             /* variant is entry's winner rescaled for the call's batch */
     int exact;                /* the key itself was measured */
     int unknown_lengths;      /* chosen for a call whose lengths are unknown */
     const mt_dispatch_entry *entry;  /* NULL for the heuristic */
     double distance;
     int heuristic_pick;       /* which of the rule's variants (entry NULL), else -1 */
 } mt_dispatch_result;
+
+/* The device workspace a call of any batch up to max_batch may need: each
+ * variant's at the largest batch it runs at (batch_cap, else max_batch). */
+size_t mt_dispatch_workspace_bytes(const mt_dispatch_table *table);
 
 /* The hot path: no allocation, no I/O.  seq_len: mean keys per request, or
  * < 0 when unknown; max_len: the longest, or 0 (= seq_len). */

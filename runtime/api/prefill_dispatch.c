@@ -56,7 +56,9 @@ mt_status mt_prefill_dispatch_build(const mt_choice *choices, const mt_choice_so
                                                                     .batch = c->key.batch, .tokens = c->key.sq,
                                                                     .keys = c->key.seq_len};
         }
-        st = mt_dispatch_build(mine, from, m, shape, t, compute_units, &out->table[causal]);
+        /* prefill keys run as measured (its family has no rescale) */
+        st = mt_dispatch_build(mine, from, m, shape, t, compute_units, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_AS_MEASURED,
+                               &out->table[causal]);
     }
     free(mine), free(from);
     if (st != MT_OK) mt_prefill_dispatch_free(out);

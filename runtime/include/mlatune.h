@@ -165,7 +165,9 @@ typedef struct mlt_plan mlt_plan;
 
 mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, mlt_plan **out);
 void mlt_plan_destroy(mlt_plan *plan);
-/* Bytes of device workspace mlt_plan_run needs (0 is possible). */
+/* Bytes of device workspace mlt_plan_run needs for any batch up to
+ * max_batch (0 is possible): each variant the plan may run, at the largest
+ * batch it runs at. */
 size_t mlt_plan_workspace_size(const mlt_plan *plan);
 
 /* One decode call.  All pointers are device pointers; the hints are
@@ -256,10 +258,11 @@ typedef enum mlt_choice_reason {
 typedef struct mlt_choice_info {
     mlt_choice_reason reason;
     char family[40];
-    char variant[200];       /* "tile_q=16,kv_granularity=64,..." */
+    char variant[200];       /* "tile_q=16,kv_granularity=64,...": what runs (a nearest key's winner with its
+                                splits rescaled to this batch: why says so) */
     int key_batch, key_seq_len;  /* the key used (exact/nearest): batch, mean keys */
     double distance;         /* |log2(batch/kb)| + |log2(mean/km)| + |log2(max/mean) - log2(kmax/km)| */
-    double measured_ms;      /* the key's measured median, 0 for heuristic */
+    double measured_ms;      /* the key's measured median (of its winner), 0 for heuristic */
     char source[16];         /* "user", "system" or "heuristic" */
     int key_max_seq_len;     /* the key's longest request */
     char key_lengths[48];    /* how the key's lengths were made: "uniform", "long-tail", ... */

@@ -54,6 +54,8 @@ expect 2 "unknown architecture 'sm_9'" "$bin" show --db abc.db --arch sm_9
 expect 2 "unknown option '--head'" "$bin" lookup --arch sm_90 --head 16 --batch 1 --seq-len 1
 expect 2 "unknown command 'shwo'" "$bin" shwo
 expect 2 "max-distance wants" "$bin" lookup --arch sm_90 --heads 16 --batch 1 --seq-len 1 --max-distance -1
+expect 2 "max-batch 4 must be at least --batch \\(8\\)" "$bin" lookup --arch sm_90 --heads 16 --batch 8 --seq-len 1 --max-batch 4
+
 
 # aliases: sweep --plan = --config, --device = --devices
 "$bin" sweep --dry-run --plan plan.yaml > dry.txt || fail "sweep --plan"

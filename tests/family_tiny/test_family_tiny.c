@@ -75,7 +75,7 @@ static void dispatch(const mt_target *t) {
     snprintf(c[0].params, sizeof c[0].params, "block=128,items=2");
     snprintf(c[1].params, sizeof c[1].params, "block=256,items=1");
     mt_dispatch_table table;
-    CHECK_OK(mt_dispatch_build(c, NULL, 2, &shape, t, 304, &table));
+    CHECK_OK(mt_dispatch_build(c, NULL, 2, &shape, t, 304, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     CHECK(!table.heuristic && table.n_variants == 2 && table.family == &mt_family_tiny);
     mt_dispatch_result r;
     mt_dispatch_lookup(&table, 48, 1024, 0, &r);
@@ -84,11 +84,12 @@ static void dispatch(const mt_target *t) {
     mt_dispatch_free(&table);
     /* a DB entry the family's check refuses is an error naming it */
     snprintf(c[0].params, sizeof c[0].params, "block=256,items=8");
-    CHECK_STATUS(mt_dispatch_build(c, NULL, 1, &shape, t, 304, &table), MT_ERR_CORRUPT);
+    CHECK_STATUS(mt_dispatch_build(c, NULL, 1, &shape, t, 304,
+                                   MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table), MT_ERR_CORRUPT);
     CHECK_MSG(strstr(mt_last_error(), "block x items") != NULL, "%s", mt_last_error());
     mt_dispatch_free(&table);
     /* no entry: the family's rule, and its explanation */
-    CHECK_OK(mt_dispatch_build(NULL, NULL, 0, &shape, t, 304, &table));
+    CHECK_OK(mt_dispatch_build(NULL, NULL, 0, &shape, t, 304, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 7, 100, 0, &r);
     char why[160];
     mt_dispatch_explain(&table, &r, why, sizeof why);

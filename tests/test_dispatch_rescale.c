@@ -1,0 +1,225 @@
+/*
+ * A key's winner at other batches (dispatch.h): the decode family's
+ * splits rescaled so that batch x splits stays near the key's, worked out
+ * when the table is built.  Checked against the family's rule applied
+ * directly, for random tables and calls: the ranges the table keeps must
+ * give every batch a plan may pass the same variant (so the bound on the
+ * batches a key can serve must never be too narrow), and a rescaled
+ * variant's batch cap, which sizes the plan's workspace, must cover every
+ * batch it runs at.
+ */
+#include "check.h"
+#include "kernels/mla_decode/mla_decode.h"
+#include "runtime/api/dispatch.h"
+
+static mt_choice key(int batch, int len, int max_len, const char *params) {
+    mt_choice c = {.arch = "sm_90", .compute_units = 132,
+                   .key = {.kind = "mla_decode",
+                           .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
+                           .n_heads = 16, .sq = 1, .batch = batch, .seq_len = len, .max_len = max_len},
+                   .family = "mla_decode", .median_ms = 0.01};
+    snprintf(c.params, sizeof c.params, "%s", params);
+    snprintf(c.key.lengths, sizeof c.key.lengths, "%s", max_len > len ? "long-tail" : "uniform");
+    return c;
+}
+
+/* A SIMT grid variant of `splits` (kv_granularity 16 at one split). */
+static void grid(char *buf, size_t size, int tile_q, int splits) {
+    snprintf(buf, size, "tile_q=%d,kv_granularity=%d,num_splits=%d,block_threads=256,kv_chunk=32,mma=0", tile_q,
+             splits == 1 ? 16 : 64, splits);
+}
+
+static int same(const mt_variant *a, const mt_variant *b) {
+    return a->family == b->family && memcmp(a->values, b->values, sizeof a->values) == 0;
+}
+
+static const mt_problem_key shape = {.kind = "mla_decode",
+                                     .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16,
+                                           .kv_dtype = MT_BF16},
+                                     .n_heads = 16, .sq = 1};
+
+static void sparse_keys(const mt_target *t) {
+    char v8[200], v32[200], aware[200], wg[200];
+    grid(v8, sizeof v8, 16, 16);
+    grid(v32, sizeof v32, 16, 4);
+    snprintf(aware, sizeof aware, "tile_q=16,kv_granularity=64,num_splits=1,block_threads=256,kv_chunk=32,mma=0,"
+             "groups_per_cu=1");
+    /* the 64-row warpgroup path, 16 splits merged in a cluster */
+    snprintf(wg, sizeof wg, "tile_q=64,kv_granularity=64,num_splits=16,block_threads=256,kv_chunk=64,mma=2,"
+             "split_reduce=1");
+    /* keys a factor 4 apart in batch, as the shipped plans put them */
+    mt_choice c[4] = {key(8, 4096, 4096, v8), key(32, 4096, 4096, v32), key(32, 2000, 32768, aware),
+                      key(16, 65536, 65536, wg)};
+    mt_dispatch_table table;
+    mt_dispatch_result r;
+    CHECK_OK(mt_dispatch_build(c, NULL, 4, &shape, t, 132, 1024, MT_DISPATCH_RESCALED, &table));
+    /* the key itself: its winner as measured */
+    mt_dispatch_lookup(&table, 8, 4096, 0, &r);
+    CHECK(r.exact && !r.rescaled && r.variant == r.entry->variant);
+    /* batch 16, as near 8 as 32 (the first key in order wins the tie):
+     * 8's 16 splits halved, the 128 work-groups of its key kept */
+    mt_dispatch_lookup(&table, 16, 4096, 0, &r);
+    CHECK(r.entry && r.entry->batch == 8 && r.rescaled);
+    CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 8);
+    char why[256];
+    mt_dispatch_explain(&table, &r, why, sizeof why);
+    CHECK_MSG(strstr(why, "nearest key (batch 8") && strstr(why, "rescaled: num_splits 16->8"), "%s", why);
+    /* batch 2 from 8: 64 splits; batch 3 (8 x 16 / 3 = 43, nearer 32 than 64 in log2) */
+    mt_dispatch_lookup(&table, 2, 4096, 0, &r);
+    CHECK(r.entry && r.entry->batch == 8 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 64);
+    mt_dispatch_lookup(&table, 3, 4096, 0, &r);
+    CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 32);
+    /* batch 100 from 32: one split, kv_granularity 16 (the only one valid there) */
+    mt_dispatch_lookup(&table, 100, 4096, 0, &r);
+    CHECK(r.entry && r.entry->batch == 32 && r.rescaled);
+    CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1 &&
+          table.variants[r.variant].values[MT_P_KV_GRANULARITY] == 16);
+    /* the cluster merge keeps to 2..16 splits: batch 8 from 16 (32
+     * splits) merges by the reduce kernel, batch 32 (8) in a cluster */
+    mt_dispatch_lookup(&table, 8, 65536, 0, &r);
+    CHECK(r.entry && r.entry->batch == 16 && r.rescaled);
+    CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 32 &&
+          table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 0);
+    mt_dispatch_lookup(&table, 32, 65536, 0, &r);
+    CHECK(r.entry && r.entry->batch == 16 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 8 &&
+          table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 1);
+    /* a length-aware winner cuts by the lengths: never rescaled */
+    mt_dispatch_lookup(&table, 100, 2000, 32768, &r);
+    CHECK(r.entry && r.entry->length_aware && !r.rescaled && r.variant == r.entry->variant);
+    /* the workspace: 64 splits run only for small batches, so they are
+     * sized for those, not for 1024 */
+    mt_dispatch_lookup(&table, 2, 4096, 0, &r);
+    CHECK(table.batch_cap[r.variant] > 0 && table.batch_cap[r.variant] < 8);
+    /* batch 8's winner runs up to about 11 (then 8 splits), 32's up to 45
+     * (then 2); one split, from batch 91 on, at any batch */
+    CHECK_MSG(table.batch_cap[r.entry->variant] > 8 && table.batch_cap[r.entry->variant] < 16, "cap %d",
+              table.batch_cap[r.entry->variant]);
+    mt_dispatch_lookup(&table, 32, 4096, 0, &r);
+    CHECK_MSG(table.batch_cap[r.variant] > 32 && table.batch_cap[r.variant] < 64, "cap %d", table.batch_cap[r.variant]);
+    mt_dispatch_lookup(&table, 1000, 4096, 0, &r);
+    CHECK(r.rescaled && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1 && table.batch_cap[r.variant] == 0);
+    int rescaled_variants = table.n_variants;
+    mt_dispatch_free(&table);
+    /* a pinned table runs every winner as measured */
+    CHECK_OK(mt_dispatch_build(c, NULL, 4, &shape, t, 132, 1024, MT_DISPATCH_AS_MEASURED, &table));
+    CHECK(table.n_ranges == 0 && table.n_variants < rescaled_variants);
+    mt_dispatch_lookup(&table, 16, 4096, 0, &r);
+    CHECK(!r.rescaled && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 16);
+    mt_dispatch_free(&table);
+    /* max_batch 8: nothing past it is worked out (batch 100's one split is not compiled) */
+    CHECK_OK(mt_dispatch_build(c, NULL, 4, &shape, t, 132, 8, MT_DISPATCH_RESCALED, &table));
+    for (int i = 0; i < table.n_variants; i++) CHECK(table.variants[i].values[MT_P_NUM_SPLITS] != 1 ||
+                                                     table.variants[i].values[MT_P_GROUPS_PER_CU]);
+    mt_dispatch_free(&table);
+    CHECK_STATUS(mt_dispatch_build(c, NULL, 4, &shape, t, 132, 0, MT_DISPATCH_RESCALED, &table),
+                 MT_ERR_INVALID_ARGUMENT);
+}
+
+/* xorshift: the draw is the same on every run */
+static unsigned next(unsigned *s) {
+    *s ^= *s << 13, *s ^= *s >> 17, *s ^= *s << 5;
+    return *s;
+}
+
+static void random_tables(const mt_target *t) {
+    static const int batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256}, lens[] = {1024, 4096, 16384, 65536};
+    unsigned seed = 12345;
+    int checked = 0, rescaled = 0, full = 0;
+    for (int round = 0; round < 80; round++) {
+        mt_choice c[16];
+        int n = 1 + (int)(next(&seed) % 8);
+        for (int i = 0; i < n; i++) {
+            char params[200];
+            int b = batches[next(&seed) % 9], len = lens[next(&seed) % 4];
+            int ragged = next(&seed) % 5 == 0, max_len = ragged ? len * (2 + (int)(next(&seed) % 8)) : len;
+            if (ragged && next(&seed) % 2)
+                snprintf(params, sizeof params, "tile_q=16,kv_granularity=64,num_splits=1,block_threads=256,"
+                         "kv_chunk=32,mma=0,groups_per_cu=1");
+            else grid(params, sizeof params, next(&seed) % 2 ? 16 : 8, 1 << (next(&seed) % 8));
+            c[i] = key(b, len, max_len, params);
+            c[i].key.seq_len += i; /* no two keys alike */
+        }
+        int max_batch = 1 + (int)(next(&seed) % 600);
+        mt_dispatch_table table;
+        CHECK_OK(mt_dispatch_build(c, NULL, n, &shape, t, 132, max_batch, MT_DISPATCH_RESCALED, &table));
+        if (table.n_variants == MT_DISPATCH_MAX_VARIANTS) { /* full: some ranges run the winner (by design) */
+            full++;
+            mt_dispatch_free(&table);
+            continue;
+        }
+        for (int q = 0; q < 400; q++) {
+            int b = 1 + (int)(next(&seed) % (unsigned)max_batch), len = 1 + (int)(next(&seed) % 100000);
+            int max_len = next(&seed) % 3 ? len : len + (int)(next(&seed) % 200000);
+            mt_dispatch_result r;
+            mt_dispatch_lookup(&table, b, len, max_len, &r);
+            if (!r.entry) { /* the rule's length-aware fallback: any batch */
+                CHECK(table.batch_cap[r.variant] == 0);
+                continue;
+            }
+            const mt_variant *winner = &table.variants[r.entry->variant], *runs = &table.variants[r.variant];
+            mt_variant want = *winner;
+            if (mt_family_mla_decode.rescale(winner, r.entry->batch, b, &want) &&
+                mt_variant_validate(&want, &shape.s, t) != MT_OK)
+                want = *winner;
+            CHECK_MSG(same(runs, &want), "round %d: batch %d mean %d longest %d from key batch %d: %d splits, the "
+                      "rule says %d", round, b, len, max_len, r.entry->batch, runs->values[MT_P_NUM_SPLITS],
+                      want.values[MT_P_NUM_SPLITS]);
+            CHECK(r.rescaled == !same(runs, winner));
+            int cap = table.batch_cap[r.variant];
+            CHECK_MSG(cap == 0 || b <= cap, "round %d: batch %d runs a variant capped at %d", round, b, cap);
+            checked++, rescaled += r.rescaled;
+        }
+        mt_dispatch_free(&table);
+    }
+    /* the draw must exercise the rule, not only exact keys */
+    CHECK_MSG(checked > 10000 && rescaled > checked / 4 && full < 8, "%d calls checked, %d rescaled, %d tables full",
+              checked, rescaled, full);
+}
+
+/* Tables with no key (the built-in rule) on three devices: every call's
+ * variant is within its batch cap, and the caps shrink the workspace. */
+static void rule_caps(void) {
+    static const struct {
+        const char *arch;
+        int cus;
+    } devices[] = {{"sm_90", 132}, {"sm_80", 108}, {"gfx942", 304}};
+    static const int heads[] = {1, 3, 8, 16, 32, 64, 128}, pages[] = {1, 16, 64};
+    static const mt_dtype kv[] = {MT_BF16, MT_FP8_E4M3};
+    unsigned seed = 777;
+    int checked = 0, capped_calls = 0;
+    for (int round = 0; round < 120; round++) {
+        mt_target t;
+        int d = (int)(next(&seed) % 3);
+        CHECK_OK(mt_target_for_arch(devices[d].arch, &t));
+        mt_problem_key k = shape;
+        k.n_heads = heads[next(&seed) % 7];
+        k.sq = next(&seed) % 4 ? 1 : 2;
+        k.s.page_size = pages[next(&seed) % 3];
+        k.s.kv_dtype = kv[next(&seed) % 2];
+        int max_batch = 1 + (int)(next(&seed) % 2048);
+        mt_dispatch_table table;
+        CHECK_OK(mt_dispatch_build(NULL, NULL, 0, &k, &t, devices[d].cus, max_batch, MT_DISPATCH_RESCALED, &table));
+        for (int q = 0; q < 300; q++) {
+            int b = 1 + (int)(next(&seed) % (unsigned)max_batch), len = (int)(next(&seed) % 300000);
+            mt_dispatch_result r;
+            mt_dispatch_lookup(&table, b, len, len, &r);
+            int cap = table.batch_cap[r.variant];
+            CHECK_MSG(cap == 0 || b <= cap, "%s, %d heads, Sq %d: batch %d x %d runs %d splits, capped at %d",
+                      devices[d].arch, k.n_heads, k.sq, b, len, table.variants[r.variant].values[MT_P_NUM_SPLITS],
+                      cap);
+            checked++, capped_calls += cap > 0;
+        }
+        mt_dispatch_free(&table);
+    }
+    CHECK_MSG(checked == 120 * 300 && capped_calls > checked / 20, "%d calls, %d of a capped variant", checked,
+              capped_calls);
+}
+
+int main(void) {
+    mt_target t;
+    CHECK_OK(mt_target_for_arch("sm_90", &t));
+    sparse_keys(&t);
+    random_tables(&t);
+    rule_caps();
+    return check_summary("test_dispatch_rescale");
+}
