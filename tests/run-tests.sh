@@ -41,7 +41,7 @@ echo "== 2/2: clang-19 ASan+UBSan build, sanitized tests and fuzzers"
 CC=clang-19 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLA_TUNE_WERROR=ON -DMLA_TUNE_FUZZ=ON \
   -DFUZZ_SECONDS="${FUZZ_SECONDS:-30}" >/dev/null
 cmake --build build-sanitize -j"$jobs" --target mla-tune test_sha256 test_cache test_reference test_prefill_reference test_crossover_pick test_variant test_schedule \
-  test_discovery test_dispatch test_dispatch_rescale test_plan_rescale test_db test_db_files test_db_validators test_rehash test_crossover_db test_crossover_runtime test_runtime_db mt_stub_cuda test_config test_sweep test_sweep_workers \
+  test_discovery test_dispatch test_dispatch_rescale test_plan_rescale test_db test_db_files test_db_validators test_holdout test_rehash test_crossover_db test_crossover_runtime test_runtime_db mt_stub_cuda test_config test_sweep test_sweep_workers \
   test_prefill_tuning test_blaslt test_crossover_refine mt_crossover_points \
   fuzz_yaml fuzz_db
 (cd build-sanitize && ctest --output-on-failure -j"$jobs" --timeout 900 -L 'unit|db|parsers|sweep|fuzz' -LE gpu)

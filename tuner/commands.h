@@ -15,6 +15,8 @@ int cmd_merge(int argc, char **argv);
 /* `rehash` (cmd_rehash.c): rows proven unchanged by a kernel edit keep counting. */
 int cmd_rehash(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
+/* `holdout` (cmd_holdout.c): each key held out and looked up from the others, timed by its own rows. */
+int cmd_holdout(int argc, char **argv);
 /* `lookup --prefill` (cmd_lookup_prefill.c): cmd_lookup hands it the whole command line. */
 int cmd_lookup_prefill(int argc, char **argv);
 /* `lookup --crossover` (cmd_lookup_crossover.c): which prefill form; the whole command line, as --prefill. */

@@ -47,6 +47,7 @@ static const struct {
     {"merge", cmd_merge, "join two databases into a new one"},
     {"rehash", cmd_rehash, "keep a database's rows valid across kernel edits that leave the code unchanged"},
     {"lookup", cmd_lookup, "print what the runtime would run for a problem, and why"},
+    {"holdout", cmd_holdout, "hold each key out: what runs from the others, timed by the key's own rows"},
     {"bench", cmd_bench, "time decode through the runtime for a grid of shapes, against measured ceilings"},
     {"crossover", cmd_crossover, "time both prefill forms (MQA, MHA) of chunks on the GPU and store the crossover"},
     {"report", cmd_report, "write an HTML + Markdown report (SVG plots) of a tuning database"},

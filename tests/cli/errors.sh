@@ -56,6 +56,13 @@ expect 2 "unknown command 'shwo'" "$bin" shwo
 expect 2 "max-distance wants" "$bin" lookup --arch sm_90 --heads 16 --batch 1 --seq-len 1 --max-distance -1
 expect 2 "max-batch 4 must be at least --batch \\(8\\)" "$bin" lookup --arch sm_90 --heads 16 --batch 8 --seq-len 1 --max-batch 4
 
+# holdout: the database is required and must exist; a head count is 1..128
+expect 2 "--db FILE is required" "$bin" holdout
+expect 1 "nope.db: no such file" "$bin" holdout --db nope.db
+expect 2 "--heads takes 1..128, not '0'" "$bin" holdout --db abc.db --heads 0
+expect 1 "no decode key" "$bin" holdout --db abc.db --arch gfx942
+"$bin" holdout --db abc.db > holdout.txt || fail "holdout of a swept DB"
+grep -qE "^[0-9]+ keys held out" holdout.txt || fail "holdout without its summary: $(cat holdout.txt)"
 
 # aliases: sweep --plan = --config, --device = --devices
 "$bin" sweep --dry-run --plan plan.yaml > dry.txt || fail "sweep --plan"

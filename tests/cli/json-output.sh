@@ -58,6 +58,29 @@ for r in rows:
 assert any(r["gain_over_heuristic"] is not None for r in rows), "no gain known in a fresh sweep"
 PY
 
+# holdout: parses; a row per key of the DB; its summary agrees with the
+# rows and with the text form
+"$bin" holdout --db fixture.db --json > holdout.json
+"$bin" holdout --db fixture.db > holdout.txt
+python3 - <<'PY' || fail "holdout --json disagrees with holdout"
+import json, math, re
+h = json.load(open("holdout.json"))
+show = json.load(open("show.json"))
+keys, s = h["keys"], h["summary"]
+assert len(keys) == len(show) == s["keys"], (len(keys), len(show))
+both = [k for k in keys if k["as_measured_ms"] is not None and k["runs_ms"] is not None]
+assert s["both_timed"] == len(both) and s["untimed"] == len(keys) - len(both)
+assert s["rescaled"] == sum(k["rescaled"] for k in keys)
+for k in keys:
+    assert isinstance(k["runs"], dict) and isinstance(k["as_measured"], dict)
+    assert k["rescaled"] == (k["runs"] != k["as_measured"]), k
+if both:
+    g = math.exp(sum(math.log(k["runs_ms"] / k["choice_ms"]) for k in both) / len(both))
+    assert abs(g - s["runs_geomean"]) < 1e-4 * g, (g, s)  # JSON numbers carry 6 digits
+text = open("holdout.txt").read()
+assert re.search(rf"^{s['keys']} keys held out; {s['rescaled']} rescaled; {s['untimed']} with", text, re.M), text
+PY
+
 # lookup: parses, exact and far; agrees with the text form
 "$bin" lookup --arch sm_90 --heads 16 --batch 64 --seq-len 8192 --json | parses "lookup --json"
 "$bin" lookup --arch sm_90 --heads 16 --batch 64 --seq-len 8192 --json > exact.json

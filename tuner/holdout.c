@@ -1,0 +1,116 @@
+/*
+ * holdout.c - each key held out and looked up from the rest (holdout.h).
+ */
+#include "holdout.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "key_rows.h"
+#include "runtime/api/dispatch.h"
+
+static int same_values(const mt_variant *a, const mt_variant *b) {
+    return a->family == b->family && memcmp(a->values, b->values, sizeof a->values) == 0;
+}
+
+/* The latest ok medians on key c of variants a and b (NAN: none, or the
+ * latest row failed: what a call would meet). */
+static mt_status medians_on_key(mt_db *db, const mt_choice *c, const mt_variant *a, const mt_variant *b,
+                                double *a_ms, double *b_ms) {
+    *a_ms = *b_ms = NAN;
+    sqlite3_stmt *s = NULL;
+    mt_status st = mt_key_rows(db, c, &s);
+    if (st != MT_OK) return st;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *family = (const char *)sqlite3_column_text(s, MT_ROW_FAMILY);
+        const char *params = (const char *)sqlite3_column_text(s, MT_ROW_PARAMS);
+        const char *status = (const char *)sqlite3_column_text(s, MT_ROW_STATUS);
+        const mt_family *f = family ? mt_family_find(family) : NULL;
+        mt_variant v;
+        if (!f || !params || !status || mt_variant_parse(f, params, &v) != MT_OK) {
+            mt_clear_error(); /* a row this build cannot read is no variant it runs */
+            continue;
+        }
+        double ms = strcmp(status, "ok") == 0 ? sqlite3_column_double(s, MT_ROW_MEDIAN_MS) : NAN;
+        if (same_values(&v, a)) *a_ms = ms;
+        if (same_values(&v, b)) *b_ms = ms;
+    }
+    st = rc == SQLITE_DONE ? MT_OK
+                           : mt_fail(MT_ERR_DATABASE, "%s: reading the measurements of a key: %s", mt_db_path(db),
+                                     sqlite3_errmsg(mt_db_handle(db)));
+    sqlite3_finalize(s);
+    return st;
+}
+
+/* Row i: choices[i] held out, the rest in `others` (scratch of n - 1). */
+static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, mt_choice *others,
+                          mt_holdout_row *row) {
+    const mt_choice *c = &choices[i];
+    memcpy(others, choices, (size_t)i * sizeof *others);
+    memcpy(others + i, choices + i + 1, (size_t)(n - i - 1) * sizeof *others);
+    mt_target t;
+    mt_status st = mt_target_for_arch(c->arch, &t);
+    if (st != MT_OK) return st;
+    mt_problem_key shape = c->key;
+    shape.batch = shape.seq_len = shape.max_len = 0;
+    mt_dispatch_table table;
+    st = mt_dispatch_build(others, NULL, n - 1, &shape, &t, c->compute_units > 0 ? c->compute_units : 1,
+                           c->key.batch, MT_DISPATCH_RESCALED, &table);
+    if (st != MT_OK)
+        return mt_fail(st, "holding out batch %d, mean %d (%d heads, %s): %s", c->key.batch, c->key.seq_len,
+                       c->key.n_heads, c->key.lengths, mt_last_error());
+    mt_dispatch_result r;
+    mt_dispatch_lookup(&table, c->key.batch, c->key.seq_len, c->key.max_len, &r);
+    memset(row, 0, sizeof *row);
+    row->key = *c;
+    const mt_variant *runs = &table.variants[r.variant];
+    const mt_variant *as_measured = r.entry ? &table.variants[r.entry->variant] : runs;
+    if (r.entry) {
+        row->nearest = 1;
+        row->nearest_batch = r.entry->batch, row->nearest_seq_len = r.entry->seq_len;
+        row->nearest_max_len = r.entry->max_len, row->distance = r.distance;
+    }
+    row->rescaled = r.rescaled;
+    if (r.rescaled) {
+        /* the dispatcher's own words for the change, after "rescaled: " */
+        char why[256];
+        mt_dispatch_explain(&table, &r, why, sizeof why);
+        const char *at = strstr(why, "rescaled: ");
+        snprintf(row->change, sizeof row->change, "%s", at ? at + strlen("rescaled: ") : "");
+    }
+    mt_variant_format(as_measured, row->as_measured, sizeof row->as_measured);
+    mt_variant_format(runs, row->runs, sizeof row->runs);
+    st = medians_on_key(db, c, as_measured, runs, &row->as_measured_ms, &row->runs_ms);
+    mt_dispatch_free(&table);
+    return st;
+}
+
+mt_status mt_holdout(mt_db *db, const char *arch, int n_heads, mt_holdout_row **rows, int *n) {
+    *rows = NULL, *n = 0;
+    mt_choice *choices = NULL;
+    int n_choices = 0;
+    mt_status st = mt_db_load_choices(db, arch, &choices, &n_choices);
+    if (st != MT_OK) return st;
+    mt_choice *others = calloc((size_t)n_choices + 1, sizeof *others);
+    mt_holdout_row *out = calloc((size_t)n_choices + 1, sizeof *out);
+    if (!others || !out) st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
+    int m = 0;
+    for (int i = 0; st == MT_OK && i < n_choices; i++) {
+        const mt_choice *c = &choices[i];
+        if (strcmp(c->key.kind, "mla_decode") != 0 || (n_heads > 0 && c->key.n_heads != n_heads)) continue;
+        st = hold_out(db, choices, n_choices, i, others, &out[m]);
+        if (st == MT_OK) m++;
+    }
+    free(others);
+    free(choices);
+    if (st != MT_OK) {
+        free(out);
+        return st;
+    }
+    *rows = out, *n = m;
+    return MT_OK;
+}
