@@ -22,8 +22,9 @@ static void usage(FILE *to) {
             "the held-out key's own measurements time that against the key's choice.  Two\n"
             "figures per key: the nearest key's winner as measured, and as the runtime runs it\n"
             "(rescaled to the call's batch: the decode family's split count, so that batch x\n"
-            "splits stays near the nearest key's).  '-' where that variant was not timed on the\n"
-            "key (or its latest run there failed).  Keys lie farther from their neighbours than\n"
+            "splits stays near the nearest key's); and, for scale, what the built-in rule runs\n"
+            "with no database.  '-' where that variant was not timed on the key (or its latest\n"
+            "run there failed).  Keys lie farther from their neighbours than\n"
             "most calls lie from a key: the figures bound what calls between keys lose.\n\n"
             "  --db FILE     the database (required; read only)\n"
             "  --arch ARCH   that architecture's keys only (default: all)\n"
@@ -41,14 +42,17 @@ static void print_ratio(double r) {
 /* Geometric mean and worst of the ratios a row gives both of (so the two
  * columns are compared on the same keys). */
 typedef struct summary {
-    int keys, both, rescaled, untimed;
+    int keys, both, rescaled, untimed, rule_timed;
     double log_measured, log_runs, worst_measured, worst_runs;
+    double log_rule_runs, log_rule; /* over the keys of `both` whose rule was timed too */
 } summary;
 
 static summary summarise(const mt_holdout_row *rows, int n) {
     summary s = {.keys = n};
     for (int i = 0; i < n; i++) {
-        double a = ratio(rows[i].as_measured_ms, rows[i].key.median_ms), b = ratio(rows[i].runs_ms, rows[i].key.median_ms);
+        double best = rows[i].key.median_ms;
+        double a = ratio(rows[i].as_measured_ms, best), b = ratio(rows[i].runs_ms, best);
+        double r = ratio(rows[i].rule_ms, best);
         s.rescaled += rows[i].rescaled;
         if (!isfinite(a) || !isfinite(b)) {
             s.untimed++;
@@ -57,14 +61,15 @@ static summary summarise(const mt_holdout_row *rows, int n) {
         s.both++;
         s.log_measured += log(a), s.log_runs += log(b);
         s.worst_measured = fmax(s.worst_measured, a), s.worst_runs = fmax(s.worst_runs, b);
+        if (isfinite(r)) s.rule_timed++, s.log_rule += log(r), s.log_rule_runs += log(b);
     }
     return s;
 }
 
 static void print_text(const char *db, const mt_holdout_row *rows, int n) {
     printf("%s: each decode key held out and looked up from the others; times against the key's choice\n", db);
-    printf("%-6s %5s %3s %4s %-8s %6s %6s %7s  %-24s %6s %8s %8s  %s\n", "arch", "heads", "Sq", "page", "kv", "batch",
-           "mean", "longest", "lengths -> nearest key", "dist", "measured", "runs", "rescaled");
+    printf("%-6s %5s %3s %4s %-8s %6s %6s %7s  %-24s %6s %8s %8s %8s  %s\n", "arch", "heads", "Sq", "page", "kv",
+           "batch", "mean", "longest", "lengths -> nearest key", "dist", "measured", "runs", "rule", "rescaled");
     for (int i = 0; i < n; i++) {
         const mt_holdout_row *r = &rows[i];
         const mt_problem_key *k = &r->key.key;
@@ -80,6 +85,7 @@ static void print_text(const char *db, const mt_holdout_row *rows, int n) {
         else printf("%6s", "-");
         print_ratio(ratio(r->as_measured_ms, r->key.median_ms));
         print_ratio(ratio(r->runs_ms, r->key.median_ms));
+        print_ratio(ratio(r->rule_ms, r->key.median_ms));
         printf("  %s\n", r->rescaled ? r->change : "");
     }
     summary s = summarise(rows, n);
@@ -88,6 +94,10 @@ static void print_text(const char *db, const mt_holdout_row *rows, int n) {
         printf("On the %d keys where both were timed, against each key's choice: the nearest winner as measured "
                "%.3fx (geometric mean; worst %.2fx), as the runtime runs it %.3fx (worst %.2fx).\n",
                s.both, exp(s.log_measured / s.both), s.worst_measured, exp(s.log_runs / s.both), s.worst_runs);
+    if (s.rule_timed)
+        printf("On the %d of them where the built-in rule's variant was timed too: the runtime %.3fx, the rule "
+               "(what runs with no database) %.3fx.\n",
+               s.rule_timed, exp(s.log_rule_runs / s.rule_timed), exp(s.log_rule / s.rule_timed));
 }
 
 static void print_json(const char *db, const mt_holdout_row *rows, int n) {
@@ -118,6 +128,11 @@ static void print_json(const char *db, const mt_holdout_row *rows, int n) {
         mt_json_params(stdout, r->runs);
         printf(", \"runs_ms\": ");
         mt_json_number(stdout, r->runs_ms);
+        printf(", \"rule\": ");
+        if (r->rule[0]) mt_json_params(stdout, r->rule);
+        else printf("null");
+        printf(", \"rule_ms\": ");
+        mt_json_number(stdout, r->rule_ms);
         printf(", \"rescaled\": %s}", r->rescaled ? "true" : "false");
     }
     summary s = summarise(rows, n);
@@ -130,6 +145,10 @@ static void print_json(const char *db, const mt_holdout_row *rows, int n) {
     mt_json_number(stdout, s.both ? exp(s.log_runs / s.both) : NAN);
     printf(", \"runs_worst\": ");
     mt_json_number(stdout, s.both ? s.worst_runs : NAN);
+    printf(", \"rule_timed\": %d, \"rule_geomean\": ", s.rule_timed);
+    mt_json_number(stdout, s.rule_timed ? exp(s.log_rule / s.rule_timed) : NAN);
+    printf(", \"runs_geomean_where_rule_timed\": ");
+    mt_json_number(stdout, s.rule_timed ? exp(s.log_rule_runs / s.rule_timed) : NAN);
     printf("}}\n");
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heuristic_gain.h"
 #include "key_rows.h"
 #include "runtime/api/dispatch.h"
 
@@ -16,11 +17,10 @@ static int same_values(const mt_variant *a, const mt_variant *b) {
     return a->family == b->family && memcmp(a->values, b->values, sizeof a->values) == 0;
 }
 
-/* The latest ok medians on key c of variants a and b (NAN: none, or the
- * latest row failed: what a call would meet). */
-static mt_status medians_on_key(mt_db *db, const mt_choice *c, const mt_variant *a, const mt_variant *b,
-                                double *a_ms, double *b_ms) {
-    *a_ms = *b_ms = NAN;
+/* The latest ok median on key c of each of v[0..n) into ms[] (NAN: none,
+ * or the latest row failed: what a call would meet). */
+static mt_status medians_on_key(mt_db *db, const mt_choice *c, const mt_variant *const *v, int n, double *ms) {
+    for (int i = 0; i < n; i++) ms[i] = NAN;
     sqlite3_stmt *s = NULL;
     mt_status st = mt_key_rows(db, c, &s);
     if (st != MT_OK) return st;
@@ -30,14 +30,14 @@ static mt_status medians_on_key(mt_db *db, const mt_choice *c, const mt_variant 
         const char *params = (const char *)sqlite3_column_text(s, MT_ROW_PARAMS);
         const char *status = (const char *)sqlite3_column_text(s, MT_ROW_STATUS);
         const mt_family *f = family ? mt_family_find(family) : NULL;
-        mt_variant v;
-        if (!f || !params || !status || mt_variant_parse(f, params, &v) != MT_OK) {
+        mt_variant row;
+        if (!f || !params || !status || mt_variant_parse(f, params, &row) != MT_OK) {
             mt_clear_error(); /* a row this build cannot read is no variant it runs */
             continue;
         }
-        double ms = strcmp(status, "ok") == 0 ? sqlite3_column_double(s, MT_ROW_MEDIAN_MS) : NAN;
-        if (same_values(&v, a)) *a_ms = ms;
-        if (same_values(&v, b)) *b_ms = ms;
+        double median = strcmp(status, "ok") == 0 ? sqlite3_column_double(s, MT_ROW_MEDIAN_MS) : NAN;
+        for (int i = 0; i < n; i++)
+            if (v[i] && same_values(&row, v[i])) ms[i] = median;
     }
     st = rc == SQLITE_DONE ? MT_OK
                            : mt_fail(MT_ERR_DATABASE, "%s: reading the measurements of a key: %s", mt_db_path(db),
@@ -84,7 +84,15 @@ static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, mt_
     }
     mt_variant_format(as_measured, row->as_measured, sizeof row->as_measured);
     mt_variant_format(runs, row->runs, sizeof row->runs);
-    st = medians_on_key(db, c, as_measured, runs, &row->as_measured_ms, &row->runs_ms);
+    mt_variant rule;
+    int has_rule = mt_untuned_variant(table.family, &c->key, &t, c->compute_units > 0 ? c->compute_units : 1,
+                                      &rule) == MT_OK;
+    if (has_rule) mt_variant_format(&rule, row->rule, sizeof row->rule);
+    else mt_clear_error();
+    const mt_variant *asked[3] = {as_measured, runs, has_rule ? &rule : NULL};
+    double ms[3];
+    st = medians_on_key(db, c, asked, 3, ms);
+    row->as_measured_ms = ms[0], row->runs_ms = ms[1], row->rule_ms = ms[2];
     mt_dispatch_free(&table);
     return st;
 }

@@ -11,7 +11,8 @@
  * among them.  Two answers per key: the nearest key's winner as measured,
  * and as the runtime runs it, rescaled to the call's batch where its
  * family says how (family.h) - the comparison that decided the rescaling
- * (reports/PERFLOG.md, session 27).
+ * (reports/PERFLOG.md, session 27) - and, for scale, what the built-in
+ * rule would run with no database at all.
  *
  * Keys sit a factor of 2-8 apart in batch and 4 in length, so a held-out
  * key is farther from its neighbours than most calls are from a key: the
@@ -31,8 +32,10 @@ typedef struct mt_holdout_row {
     char change[96];          /* "num_splits 16->8" when rescaled */
     char as_measured[200];    /* the nearest winner as measured (the rule's variant when !nearest) */
     char runs[200];           /* what the runtime runs */
+    char rule[200];           /* what the built-in rule (no DB) would run for the key; "" none */
     double as_measured_ms;    /* its latest ok median on the key; NAN: not timed there (or failed) */
     double runs_ms;           /* likewise */
+    double rule_ms;           /* likewise (a sweep times the rule's variant on every key) */
 } mt_holdout_row;
 
 /* The rows for every decode key of `arch` in `db` (n_heads > 0: that head
