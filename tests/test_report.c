@@ -222,6 +222,10 @@ int main(void) {
               "%d keys with a wrong rule; markdown lacks '%s'", wrong_rule, note);
     free(c);
     mt_db_close(db);
+    /* between keys: a row per group of keys (16 heads, bf16 and fp8 KV, 6 keys each) */
+    CHECK(strstr(md, "## Between keys: each key held out"));
+    CHECK_MSG(strstr(md, "| sm\\_90 | 132 | 16 | 1 | 64 | bf16/bf16 | 6 |") &&
+              strstr(md, "| sm\\_90 | 132 | 16 | 1 | 64 | bf16/fp8e4m3 | 6 |"), "between-keys rows");
     /* provenance: the device and the measurement counts */
     CHECK(strstr(html, "fake-gpu") && strstr(html, "<td>240</td>"));
     CHECK(strstr(html, "wrong-result"));

@@ -643,6 +643,7 @@ int cmd_report(int argc, char **argv) {
     winner_bars(choices, n, gains, 1, matrix_tflops, &plots, &md, out_dir, &n_plots);
     if (n > 0) parameter_plots(db, &choices[key_index], &plots, &md, out_dir, &n_plots);
     if (n_prefill < n) lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots); /* decode's dispatch */
+    if (n_prefill < n) mt_report_holdout(db, arch, &md);                                   /* between its keys */
     free(gains);
     mt_report_crossover(points, n_points, &plots, &md, out_dir, &n_plots);
     free(points);

@@ -1,6 +1,6 @@
 /*
  * report_internal.h - what report.c shares with the report's sections in
- * files of their own (report_crossover.c): the plots kept for inlining,
+ * files of their own (report_crossover.c, report_holdout.c): the plots kept for inlining,
  * writing a file into the output folder, and stored text as a Markdown
  * table cell.
  */
@@ -36,5 +36,10 @@ const char *mt_report_md_cell(const void *text);
  * boundary marked, and a table of the points.  Nothing when n is 0. */
 void mt_report_crossover(const mt_crossover_point *p, int n, mt_report_plots *plots, mt_text *md, const char *out_dir,
                          int *n_plots);
+
+/* The between-keys section (report_holdout.c): `mla-tune holdout`'s
+ * figures per group of decode keys of `arch` (NULL: all) in db.  Nothing
+ * when the file has no decode key. */
+void mt_report_holdout(mt_db *db, const char *arch, mt_text *md);
 
 #endif
