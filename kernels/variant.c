@@ -96,6 +96,10 @@ mt_status mt_variant_validate(const mt_variant *v, const mt_problem_static *s, c
     return f->check(v->values, s, t);
 }
 
+int mt_variant_same(const mt_variant *a, const mt_variant *b) {
+    return a->family == b->family && memcmp(a->values, b->values, sizeof a->values) == 0;
+}
+
 void mt_variant_format(const mt_variant *v, char *buf, size_t size) {
     buf[0] = '\0';
     for (int i = 0; i < v->family->n_params; i++) {

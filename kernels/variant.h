@@ -103,6 +103,8 @@ mt_status mt_variant_validate(const mt_variant *v, const mt_problem_static *s, c
 
 /* "tile_q=16,kv_granularity=64,..." in declaration order. */
 void mt_variant_format(const mt_variant *v, char *buf, size_t size);
+/* 1 when a and b are one point of one family's space. */
+int mt_variant_same(const mt_variant *a, const mt_variant *b);
 
 /* Parses the format above: every parameter given once, except that one
  * marked added_later may be absent (it takes its default). */

@@ -19,51 +19,22 @@ static void usage(FILE *to) {
             "How well the runtime serves calls between the database's keys, from the database\n"
             "alone (no GPU): each decode key is held out in turn, the runtime's dispatcher picks\n"
             "from the other keys what a call of its batch, mean and longest request runs, and\n"
-            "the held-out key's own measurements time that against the key's choice.  Two\n"
-            "figures per key: the nearest key's winner as measured, and as the runtime runs it\n"
+            "the held-out key's own measurements time that against the key's choice.  Three\n"
+            "figures per key: the nearest key's winner as measured; as the runtime runs it\n"
             "(rescaled to the call's batch: the decode family's split count, so that batch x\n"
             "splits stays near the nearest key's); and, for scale, what the built-in rule runs\n"
             "with no database.  '-' where that variant was not timed on the key (or its latest\n"
-            "run there failed).  Keys lie farther from their neighbours than\n"
-            "most calls lie from a key: the figures bound what calls between keys lose.\n\n"
+            "run there failed).  Keys lie farther from their neighbours than most calls lie\n"
+            "from a key: the figures bound what calls between keys lose.\n\n"
             "  --db FILE     the database (required; read only)\n"
             "  --arch ARCH   that architecture's keys only (default: all)\n"
             "  --heads N     that head count's keys only\n"
             "  --json        one JSON object instead of text\n");
 }
 
-static double ratio(double ms, double best) { return isfinite(ms) && best > 0 ? ms / best : NAN; }
-
 static void print_ratio(double r) {
     if (isfinite(r)) printf(" %7.2fx", r);
     else printf(" %8s", "-");
-}
-
-/* Geometric mean and worst of the ratios a row gives both of (so the two
- * columns are compared on the same keys). */
-typedef struct summary {
-    int keys, both, rescaled, untimed, rule_timed;
-    double log_measured, log_runs, worst_measured, worst_runs;
-    double log_rule_runs, log_rule; /* over the keys of `both` whose rule was timed too */
-} summary;
-
-static summary summarise(const mt_holdout_row *rows, int n) {
-    summary s = {.keys = n};
-    for (int i = 0; i < n; i++) {
-        double best = rows[i].key.median_ms;
-        double a = ratio(rows[i].as_measured_ms, best), b = ratio(rows[i].runs_ms, best);
-        double r = ratio(rows[i].rule_ms, best);
-        s.rescaled += rows[i].rescaled;
-        if (!isfinite(a) || !isfinite(b)) {
-            s.untimed++;
-            continue;
-        }
-        s.both++;
-        s.log_measured += log(a), s.log_runs += log(b);
-        s.worst_measured = fmax(s.worst_measured, a), s.worst_runs = fmax(s.worst_runs, b);
-        if (isfinite(r)) s.rule_timed++, s.log_rule += log(r), s.log_rule_runs += log(b);
-    }
-    return s;
 }
 
 static void print_text(const char *db, const mt_holdout_row *rows, int n) {
@@ -83,12 +54,12 @@ static void print_text(const char *db, const mt_holdout_row *rows, int n) {
                to);
         if (r->nearest) printf("%6.2f", r->distance);
         else printf("%6s", "-");
-        print_ratio(ratio(r->as_measured_ms, r->key.median_ms));
-        print_ratio(ratio(r->runs_ms, r->key.median_ms));
-        print_ratio(ratio(r->rule_ms, r->key.median_ms));
+        print_ratio(mt_holdout_ratio(r->as_measured_ms, r->key.median_ms));
+        print_ratio(mt_holdout_ratio(r->runs_ms, r->key.median_ms));
+        print_ratio(mt_holdout_ratio(r->rule_ms, r->key.median_ms));
         printf("  %s\n", r->rescaled ? r->change : "");
     }
-    summary s = summarise(rows, n);
+    mt_holdout_summary s = mt_holdout_summarise(rows, n);
     printf("%d keys held out; %d rescaled; %d with a variant not timed on its key.\n", s.keys, s.rescaled, s.untimed);
     if (s.both)
         printf("On the %d keys where both were timed, against each key's choice: the nearest winner as measured "
@@ -135,7 +106,7 @@ static void print_json(const char *db, const mt_holdout_row *rows, int n) {
         mt_json_number(stdout, r->rule_ms);
         printf(", \"rescaled\": %s}", r->rescaled ? "true" : "false");
     }
-    summary s = summarise(rows, n);
+    mt_holdout_summary s = mt_holdout_summarise(rows, n);
     printf("],\n \"summary\": {\"keys\": %d, \"rescaled\": %d, \"untimed\": %d, \"both_timed\": %d, "
            "\"as_measured_geomean\": ", s.keys, s.rescaled, s.untimed, s.both);
     mt_json_number(stdout, s.both ? exp(s.log_measured / s.both) : NAN);
@@ -195,8 +166,10 @@ int cmd_holdout(int argc, char **argv) {
         return 1;
     }
     if (n == 0) {
-        mt_cli_error("holdout: %s has no decode key%s%s%s to hold out", db_path, arch || heads ? " of" : "",
-                     arch ? " arch " : "", arch ? arch : "");
+        char of_arch[48] = "", of_heads[32] = "";
+        if (arch) snprintf(of_arch, sizeof of_arch, " for %s", arch);
+        if (heads) snprintf(of_heads, sizeof of_heads, " of %d heads", heads);
+        mt_cli_error("holdout: %s has no decode key%s%s to hold out", db_path, of_heads, of_arch);
         free(rows);
         return 1;
     }

@@ -27,10 +27,6 @@ mt_status mt_untuned_variant(const mt_family *f, const mt_problem_key *key, cons
     return MT_OK;
 }
 
-static int same_values(const mt_variant *a, const mt_variant *b) {
-    return a->family == b->family && memcmp(a->values, b->values, sizeof a->values) == 0;
-}
-
 static double column_or_nan(sqlite3_stmt *s, int col) {
     return sqlite3_column_type(s, col) == SQLITE_NULL ? NAN : sqlite3_column_double(s, col);
 }
@@ -56,15 +52,9 @@ mt_status mt_gain_over_heuristic(mt_db *db, const mt_choice *c, mt_gain *out) {
     char rule_status[32] = ""; /* of the rule's variant's latest row; "" none */
     mt_variant rule;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *family = (const char *)sqlite3_column_text(s, MT_ROW_FAMILY);
-        const char *params = (const char *)sqlite3_column_text(s, MT_ROW_PARAMS);
-        const char *status = (const char *)sqlite3_column_text(s, MT_ROW_STATUS);
-        const mt_family *rf = family ? mt_family_find(family) : NULL;
         mt_variant v;
-        if (rf != f || !params || !status || mt_variant_parse(f, params, &v) != MT_OK) {
-            mt_clear_error();
-            continue;
-        }
+        const char *status;
+        if (!mt_key_row_variant(s, &v, &status) || v.family != f) continue;
         rows++;
         int cus = sqlite3_column_int(s, MT_ROW_COMPUTE_UNITS), ok = strcmp(status, "ok") == 0;
         if (cus != rule_cus) {
@@ -73,8 +63,8 @@ mt_status mt_gain_over_heuristic(mt_db *db, const mt_choice *c, mt_gain *out) {
             if (!rule_ok) mt_clear_error();
             else mt_variant_format(&rule, out->heuristic, sizeof out->heuristic);
         }
-        if (ok && same_values(&v, &winner)) out->winner_spread_ms = column_or_nan(s, MT_ROW_SPREAD_MS);
-        if (rule_ok && same_values(&v, &rule)) {
+        if (ok && mt_variant_same(&v, &winner)) out->winner_spread_ms = column_or_nan(s, MT_ROW_SPREAD_MS);
+        if (rule_ok && mt_variant_same(&v, &rule)) {
             snprintf(rule_status, sizeof rule_status, "%s", status);
             out->heuristic_ms = ok ? sqlite3_column_double(s, MT_ROW_MEDIAN_MS) : NAN;
             out->heuristic_spread_ms = ok ? column_or_nan(s, MT_ROW_SPREAD_MS) : NAN;

@@ -13,10 +13,6 @@
 #include "key_rows.h"
 #include "runtime/api/dispatch.h"
 
-static int same_values(const mt_variant *a, const mt_variant *b) {
-    return a->family == b->family && memcmp(a->values, b->values, sizeof a->values) == 0;
-}
-
 /* The latest ok median on key c of each of v[0..n) into ms[] (NAN: none,
  * or the latest row failed: what a call would meet). */
 static mt_status medians_on_key(mt_db *db, const mt_choice *c, const mt_variant *const *v, int n, double *ms) {
@@ -26,18 +22,12 @@ static mt_status medians_on_key(mt_db *db, const mt_choice *c, const mt_variant 
     if (st != MT_OK) return st;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *family = (const char *)sqlite3_column_text(s, MT_ROW_FAMILY);
-        const char *params = (const char *)sqlite3_column_text(s, MT_ROW_PARAMS);
-        const char *status = (const char *)sqlite3_column_text(s, MT_ROW_STATUS);
-        const mt_family *f = family ? mt_family_find(family) : NULL;
         mt_variant row;
-        if (!f || !params || !status || mt_variant_parse(f, params, &row) != MT_OK) {
-            mt_clear_error(); /* a row this build cannot read is no variant it runs */
-            continue;
-        }
+        const char *status;
+        if (!mt_key_row_variant(s, &row, &status)) continue;
         double median = strcmp(status, "ok") == 0 ? sqlite3_column_double(s, MT_ROW_MEDIAN_MS) : NAN;
         for (int i = 0; i < n; i++)
-            if (v[i] && same_values(&row, v[i])) ms[i] = median;
+            if (v[i] && mt_variant_same(&row, v[i])) ms[i] = median;
     }
     st = rc == SQLITE_DONE ? MT_OK
                            : mt_fail(MT_ERR_DATABASE, "%s: reading the measurements of a key: %s", mt_db_path(db),
@@ -75,13 +65,7 @@ static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, mt_
         row->nearest_max_len = r.entry->max_len, row->distance = r.distance;
     }
     row->rescaled = r.rescaled;
-    if (r.rescaled) {
-        /* the dispatcher's own words for the change, after "rescaled: " */
-        char why[256];
-        mt_dispatch_explain(&table, &r, why, sizeof why);
-        const char *at = strstr(why, "rescaled: ");
-        snprintf(row->change, sizeof row->change, "%s", at ? at + strlen("rescaled: ") : "");
-    }
+    mt_dispatch_rescaling(&table, &r, row->change, sizeof row->change);
     mt_variant_format(as_measured, row->as_measured, sizeof row->as_measured);
     mt_variant_format(runs, row->runs, sizeof row->runs);
     mt_variant rule;
@@ -95,6 +79,30 @@ static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, mt_
     row->as_measured_ms = ms[0], row->runs_ms = ms[1], row->rule_ms = ms[2];
     mt_dispatch_free(&table);
     return st;
+}
+
+double mt_holdout_ratio(double ms, double best) { return isfinite(ms) && best > 0 ? ms / best : NAN; }
+
+mt_holdout_summary mt_holdout_summarise(const mt_holdout_row *rows, int n) {
+    mt_holdout_summary s = {.keys = n};
+    for (int i = 0; i < n; i++) {
+        double best = rows[i].key.median_ms;
+        double a = mt_holdout_ratio(rows[i].as_measured_ms, best), b = mt_holdout_ratio(rows[i].runs_ms, best);
+        double r = mt_holdout_ratio(rows[i].rule_ms, best);
+        s.rescaled += rows[i].rescaled;
+        if (!isfinite(a) || !isfinite(b)) {
+            s.untimed++;
+            continue;
+        }
+        s.both++;
+        s.log_measured += log(a), s.log_runs += log(b);
+        s.worst_measured = fmax(s.worst_measured, a), s.worst_runs = fmax(s.worst_runs, b);
+        if (isfinite(r)) {
+            s.rule_timed++;
+            s.log_rule += log(r), s.log_rule_runs += log(b), s.worst_rule = fmax(s.worst_rule, r);
+        }
+    }
+    return s;
 }
 
 mt_status mt_holdout(mt_db *db, const char *arch, int n_heads, mt_holdout_row **rows, int *n) {

@@ -38,6 +38,22 @@ typedef struct mt_holdout_row {
     double rule_ms;           /* likewise (a sweep times the rule's variant on every key) */
 } mt_holdout_row;
 
+/* The figures of rows[0..n), against each key's choice: geometric means
+ * of the time ratios (as sums of logs) and the worst, over the keys where
+ * both the nearest winner as measured and what the runtime runs were timed
+ * (`both`: so the two are compared on the same keys), and over those of
+ * them where the rule's variant was timed too (`rule_timed`). */
+typedef struct mt_holdout_summary {
+    int keys, both, rescaled, untimed, rule_timed;
+    double log_measured, log_runs, worst_measured, worst_runs;
+    double log_rule_runs, log_rule, worst_rule; /* over the rule_timed keys */
+} mt_holdout_summary;
+
+mt_holdout_summary mt_holdout_summarise(const mt_holdout_row *rows, int n);
+
+/* ms / best, NAN when ms is not (a variant not timed on the key). */
+double mt_holdout_ratio(double ms, double best);
+
 /* The rows for every decode key of `arch` in `db` (n_heads > 0: that head
  * count only), in the database's key order.  *rows is malloc'd. */
 mt_status mt_holdout(mt_db *db, const char *arch, int n_heads, mt_holdout_row **rows, int *n);

@@ -34,3 +34,15 @@ mt_status mt_key_rows(mt_db *db, const mt_choice *c, sqlite3_stmt **out) {
     *out = s;
     return MT_OK;
 }
+
+int mt_key_row_variant(sqlite3_stmt *s, mt_variant *v, const char **status) {
+    const char *family = (const char *)sqlite3_column_text(s, MT_ROW_FAMILY);
+    const char *params = (const char *)sqlite3_column_text(s, MT_ROW_PARAMS);
+    const mt_family *f = family ? mt_family_find(family) : NULL;
+    *status = (const char *)sqlite3_column_text(s, MT_ROW_STATUS);
+    if (!f || !params || !*status || mt_variant_parse(f, params, v) != MT_OK) {
+        mt_clear_error();
+        return 0;
+    }
+    return 1;
+}

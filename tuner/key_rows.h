@@ -22,4 +22,10 @@ enum { MT_ROW_FAMILY, MT_ROW_PARAMS, MT_ROW_STATUS, MT_ROW_MEDIAN_MS, MT_ROW_SPR
  * The caller steps it and finalizes it. */
 mt_status mt_key_rows(mt_db *db, const mt_choice *c, struct sqlite3_stmt **out);
 
+/* The variant of the row `s` is on (its family and params as this build
+ * reads them) and its status ("ok", ...); 0 when this build cannot read
+ * the row (an unknown family, params it refuses, NULLs): no variant it
+ * runs. */
+int mt_key_row_variant(struct sqlite3_stmt *s, mt_variant *v, const char **status);
+
 #endif

@@ -44,29 +44,19 @@ void mt_report_holdout(mt_db *db, const char *arch, mt_text *md) {
                        "neighbours than most calls from a key: a group whose figures are high wants more keys.\n\n"
                        "| arch | CUs | heads | Sq | page | dtypes | keys | timed | as measured | as run | rule |\n"
                        "|---|---|---|---|---|---|---|---|---|---|---|\n");
-    int *done = calloc((size_t)n, sizeof *done);
-    for (int i = 0; done && i < n; i++) {
-        if (done[i]) continue;
+    /* mt_holdout keeps the database's key order, which sorts by group:
+     * each group is one run of rows */
+    for (int i = 0, j; i < n; i = j) {
         const mt_choice *g = &rows[i].key;
-        int keys = 0, timed = 0, rule_timed = 0;
-        double lm = 0, lr = 0, lu = 0, wm = 0, wr = 0, wu = 0;
-        for (int j = i; j < n; j++) {
-            if (done[j] || !same_group(g, &rows[j].key)) continue;
-            done[j] = 1, keys++;
-            double best = rows[j].key.median_ms;
-            double m = rows[j].as_measured_ms / best, r = rows[j].runs_ms / best, u = rows[j].rule_ms / best;
-            if (!(best > 0) || !isfinite(m) || !isfinite(r)) continue;
-            timed++, lm += log(m), lr += log(r), wm = fmax(wm, m), wr = fmax(wr, r);
-            if (isfinite(u)) rule_timed++, lu += log(u), wu = fmax(wu, u);
-        }
+        for (j = i + 1; j < n && same_group(g, &rows[j].key);) j++;
+        mt_holdout_summary s = mt_holdout_summarise(rows + i, j - i);
         char measured[40], run[40], rule[40];
-        cell(measured, sizeof measured, lm, wm, timed);
-        cell(run, sizeof run, lr, wr, timed);
-        cell(rule, sizeof rule, lu, wu, rule_timed);
+        cell(measured, sizeof measured, s.log_measured, s.worst_measured, s.both);
+        cell(run, sizeof run, s.log_runs, s.worst_runs, s.both);
+        cell(rule, sizeof rule, s.log_rule, s.worst_rule, s.rule_timed);
         mt_text_printf(md, "| %s | %d | %d | %d | %d | %s/%s | %d | %d | %s | %s | %s |\n", mt_report_md_cell(g->arch),
                        g->compute_units, g->key.n_heads, g->key.sq, g->key.s.page_size, mt_dtype_name(g->key.s.q_dtype),
-                       mt_dtype_name(g->key.s.kv_dtype), keys, timed, measured, run, rule);
+                       mt_dtype_name(g->key.s.kv_dtype), s.keys, s.both, measured, run, rule);
     }
-    free(done);
     free(rows);
 }

@@ -17,7 +17,7 @@ static int same_shape(const mt_choice *c, const mt_problem_key *k, const char *a
 
 static int add_variant(mt_dispatch_table *t, const mt_variant *v) {
     for (int i = 0; i < t->n_variants; i++)
-        if (t->variants[i].family == v->family && memcmp(t->variants[i].values, v->values, sizeof v->values) == 0)
+        if (mt_variant_same(&t->variants[i], v))
             return i;
     if (t->n_variants == MT_DISPATCH_MAX_VARIANTS) return -1;
     t->variants[t->n_variants] = *v;
@@ -91,7 +91,7 @@ static int rescaled_at(const mt_dispatch_table *t, const mt_dispatch_entry *e, i
 }
 
 static int same_answer(int changed_a, const mt_variant *a, int changed_b, const mt_variant *b) {
-    return changed_a == changed_b && (!changed_a || memcmp(a->values, b->values, sizeof a->values) == 0);
+    return changed_a == changed_b && (!changed_a || mt_variant_same(a, b));
 }
 
 /* The last batch in [b, last] with the same answer as b (galloping, then
@@ -365,10 +365,11 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
     out->distance = best_d;
 }
 
-/* "num_splits 16->8, kv_granularity 64->16": the parameters that differ. */
-static void variant_change(const mt_variant *from, const mt_variant *to, char *buf, size_t size) {
+void mt_dispatch_rescaling(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
+    if (!r->rescaled || !r->entry) return;
+    const mt_variant *from = &table->variants[r->entry->variant], *to = &table->variants[r->variant];
     for (int i = 0; i < from->family->n_params && used + 1 < size; i++)
         if (from->values[i] != to->values[i])
             used += (size_t)snprintf(buf + used, size - used, "%s%s %d->%d", used ? ", " : "",
@@ -402,9 +403,8 @@ void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_resul
     else if (!e && r->heuristic_pick >= 0)
         table->family->heuristic_explain(&table->heur, r->heuristic_pick, buf, size);
     else {
-        char rescaled[96] = "";
-        if (r->rescaled) variant_change(&table->variants[e->variant], &table->variants[r->variant], rescaled,
-                                        sizeof rescaled);
+        char rescaled[96];
+        mt_dispatch_rescaling(table, r, rescaled, sizeof rescaled);
         snprintf(buf, size, "%s key (batch %d, %s, mean %d, longest %d; distance %.2f) from the %s DB%s%s%s",
                  r->exact ? "exact" : "nearest", e->batch, e->lengths, e->seq_len, e->max_len, r->distance,
                  e->source == MT_FROM_USER_DB ? "user" : "system", device, r->rescaled ? ", rescaled: " : "",

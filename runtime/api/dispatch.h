@@ -32,7 +32,7 @@
  * fills the GPU for its key's batch only.  The rescaled variants a plan
  * may need are worked out when the table is built, for the batches up to
  * the plan's largest at which each key can be the nearest (a bound from
- * the distances: keys_batch_range), and compiled with the plan; the hot
+ * the distances: entry_batches in dispatch.c), and compiled with the plan; the hot
  * path only looks the call's batch up among its key's ranges.
  *
  * The dispatcher knows no family's parameters: it asks the family that
@@ -128,6 +128,10 @@ size_t mt_dispatch_workspace_bytes(const mt_dispatch_table *table);
 /* The hot path: no allocation, no I/O.  seq_len: mean keys per request, or
  * < 0 when unknown; max_len: the longest, or 0 (= seq_len). */
 void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, int max_len, mt_dispatch_result *out);
+
+/* "num_splits 16->8, kv_granularity 64->16": how r's variant differs from
+ * its key's winner ("" when it runs as measured). */
+void mt_dispatch_rescaling(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size);
 
 /* One line saying why `r` was chosen (for explain and lookup). */
 void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size);
