@@ -78,6 +78,17 @@ int main(void) {
                   !strstr(info.why, "rescaled"), "batch 8: %s (%s)", info.variant, info.why);
         CHECK(mlt_plan_explain(plan, 2, 4096, 0, &info) == MLT_OK);
         CHECK_MSG(strstr(info.variant, "num_splits=64,") != NULL, "batch 2: %s", info.variant);
+        /* what a run refuses, explain refuses too: past max_batch no
+         * rescaled variant was compiled (it used to answer the key's
+         * winner as measured, which no run would launch) */
+        CHECK(mlt_plan_explain(plan, max_batch, 4096, 0, &info) == MLT_OK);
+        CHECK(mlt_plan_explain(plan, max_batch + 1, 4096, 0, &info) == MLT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mlt_last_error(), "max_batch") != NULL, "%s", mlt_last_error());
+        CHECK(mlt_plan_explain(plan, 0, 4096, 0, &info) == MLT_ERR_INVALID_ARGUMENT);
+        CHECK(mlt_plan_explain(plan, 8, -5, 0, &info) == MLT_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(mlt_last_error(), "seq_len_hint -5") != NULL, "%s", mlt_last_error());
+        CHECK(mlt_plan_explain(plan, 8, 4096, 1024, &info) == MLT_ERR_INVALID_ARGUMENT);
+        CHECK(mlt_plan_explain(plan, 8, MLT_LENGTHS_UNKNOWN, 0, &info) == MLT_OK);
         /* at least batch 32's winner at max_batch (and the rule's
          * length-aware variant, every plan's fallback for ragged calls),
          * far less than batch 8's 16 splits at max_batch */

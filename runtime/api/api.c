@@ -332,22 +332,31 @@ size_t mlt_plan_workspace_size(const mlt_plan *plan) { return plan ? plan->works
 
 size_t mlt_plan_schedule_size(const mlt_plan *plan) { return plan ? plan->schedule : 0; }
 
+/* The batch and hints of a call (mlt_plan_run) or of a question about one
+ * (mlt_plan_explain): a batch past max_batch has no variant compiled for it
+ * (the plan rescales splits only up to max_batch), so both refuse it. */
+static mt_status check_batch_and_hints(const mlt_plan *plan, int batch, int seq_len_hint, int max_seq_len_hint) {
+    if (batch < 1 || batch > plan->max_batch)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "batch %d outside 1..%d (the plan's max_batch)", batch,
+                       plan->max_batch);
+    if (seq_len_hint < 0 && seq_len_hint != MLT_LENGTHS_UNKNOWN)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d is negative (MLT_LENGTHS_UNKNOWN is %d)",
+                       seq_len_hint, MLT_LENGTHS_UNKNOWN);
+    if (max_seq_len_hint < 0)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "max_seq_len_hint %d is negative", max_seq_len_hint);
+    if (max_seq_len_hint > 0 && seq_len_hint > max_seq_len_hint)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d (the mean) is above max_seq_len_hint %d (the longest)",
+                       seq_len_hint, max_seq_len_hint);
+    return MT_OK;
+}
+
 /* The checks every call makes, the variant it dispatches to, and its
  * arguments for the kernels. */
 static mt_status prepare_call(const mlt_plan *plan, const mlt_decode_args *a, mt_dispatch_result *r,
                               mt_mla_decode_args *k) {
     if (!plan || !a) return mt_fail(MT_ERR_INVALID_ARGUMENT, "null plan or arguments");
-    if (a->batch < 1 || a->batch > plan->max_batch)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "batch %d outside 1..%d (the plan's max_batch)", a->batch,
-                       plan->max_batch);
-    if (a->seq_len_hint < 0 && a->seq_len_hint != MLT_LENGTHS_UNKNOWN)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d is negative (MLT_LENGTHS_UNKNOWN is %d)",
-                       a->seq_len_hint, MLT_LENGTHS_UNKNOWN);
-    if (a->max_seq_len_hint < 0)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "max_seq_len_hint %d is negative", a->max_seq_len_hint);
-    if (a->max_seq_len_hint > 0 && a->seq_len_hint > a->max_seq_len_hint)
-        return mt_fail(MT_ERR_INVALID_ARGUMENT, "seq_len_hint %d (the mean) is above max_seq_len_hint %d (the longest)",
-                       a->seq_len_hint, a->max_seq_len_hint);
+    mt_status st = check_batch_and_hints(plan, a->batch, a->seq_len_hint, a->max_seq_len_hint);
+    if (st != MT_OK) return st;
     mt_dispatch_lookup(&plan->table, a->batch, a->seq_len_hint, a->max_seq_len_hint, r);
     *k = (mt_mla_decode_args){.batch = a->batch, .n_heads = plan->shape.n_heads, .sq = plan->shape.sq,
                               .max_blocks = a->max_blocks_per_seq, .page_size = plan->shape.s.page_size,
@@ -400,6 +409,8 @@ mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, i
                             mlt_choice_info *out) {
     if (!plan || !out) return mt_to_public(mt_fail(MT_ERR_INVALID_ARGUMENT, "mlt_plan_explain: null argument"));
     memset(out, 0, sizeof *out);
+    mt_status st = check_batch_and_hints(plan, batch, seq_len_hint, max_seq_len_hint);
+    if (st != MT_OK) return mt_to_public(st);
     mt_dispatch_result r;
     mt_dispatch_lookup(&plan->table, batch, seq_len_hint, max_seq_len_hint, &r);
     const mt_variant *v = &plan->table.variants[r.variant];

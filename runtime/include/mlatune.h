@@ -270,7 +270,9 @@ typedef struct mlt_choice_info {
     char why[160];           /* one line: what decided */
 } mlt_choice_info;
 
-/* Which variant mlt_plan_run would run for these hints, and why. */
+/* Which variant mlt_plan_run would run for these hints, and why.  Checks
+ * batch (1..max_batch) and the hints as mlt_plan_run does, and refuses what
+ * it would refuse: MLT_ERR_INVALID_ARGUMENT, mlt_last_error() naming it. */
 mlt_status mlt_plan_explain(const mlt_plan *plan, int batch, int seq_len_hint, int max_seq_len_hint,
                             mlt_choice_info *out);
 
