@@ -324,7 +324,8 @@ int cmd_bench(int argc, char **argv) {
             return 2;
         }
         i++;
-        int bad = 0;
+        int bad = 0, timing;
+        const char *want = NULL; /* what a bad value should be, for the error */
         if (strcmp(a, "--heads") == 0) bad = parse_list(v, &o.heads, 0);
         else if (strcmp(a, "--sq") == 0) bad = parse_list(v, &o.sq, 0);
         else if (strcmp(a, "--batch") == 0) bad = parse_list(v, &o.batch, 0);
@@ -354,10 +355,11 @@ int cmd_bench(int argc, char **argv) {
         else if (strcmp(a, "--system-db") == 0) o.system_db = v;
         else if (strcmp(a, "--cache-dir") == 0) o.cache_dir = v;
         else if (strcmp(a, "--csv") == 0) o.csv = v;
-        else if (strcmp(a, "--page-size") == 0) o.page_size = atoi(v), bad = o.page_size < 1 ? -1 : 0;
-        else if (strcmp(a, "--warmup") == 0) o.warmup = atoi(v), bad = o.warmup < 0 ? -1 : 0;
-        else if (strcmp(a, "--reps") == 0) o.reps = atoi(v), bad = o.reps < 3 || o.reps > 10000 ? -1 : 0;
-        else if (strcmp(a, "--device") == 0) o.device = atoi(v);
+        else if (strcmp(a, "--page-size") == 0) {
+            bad = mt_int_parse(v, 1, 1 << 20, &o.page_size);
+            want = "a whole number of keys, 1 or more";
+        }
+        else if ((timing = mt_timing_int_option(a, v, &o.warmup, &o.reps, &o.device, &want)) != 1) bad = timing;
         else if (strcmp(a, "--flush") == 0) {
             o.flush_write = strcmp(v, "write") == 0;
             bad = o.flush_write || strcmp(v, "read") == 0 ? 0 : -1;
@@ -367,7 +369,7 @@ int cmd_bench(int argc, char **argv) {
             return 2;
         }
         if (bad) {
-            mt_cli_error("bench: bad value '%s' for %s", v, a);
+            mt_cli_bad_value("bench", a, v, want);
             return 2;
         }
     }

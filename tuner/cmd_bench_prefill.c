@@ -173,7 +173,8 @@ static int parse_opts(int argc, char **argv, pf_opts *o) {
             return 2;
         }
         i++;
-        int bad = 0;
+        int bad = 0, timing;
+        const char *want = NULL; /* what a bad value should be, for the error */
         if (strcmp(a, "--heads") == 0) bad = mt_int_list_parse(v, &o->heads, 1, 128);
         else if (strcmp(a, "--tokens") == 0) bad = mt_int_list_parse(v, &o->tokens, 1, MT_PREFILL_MAX_TOKENS);
         else if (strcmp(a, "--requests") == 0) bad = mt_int_list_parse(v, &o->requests, 1, MT_PREFILL_MAX_TOKENS);
@@ -187,9 +188,7 @@ static int parse_opts(int argc, char **argv, pf_opts *o) {
         else if (strcmp(a, "--system-db") == 0) o->system_db = v;
         else if (strcmp(a, "--cache-dir") == 0) o->cache_dir = v;
         else if (strcmp(a, "--csv") == 0) o->csv = v;
-        else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v), bad = o->warmup < 0;
-        else if (strcmp(a, "--reps") == 0) o->reps = atoi(v), bad = o->reps < 3 || o->reps > 10000;
-        else if (strcmp(a, "--device") == 0) o->device = atoi(v);
+        else if ((timing = mt_timing_int_option(a, v, &o->warmup, &o->reps, &o->device, &want)) != 1) bad = timing;
         else if (strcmp(a, "--flush") == 0) {
             o->flush_write = strcmp(v, "write") == 0;
             bad = !o->flush_write && strcmp(v, "read") != 0;
@@ -198,7 +197,7 @@ static int parse_opts(int argc, char **argv, pf_opts *o) {
             return 2;
         }
         if (bad) {
-            mt_cli_error("bench --prefill: bad value '%s' for %s", v, a);
+            mt_cli_bad_value("bench --prefill", a, v, want);
             return 2;
         }
     }

@@ -73,7 +73,8 @@ static int parse_opts(int argc, char **argv, xo_opts *o) {
             return 2;
         }
         i++;
-        int bad = 0;
+        int bad = 0, timing;
+        const char *want = NULL; /* what a bad value should be, for the error */
         if (strcmp(a, "--heads") == 0) bad = mt_int_list_parse(v, &o->heads, 1, 128);
         else if (strcmp(a, "--sq") == 0) bad = mt_int_list_parse(v, &o->sq, 1, MT_DECODE_MAX_SQ);
         else if (strcmp(a, "--context") == 0) bad = mt_int_list_parse(v, &o->context, 0, 1 << 20);
@@ -82,15 +83,13 @@ static int parse_opts(int argc, char **argv, xo_opts *o) {
         else if (strcmp(a, "--db") == 0) o->db = v;
         else if (strcmp(a, "--csv") == 0) o->csv = v;
         else if (strcmp(a, "--cache-dir") == 0) o->cache_dir = v;
-        else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v), bad = o->warmup < 0;
-        else if (strcmp(a, "--reps") == 0) o->reps = atoi(v), bad = o->reps < 3 || o->reps > 10000;
-        else if (strcmp(a, "--device") == 0) o->device = atoi(v), bad = o->device < 0;
+        else if ((timing = mt_timing_int_option(a, v, &o->warmup, &o->reps, &o->device, &want)) != 1) bad = timing;
         else {
             mt_cli_error("crossover: unknown option '%s' (see --help)", a);
             return 2;
         }
         if (bad) {
-            mt_cli_error("crossover: bad value '%s' for %s", v, a);
+            mt_cli_bad_value("crossover", a, v, want);
             return 2;
         }
     }

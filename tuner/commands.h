@@ -30,5 +30,8 @@ int cmd_crossover(int argc, char **argv);
 
 /* Prints "mla-tune: <message>" to stderr. */
 void mt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "mla-tune: CMD: bad value 'VALUE' for OPT (WANT)", the part in brackets
+ * when want is not NULL: what the value should have been. */
+void mt_cli_bad_value(const char *cmd, const char *opt, const char *value, const char *want);
 
 #endif

@@ -33,6 +33,11 @@ void mt_cli_error(const char *fmt, ...) {
     fputc('\n', stderr);
 }
 
+void mt_cli_bad_value(const char *cmd, const char *opt, const char *value, const char *want) {
+    if (want) mt_cli_error("%s: bad value '%s' for %s (%s)", cmd, value, opt, want);
+    else mt_cli_error("%s: bad value '%s' for %s", cmd, value, opt);
+}
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);

@@ -81,4 +81,16 @@ expect 2 "bad value 'fp8e4m3' for --dtype" "$bin" crossover --dtype fp8e4m3
 expect 2 "unknown option '--contexts'" "$bin" crossover --contexts 4096
 expect 1 "crossover: .*/no/such/dir/x.db" "$bin" crossover --db /no/such/dir/x.db
 "$bin" crossover --help | grep -q -- "--check" || fail "crossover --help lacks --check"
+
+# the timing commands' integer options: the whole text a number in range,
+# the error saying which (atoi read "30x" as 30, "x" as GPU 0, "2" reps as
+# a bare "bad value")
+expect 2 "bad value '2' for --reps \(a whole number, 3\.\.10000\)" "$bin" bench --reps 2
+expect 2 "bad value '30x' for --reps" "$bin" bench --reps 30x
+expect 2 "bad value 'x' for --device \(a GPU ordinal" "$bin" bench --device x
+expect 2 "bad value '' for --warmup" "$bin" bench --warmup ''
+expect 2 "bad value '0' for --page-size \(a whole number of keys" "$bin" bench --page-size 0
+expect 2 "bench --prefill: bad value '-1' for --warmup" "$bin" bench --prefill --warmup -1
+expect 2 "crossover: bad value '1e3' for --reps" "$bin" crossover --reps 1e3
+expect 2 "crossover: bad value '-2' for --device" "$bin" crossover --device -2
 echo "errors: ok"
