@@ -347,9 +347,11 @@ class TorchFastPathTest(unittest.TestCase):
                  (32, 16, 1))
         if flat.data_ptr() % 4 == 0:
             plan.run(**a)  # 4-byte aligned: fine for lse
-        out = a["out"]
-        out.set_(out.untyped_storage() if hasattr(out, "untyped_storage") else out.storage(), 4, (3, 2, 16, 512),
-                 (2 * 16 * 512, 16 * 512, 512, 1))  # 8 bytes in
+        # (a storage of its own, 4 elements longer: torch 2.11 refuses a
+        # view past its storage's end, which `out`'s own storage would be)
+        out, spare = a["out"], torch.zeros(3 * 2 * 16 * 512 + 4, dtype=a["out"].dtype)
+        out.set_(spare.untyped_storage() if hasattr(spare, "untyped_storage") else spare.storage(), 4,
+                 (3, 2, 16, 512), (2 * 16 * 512, 16 * 512, 512, 1))  # 8 bytes in
         if (out.data_ptr() - 8) % 16 == 0:
             refused("out: data pointer")
 
