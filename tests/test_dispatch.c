@@ -70,7 +70,40 @@ int main(void) {
     CHECK_OK(mt_dispatch_build(c, src, 6, &shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 1, 1024, 0, &r);
     CHECK(r.entry && r.entry->source == MT_FROM_SYSTEM_DB);
+    CHECK_MSG(table.key_device[0] == '\0', "no names in the rows, none said: '%s'", table.key_device);
     mt_dispatch_free(&table);
+
+    /* whose keys: the rows' device names, each once, in order of first
+     * use; keys of other shapes add none (one arch and SM count is one
+     * device to the DB, so an H200 takes an H100's keys and says so) */
+    {
+        const char *names[6] = {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA H100",
+                                "other heads' device", "fp8 KV's device"};
+        mt_choice named[6];
+        for (int i = 0; i < 6; i++) {
+            named[i] = c[i];
+            snprintf(named[i].device_name, sizeof named[i].device_name, "%s", names[i]);
+        }
+        CHECK_OK(mt_dispatch_build(named, NULL, 6, &shape, &t, 132, 64, MT_DISPATCH_RESCALED, &table));
+        CHECK_MSG(strcmp(table.key_device, "NVIDIA H100 80GB HBM3, NVIDIA H200, NVIDIA H100") == 0, "'%s'",
+                  table.key_device);
+        mt_dispatch_free(&table);
+        CHECK_OK(mt_dispatch_build(named, NULL, 1, &shape, &t, 132, 64, MT_DISPATCH_RESCALED, &table));
+        CHECK_MSG(strcmp(table.key_device, "NVIDIA H100 80GB HBM3") == 0, "'%s'", table.key_device);
+        mt_dispatch_free(&table);
+        /* more names than fit: the list ends with "..." once */
+        mt_choice many[4];
+        for (int i = 0; i < 4; i++) {
+            many[i] = c[i];
+            memset(many[i].device_name, 'A' + i, 50);
+            many[i].device_name[50] = '\0';
+        }
+        CHECK_OK(mt_dispatch_build(many, NULL, 4, &shape, &t, 132, 64, MT_DISPATCH_RESCALED, &table));
+        size_t len = strlen(table.key_device);
+        CHECK_MSG(len < sizeof table.key_device && len > 3 && strcmp(table.key_device + len - 3, "...") == 0 &&
+                  strstr(table.key_device, "......") == NULL, "'%s'", table.key_device);
+        mt_dispatch_free(&table);
+    }
 
     /* issue 22: ragged keys.  The longest request over the mean tells a
      * ragged batch from a uniform one of the same total keys; unknown

@@ -209,6 +209,9 @@ int cmd_lookup(int argc, char **argv) {
         printf(", \"entries_read\": %d, \"compute_units\": %d, \"key_compute_units\": ", n, cus);
         if (table.key_compute_units > 0) printf("%d", table.key_compute_units);
         else printf("null");
+        printf(", \"key_device\": ");
+        if (table.key_device[0]) mt_json_string(stdout, table.key_device);
+        else printf("null");
         printf(", \"stale_ignored\": %d, \"plan\": ", stale);
         if (max_batch)
             printf("{\"max_batch\": %d, \"variants\": %d, \"workspace_bytes\": %zu}}\n", max_batch, table.n_variants,
@@ -225,6 +228,7 @@ int cmd_lookup(int argc, char **argv) {
                    missing);
         else
             printf("  why    %s, measured %.4f ms\n", why, r.entry->median_ms);
+        if (r.entry && table.key_device[0]) printf("  on     %s (%d CUs)\n", table.key_device, table.key_compute_units);
         if (max_batch)
             printf("  plan   max_batch %d: %d variants compiled, %.1f MiB of device workspace\n", max_batch,
                    table.n_variants, mt_dispatch_workspace_bytes(&table) / 1048576.0);

@@ -274,6 +274,11 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, m
         log_at(rt, MLT_LOG_INFO, "%s N=%d Sq=%d: no keys measured on a %d-CU device; using those of the nearest "
                "measured one (%d CUs)", rt->info.arch, problem->n_heads, problem->sq, rt->info.compute_units,
                plan->table.key_compute_units);
+    if (st == MT_OK && plan->table.key_device[0] && strcmp(plan->table.key_device, rt->info.name) != 0 &&
+        plan->table.key_compute_units == rt->info.compute_units)
+        log_at(rt, MLT_LOG_INFO, "%s N=%d Sq=%d: keys measured on %s; this GPU is %s (the same arch and %d CUs: "
+               "one device to the DB)", rt->info.arch, problem->n_heads, problem->sq, plan->table.key_device,
+               rt->info.name, rt->info.compute_units);
     if (st == MT_OK && plan->table.heuristic)
         log_at(rt, MLT_LOG_WARN,
                "no tuning entry for %s N=%d Sq=%d D=%d/%d page %d %s/%s: using the built-in heuristic for this plan",

@@ -178,6 +178,21 @@ static mt_status add_batch_ranges(mt_dispatch_table *t, const mt_problem_key *sh
     return MT_OK;
 }
 
+/* Appends name to the list in buf ("A, B") unless it is there already or
+ * empty; a name that does not fit ends the list with "...". */
+static void add_device_name(char *buf, size_t size, const char *name) {
+    size_t n = strlen(name), used = strlen(buf);
+    if (!n) return;
+    for (const char *p = buf; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == buf || p[-1] == ' ') && (p[n] == '\0' || p[n] == ',')) return;
+    if (used + (used ? 2 : 0) + n + 4 > size) {
+        if (used + 4 <= size && (used < 3 || strcmp(buf + used - 3, "...") != 0)) strcat(buf, "...");
+        return;
+    }
+    if (used) strcat(buf, ", ");
+    strcat(buf, name);
+}
+
 mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
                             const mt_problem_key *shape, const mt_target *t, int compute_units, int max_batch,
                             mt_dispatch_mode mode, mt_dispatch_table *out) {
@@ -223,6 +238,7 @@ mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *so
         e->median_ms = c->median_ms;
         e->source = sources ? sources[i] : MT_FROM_USER_DB;
         snprintf(e->lengths, sizeof e->lengths, "%s", c->key.lengths[0] ? c->key.lengths : "uniform");
+        add_device_name(out->key_device, sizeof out->key_device, c->device_name);
     }
     qsort(out->entries, (size_t)out->n_entries, sizeof *out->entries, by_key);
     out->family = mt_family_for_kind(shape->kind);

@@ -85,6 +85,13 @@ typedef struct mt_dispatch_table {
     int aware_fallback;       /* index of the rule's length-aware variant, -1 if none fits or not needed */
     int compute_units;        /* this device's */
     int key_compute_units;    /* the measured device the entries come from (nearest_device), -1: none */
+    /* that device's name as the entries' rows give it ("NVIDIA H100 80GB
+     * HBM3"; several in order of first use, ", " between them: a user DB
+     * over the system DB may hold another model's keys), "" with no
+     * entries.  Devices of one arch and SM count are one device here (an
+     * H200 takes an H100's keys), so plans and lookup say whose keys they
+     * use. */
+    char key_device[160];
     int max_batch;            /* the largest batch looked up (the plan's) */
     mt_dispatch_range *ranges;
     int n_ranges;

@@ -105,6 +105,10 @@ assert f["nearest_key"]["batch"] == 64 and f["nearest_key"]["seq_len"] == 8192, 
 assert "FAR" in t and "distance 7.00" in t, t
 h = json.load(open("heuristic.json"))
 assert h["source"] == "heuristic" and h["nearest_key"] is None and "page size 1" in h["missing"], h
+# whose keys: the fixture's rows name the fake device; the text says the same
+assert isinstance(e["key_device"], str) and e["key_device"], e
+assert f'  on     {e["key_device"]} ({e["key_compute_units"]} CUs)\n' in open("exact.txt").read(), e
+assert h["key_device"] is None, h
 PY
 
 # devices: an object with a list, GPU or not (no GPU: exit 1 and the reason)
