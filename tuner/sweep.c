@@ -4,7 +4,8 @@
  * Design:
  *   - the coordinator (this process) never touches a GPU context.  Each GPU
  *     gets a worker process (worker.c, fork + exec of this binary) driven
- *     over pipes (protocol.h), and a coordinator thread that feeds it whole
+ *     over pipes (protocol.h; the coordinator's side: worker_proc.c), and
+ *     a coordinator thread that feeds it whole
  *     problem keys from a shared queue, costliest first (key_order.c);
  *   - a pool of CPU threads compiles every candidate variant of the plan
  *     into the shared disk cache ahead of the workers, in the order they
@@ -40,17 +41,11 @@
 
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <pthread.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -61,105 +56,12 @@
 #include "prefill_key.h"
 #include "protocol.h"
 #include "worker_fault.h"
+#include "worker_proc.h"
 #include "recorded.h"
 #include "runtime/api/validators.h"
 #include "runtime/gpu/jit.h"
 
-/* --- candidates ------------------------------------------------------------------ */
-
-static uint64_t mix(uint64_t x) {
-    x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull, x ^= x >> 33;
-    return x;
-}
-
-/* Adds v to the list unless it is there; 0 when memory ran out. */
-static int add_if_missing(mt_variant **items, int *n, const mt_variant *v) {
-    for (int i = 0; i < *n; i++)
-        if (memcmp((*items)[i].values, v->values, sizeof v->values) == 0) return 1;
-    mt_variant *grown = realloc(*items, sizeof *grown * (size_t)(*n + 1));
-    if (!grown) return 0;
-    *items = grown;
-    grown[(*n)++] = *v;
-    return 1;
-}
-
-/* Moves the entry equal to v (if any) to position `to`. */
-static void move_to(mt_variant *items, int n, const mt_variant *v, int to) {
-    for (int i = 0; i < n; i++)
-        if (memcmp(items[i].values, v->values, sizeof v->values) == 0) {
-            mt_variant tmp = items[to];
-            items[to] = items[i], items[i] = tmp;
-            return;
-        }
-}
-
-int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_problem_key *key, const mt_target *t,
-                        int compute_units, int key_index, mt_variant **out, int *heuristic) {
-    struct { mt_variant *items; int n; } all = {NULL, 0};
-    if (mt_space_list(space, &key->s, t, &all.items, &all.n, NULL) != MT_OK) mt_clear_error();
-    /* measured whether or not the space holds them: the default (the
-     * choice rule keeps it on a tie) and the built-in rule's variant (what
-     * the runtime runs untuned: the gain is over it, heuristic_gain.h) */
-    mt_variant dflt, rule;
-    int default_valid = mt_variant_default_for(space->family, &key->s, t, &dflt) == MT_OK;
-    mt_clear_error();
-    int rule_valid = mt_untuned_variant(space->family, key, t, compute_units, &rule) == MT_OK;
-    mt_clear_error();
-    if (default_valid && !add_if_missing(&all.items, &all.n, &dflt)) default_valid = 0;
-    if (rule_valid && !add_if_missing(&all.items, &all.n, &rule)) rule_valid = 0;
-    int front = 0; /* kept in front of the sample: the default, then the rule's variant */
-    if (default_valid) move_to(all.items, all.n, &dflt, front++);
-    if (rule_valid && !(default_valid && memcmp(rule.values, dflt.values, sizeof rule.values) == 0))
-        move_to(all.items, all.n, &rule, front++);
-    if (plan->strategy != MT_SEARCH_EXHAUSTIVE && plan->budget < all.n) {
-        /* seeded Fisher-Yates over the points behind the front ones */
-        uint64_t state = mix(plan->seed * 0x9e3779b97f4a7c15ull + (uint64_t)key_index + 1);
-        for (int i = all.n - 1; i > front; i--) {
-            state = mix(state + (uint64_t)i);
-            int j = front + (int)(state % (uint64_t)(i - front + 1));
-            mt_variant tmp = all.items[i];
-            all.items[i] = all.items[j], all.items[j] = tmp;
-        }
-        all.n = plan->budget > front ? plan->budget : front;
-    }
-    *heuristic = -1;
-    for (int i = 0; rule_valid && i < all.n && *heuristic < 0; i++)
-        if (memcmp(all.items[i].values, rule.values, sizeof rule.values) == 0) *heuristic = i;
-    *out = all.items;
-    return all.n;
-}
-
-static int halving_rounds(const mt_plan *plan, int n, int *sizes, int *reps, int max_rounds) {
-    int rounds = 0, r = plan->reps;
-    /* runs double each round and end at the plan's reps: count rounds first */
-    int k = n, count = 1;
-    while (k > 1 && count < max_rounds) k = (int)ceil(k * plan->keep), count++;
-    for (int i = 0; i < count; i++) {
-        int shift = count - 1 - i;
-        r = plan->reps >> shift;
-        reps[i] = r < 3 ? 3 : r;
-        sizes[i] = i == 0 ? n : (int)ceil(sizes[i - 1] * plan->keep);
-        rounds++;
-    }
-    return rounds;
-}
-
-int mt_sweep_job_count(const mt_plan *plan, int n_candidates) {
-    if (plan->strategy != MT_SEARCH_HALVING) return n_candidates;
-    int sizes[16], reps[16], total = 0;
-    int rounds = halving_rounds(plan, n_candidates, sizes, reps, 16);
-    for (int i = 0; i < rounds; i++) total += sizes[i];
-    return total;
-}
-
 /* --- the sweep's state ---------------------------------------------------------- */
-
-typedef struct worker_proc {
-    pid_t pid;
-    int to_fd, from_fd;
-    char buf[8192];
-    size_t used;
-} worker_proc;
 
 typedef struct sweep_key {
     mt_problem_key key;
@@ -192,7 +94,7 @@ typedef struct sweep {
 typedef struct device_ctx {
     sweep *sw;
     int device;
-    worker_proc worker;
+    mt_worker_proc worker;
     mt_db *db;
     int64_t device_id;
     mt_validator *hashes;    /* this thread's memo of source hashes (the validator each measurement records) */
@@ -201,194 +103,22 @@ typedef struct device_ctx {
     char error[512];
 } device_ctx;
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
+/* --- jobs ------------------------------------------------------------------------- */
+
+/* What this device's worker is started with. */
+static mt_worker_options worker_options(const device_ctx *d) {
+    const sweep *sw = d->sw;
+    return (mt_worker_options){.device = d->device, .fake = sw->fake, .cache_dir = sw->cache_dir,
+                               .inject_fault = sw->inject_fault};
 }
 
-/* --- workers ---------------------------------------------------------------------- */
-
-static void worker_stop(worker_proc *w, int kill_it, int *status) {
-    if (w->pid <= 0) return;
-    if (kill_it) kill(w->pid, SIGKILL);
-    close(w->to_fd);
-    close(w->from_fd);
-    int st = 0;
-    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {}
-    if (status) *status = st;
-    w->pid = 0;
-    w->used = 0;
-}
-
-/* 1: a line; 0: timeout; -1: the worker closed its end.  The timeout is
- * in seconds as a double: --job-timeout 3000000 in milliseconds overflows
- * an int (every job was recorded as timeout). */
-static int worker_read_line(worker_proc *w, char *line, size_t size, double timeout_s) {
-    double deadline = now_s() + timeout_s;
-    for (;;) {
-        char *nl = memchr(w->buf, '\n', w->used);
-        if (nl) {
-            size_t len = (size_t)(nl - w->buf) + 1;
-            size_t copy = len < size ? len : size - 1;
-            memcpy(line, w->buf, copy);
-            line[copy] = '\0';
-            memmove(w->buf, w->buf + len, w->used - len);
-            w->used -= len;
-            return 1;
-        }
-        if (w->used == sizeof w->buf) w->used = 0;  /* an absurd line: drop it */
-        double left_ms = (deadline - now_s()) * 1000;
-        if (left_ms <= 0) return 0;
-        int left = left_ms > INT_MAX ? INT_MAX : (int)left_ms + 1;
-        struct pollfd p = {.fd = w->from_fd, .events = POLLIN};
-        int r = poll(&p, 1, left);
-        if (r < 0 && errno == EINTR) continue;
-        if (r == 0) return 0;
-        ssize_t got = read(w->from_fd, w->buf + w->used, sizeof w->buf - w->used);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;
-        w->used += (size_t)got;
-    }
-}
-
-static mt_status worker_start(sweep *sw, int device, worker_proc *w, char *device_line, size_t size) {
-    int to[2] = {-1, -1}, from[2] = {-1, -1};
-    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
-        mt_status st = mt_fail(MT_ERR_IO, "pipe: %s", strerror(errno));
-        close(to[0]), close(to[1]);
-        return st;
-    }
-    pid_t coordinator = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
-        return mt_fail(MT_ERR_IO, "fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        /* die with the coordinator (see the top of this file); it may have
-         * died already, before the request */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != coordinator) _exit(126);
-        dup2(to[0], 0);  /* the copies on 0 and 1 are not close-on-exec */
-        dup2(from[1], 1);
-        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
-        char dev[16];
-        snprintf(dev, sizeof dev, "%d", device);
-        char *argv[12];
-        int n = 0;
-        argv[n++] = "mla-tune";
-        argv[n++] = "__worker";
-        argv[n++] = "--device";
-        argv[n++] = dev;
-        if (sw->fake) argv[n++] = "--fake", argv[n++] = (char *)sw->fake;
-        if (sw->cache_dir) argv[n++] = "--cache-dir", argv[n++] = (char *)sw->cache_dir;
-        if (sw->inject_fault) argv[n++] = "--inject-fault", argv[n++] = (char *)sw->inject_fault;
-        argv[n] = NULL;
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "mla-tune: cannot start a worker: %s\n", strerror(errno));
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    memset(w, 0, sizeof *w);
-    w->pid = pid;
-    w->to_fd = to[1];
-    w->from_fd = from[0];
-    char line[1024];
-    int r = worker_read_line(w, line, sizeof line, 180);
-    if (r == 1 && strncmp(line, "DEVICE\t", 7) == 0) {
-        snprintf(device_line, size, "%s", line);
-        return MT_OK;
-    }
-    int status = 0;
-    worker_stop(w, 1, &status);
-    if (r == 1 && strncmp(line, "ERROR\t", 6) == 0) {
-        line[strcspn(line, "\n")] = '\0';
-        return mt_fail(MT_ERR_NO_DEVICE, "%s", line + 6);
-    }
-    return mt_fail(MT_ERR_NO_DEVICE, "worker for device %d did not start (%s)", device,
-                   r == 0 ? "no answer in 180 s" : "it exited");
-}
-
-static void describe_exit(int status, char *buf, size_t size) {
-    if (WIFSIGNALED(status))
-        snprintf(buf, size, "worker died: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else if (WIFEXITED(status))
-        snprintf(buf, size, "worker exited with status %d", WEXITSTATUS(status));
-    else
-        snprintf(buf, size, "worker ended");
-}
-
-/* A worker ended by SIGKILL or SIGTERM that it did not get from us: the
- * OOM killer or a person, not the variant (a faulting variant ends its
- * worker by SIGSEGV, SIGABRT or an exit status). */
-static int killed_from_outside(int status) {
-    return WIFSIGNALED(status) && (WTERMSIG(status) == SIGKILL || WTERMSIG(status) == SIGTERM);
-}
-
-/* Runs one job; returns 1 when the worker was killed from outside. */
-static int run_job_once(device_ctx *d, const mt_job *job, mt_job_result *r) {
-    sweep *sw = d->sw;
-    memset(r, 0, sizeof *r);
-    if (d->worker.pid <= 0 && worker_start(sw, d->device, &d->worker, d->device_line, sizeof d->device_line) != MT_OK) {
-        r->status = MT_MEASURE_LAUNCH_FAILED;
-        snprintf(r->error, sizeof r->error, "cannot restart the worker: %s", mt_last_error());
-        return 0;
-    }
-    char params[256], line[4096];
-    mt_variant_format(&job->variant, params, sizeof params);
-    /* the lengths last: the mix name is the one free-text field (config.c
-     * keeps it printable, without tabs) */
-    int n = snprintf(line, sizeof line, "JOB\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%.0f\t%u\t%d\t%s\t%s\n",
-                     mt_dtype_name(job->key.s.q_dtype), mt_dtype_name(job->key.s.kv_dtype), job->key.s.d,
-                     job->key.s.dl, job->key.s.page_size, job->key.n_heads, job->key.sq, job->key.batch,
-                     job->key.seq_len, job->variant.family->name, params, job->warmup, job->reps,
-                     job->verify_cpu_macs, job->seed, job->key.max_len, job->key.kind,
-                     job->key.lengths[0] ? job->key.lengths : "uniform");
-    if (write(d->worker.to_fd, line, (size_t)n) != n) {  /* it died between jobs */
-        int status = 0;
-        worker_stop(&d->worker, 1, &status);
-        r->status = MT_MEASURE_LAUNCH_FAILED;
-        describe_exit(status, r->error, sizeof r->error);
-        return killed_from_outside(status);
-    }
-    int got = worker_read_line(&d->worker, line, sizeof line, sw->job_timeout_s);
-    if (got == 0) {
-        worker_stop(&d->worker, 1, NULL);
-        r->status = MT_MEASURE_TIMEOUT;
-        snprintf(r->error, sizeof r->error, "no result within %d s: worker killed", sw->job_timeout_s);
-        return 0;
-    }
-    if (got < 0) {
-        int status = 0;
-        worker_stop(&d->worker, 0, &status);
-        r->status = MT_MEASURE_LAUNCH_FAILED;
-        describe_exit(status, r->error, sizeof r->error);
-        return killed_from_outside(status);
-    }
-    char *f[10];
-    int nf = 0;
-    char *save = NULL;
-    line[strcspn(line, "\n")] = '\0';
-    for (char *p = strtok_r(line, "\t", &save); p && nf < 10; p = strtok_r(NULL, "\t", &save)) f[nf++] = p;
-    if (nf != 8 || strcmp(f[0], "RESULT") != 0) {
-        worker_stop(&d->worker, 1, NULL);
-        r->status = MT_MEASURE_LAUNCH_FAILED;
-        snprintf(r->error, sizeof r->error, "worker sent a malformed reply");
-        return 0;
-    }
-    r->status = MT_MEASURE_LAUNCH_FAILED;
-    for (int i = 0; i < 5; i++)
-        if (strcmp(f[1], mt_measure_status_name((mt_measure_status)i)) == 0) r->status = (mt_measure_status)i;
-    r->median_ms = atof(f[2]), r->min_ms = atof(f[3]), r->max_ms = atof(f[4]), r->spread_ms = atof(f[5]);
-    r->reps = atoi(f[6]);
-    snprintf(r->error, sizeof r->error, "%s", strcmp(f[7], "-") == 0 ? "" : f[7]);
-    if (r->status == MT_MEASURE_LAUNCH_FAILED) worker_stop(&d->worker, 0, NULL);  /* it exits by itself */
-    return 0;
-}
-
+/* One job on this device's worker; a worker ended from outside runs it
+ * again on a fresh one, up to KILLED_RETRIES times. */
 static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
-    for (int attempt = 0; run_job_once(d, job, r); attempt++) {
+    const mt_worker_options o = worker_options(d);
+    for (int attempt = 0;
+         mt_worker_run_job(&d->worker, &o, job, d->sw->job_timeout_s, r, d->device_line, sizeof d->device_line);
+         attempt++) {
         if (attempt == KILLED_RETRIES) {
             size_t used = strlen(r->error);
             snprintf(r->error + used, sizeof r->error - used, " (from outside, %d times in a row)", attempt + 1);
@@ -402,7 +132,7 @@ static void run_job(device_ctx *d, const mt_job *job, mt_job_result *r) {
 /* --- progress ------------------------------------------------------------------------ */
 
 static void progress(sweep *sw, const char *what) {
-    double elapsed = now_s() - sw->started;
+    double elapsed = mt_now_s() - sw->started;
     long done = sw->jobs_done, total = sw->jobs_total > done ? sw->jobs_total : done;
     double eta = done > 0 ? elapsed / done * (double)(total - done) : 0;
     if (sw->tty) {
@@ -481,7 +211,7 @@ static mt_status sweep_one_key(device_ctx *d, int key_index, int64_t problem_id)
     mt_status st = MT_OK;
     int n = sk->n_candidates;
     int sizes[16] = {n}, reps[16] = {sw->plan.reps}, rounds = 1;
-    if (sw->plan.strategy == MT_SEARCH_HALVING) rounds = halving_rounds(&sw->plan, n, sizes, reps, 16);
+    if (sw->plan.strategy == MT_SEARCH_HALVING) rounds = mt_sweep_halving_rounds(&sw->plan, n, sizes, reps, 16);
     ranked *rank = calloc((size_t)n, sizeof *rank);
     for (int i = 0; i < n; i++) rank[i].index = i;
     int alive = n;
@@ -551,7 +281,7 @@ static void *device_thread(void *arg) {
             break;
         }
     }
-    worker_stop(&d->worker, 0, NULL);
+    mt_worker_stop(&d->worker, 0, NULL);
     return NULL;
 }
 
@@ -902,7 +632,7 @@ static void summary_table(sweep *sw, mt_db *db, const mt_choice *choices, int n,
 }
 
 static void print_summary(sweep *sw, mt_db *db) {
-    double took = now_s() - sw->started;
+    double took = mt_now_s() - sw->started;
     long failed = 0;
     for (int i = 1; i < 5; i++) failed += sw->failed[i];
     printf("\nsweep %s: %ld measured, %ld skipped (already in %s), %ld failed (wrong-result %ld, compile-failed %ld, "
@@ -1059,9 +789,16 @@ int cmd_sweep(int argc, char **argv) {
     int early_rc = 0;
     if (sw.fake) fake_compiler_env();
     device_ctx *ctx = calloc(64, sizeof *ctx);
+    if (!ctx) {
+        mt_cli_error("sweep: out of host memory");
+        free_keys(&sw);
+        mt_plan_free(&sw.plan);
+        return 1;
+    }
     ctx[0].sw = &sw;
     ctx[0].device = n_devices ? device_list[0] : 0;
-    if (worker_start(&sw, ctx[0].device, &ctx[0].worker, ctx[0].device_line, sizeof ctx[0].device_line) != MT_OK) {
+    const mt_worker_options first_worker = worker_options(&ctx[0]);
+    if (mt_worker_start(&first_worker, &ctx[0].worker, ctx[0].device_line, sizeof ctx[0].device_line) != MT_OK) {
         mt_cli_error("sweep: no GPU to measure on: %s", mt_last_error());
         early_rc = 1;
         goto early_exit;
@@ -1113,7 +850,7 @@ int cmd_sweep(int argc, char **argv) {
     }
     if (0) {
     early_exit:  /* before any thread or database: stop the first worker, free, leave */
-        worker_stop(&ctx[0].worker, 1, NULL);
+        mt_worker_stop(&ctx[0].worker, 1, NULL);
         free_keys(&sw);
         free(ctx);
         mt_plan_free(&sw.plan);
@@ -1141,13 +878,14 @@ int cmd_sweep(int argc, char **argv) {
     }
 
     mt_db *summary_db = NULL;
-    sw.started = now_s();
+    sw.started = mt_now_s();
     int rc = 0;
     for (int i = 0; i < n_devices; i++) {
         device_ctx *d = &ctx[i];
         d->sw = &sw;
         d->device = device_list[i];
-        if (i > 0 && worker_start(&sw, d->device, &d->worker, d->device_line, sizeof d->device_line) != MT_OK) {
+        const mt_worker_options o = worker_options(d);
+        if (i > 0 && mt_worker_start(&o, &d->worker, d->device_line, sizeof d->device_line) != MT_OK) {
             mt_cli_error("sweep: device %d: %s", d->device, mt_last_error());
             rc = 1;
             break;
@@ -1205,7 +943,7 @@ int cmd_sweep(int argc, char **argv) {
     }
     mt_db_close(summary_db);
     for (int i = 0; i < n_devices; i++) {
-        worker_stop(&ctx[i].worker, 1, NULL);
+        mt_worker_stop(&ctx[i].worker, 1, NULL);
         mt_db_close(ctx[i].db);
         free(ctx[i].hashes);
     }

@@ -1,6 +1,7 @@
 /*
  * sweep.h - `mla-tune sweep`: plan, compile ahead, measure through isolated
- * workers, record, resume.  See sweep.c for the design.
+ * workers, record, resume.  See sweep.c for the design; the candidates of
+ * a key: sweep_candidates.c; a worker process: worker_proc.h.
  */
 #ifndef MT_SWEEP_H
 #define MT_SWEEP_H
@@ -20,6 +21,12 @@ int mt_sweep_candidates(const mt_plan *plan, const mt_space *space, const mt_pro
 /* Jobs a key will take: n for exhaustive and random; for halving the sum of
  * its rounds. */
 int mt_sweep_job_count(const mt_plan *plan, int n_candidates);
+
+/* Successive halving's rounds for n candidates (at most max_rounds): the
+ * candidates timed in round i (sizes[i]: n, then the plan's keep fraction
+ * of the last, rounded up) and their timed runs (reps[i]: doubling each
+ * round to the plan's reps, at least 3).  Returns the count of rounds. */
+int mt_sweep_halving_rounds(const mt_plan *plan, int n, int *sizes, int *reps, int max_rounds);
 
 /* The order in which the workers get the keys: the indices 0..n-1 of
  * keys whose estimated cost (seconds[i], mt_plan_key_seconds) is given,
