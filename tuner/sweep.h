@@ -1,7 +1,8 @@
 /*
  * sweep.h - `mla-tune sweep`: plan, compile ahead, measure through isolated
  * workers, record, resume.  See sweep.c for the design; the candidates of
- * a key: sweep_candidates.c; a worker process: worker_proc.h.
+ * a key: sweep_candidates.c; a worker process: worker_proc.h; what a sweep
+ * prints: sweep_report.c.
  */
 #ifndef MT_SWEEP_H
 #define MT_SWEEP_H
