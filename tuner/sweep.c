@@ -56,6 +56,7 @@
 #include "protocol.h"
 #include "worker_fault.h"
 #include "sweep_state.h"
+#include "timing.h"
 #include "worker_proc.h"
 #include "recorded.h"
 #include "runtime/api/validators.h"

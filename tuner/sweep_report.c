@@ -19,7 +19,7 @@
 #include "key_work.h"
 #include "prefill_key.h"
 #include "sweep.h"
-#include "worker_proc.h"
+#include "timing.h"
 
 /* The dry run's rows for the keys of one kind (# counts all keys, in the
  * plan's order): decode's columns, or prefill's (mt_prefill_key_columns). */

@@ -1,10 +1,12 @@
 /*
- * timing.c - flushes and event timing (see timing.h).
+ * timing.c - flushes and event timing, and the host's clock (see timing.h).
  */
+#define _GNU_SOURCE
 #include "timing.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/sources.h"
 #include "tuner/kernels/tuner_kernels.h"
@@ -82,4 +84,10 @@ double mt_sorted_median(const double *v, int n) { return n % 2 ? v[n / 2] : 0.5 
 double mt_sorted_percentile(const double *v, int n, int pct) {
     int i = n * pct / 100;
     return v[i < n ? i : n - 1];
+}
+
+double mt_now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
 }

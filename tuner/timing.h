@@ -52,4 +52,8 @@ mt_status mt_time_runs(mt_backend *b, mt_stream s, const mt_l2_flush *flush, int
 double mt_sorted_median(const double *v, int n);
 double mt_sorted_percentile(const double *v, int n, int pct);
 
+/* Host wall time: seconds on the monotonic clock (a sweep's elapsed time,
+ * a worker's deadline). */
+double mt_now_s(void);
+
 #endif

@@ -14,16 +14,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernels/variant.h"
-
-double mt_now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
+#include "timing.h"
 
 void mt_worker_stop(mt_worker_proc *w, int kill_it, int *status) {
     if (w->pid <= 0) return;

@@ -43,7 +43,4 @@ void mt_worker_stop(mt_worker_proc *w, int kill_it, int *status);
 int mt_worker_run_job(mt_worker_proc *w, const mt_worker_options *o, const mt_job *job, int timeout_s,
                       mt_job_result *r, char *device_line, size_t size);
 
-/* Seconds on the monotonic clock. */
-double mt_now_s(void);
-
 #endif
