@@ -11,8 +11,12 @@
  *   - through the family's launch, every mma.sync variant (mma=1, the
  *     path no CPU emulation covers) and SIMT variants spread over the
  *     whole valid space of the device, causal and chunked;
+ *   - the wgmma path's persistent form, bf16 and fp8, over as many
+ *     work-groups as the SMs hold and over a few that stream many tiles;
  *   - bad arguments through the API fail naming the argument.
- * MLA_TUNE_TEST_SEED=N changes the draw (default 29).
+ * MLA_TUNE_TEST_SEED=N changes the draw (default 29);
+ * MLA_TUNE_TEST_PREFILL_ONLY=persistent runs the persistent form's cases
+ * alone (the whole test takes ~5 minutes on an H200, most of it compiling).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -143,11 +147,14 @@ typedef struct family_ctx {
     mt_kernels k;
     const mt_variant *v;
     const mt_problem_static *s;
+    int compute_units; /* the persistent form's grid: the GPU's SMs, or fewer to stream more tiles each */
 } family_ctx;
 
 static mt_status family_run(void *ctx, const mt_mla_prefill_args *a) {
     family_ctx *f = ctx;
-    return mt_mla_prefill_launch(f->b, &f->k, f->v, f->s, a, NULL);
+    mt_mla_prefill_args with_units = *a;
+    with_units.compute_units = f->compute_units;
+    return mt_mla_prefill_launch(f->b, &f->k, f->v, f->s, &with_units, NULL);
 }
 static mt_status family_merge(void *ctx, const mt_mla_prefill_merge_args *a) {
     family_ctx *f = ctx;
@@ -167,7 +174,7 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
     printf("%d valid variants on %s; every matrix-unit one and 1 SIMT in %d run\n", n, t.arch, step);
     for (int i = 0; i < n; i++) {
         if (points[i].values[MT_PF_MMA] == 0 && i % step != 0) continue;
-        family_ctx f = {.b = mt_runtime_backend(rt), .v = &points[i], .s = &s};
+        family_ctx f = {.b = mt_runtime_backend(rt), .v = &points[i], .s = &s, .compute_units = mt_runtime_device(rt)->compute_units};
         char name[160];
         mt_variant_format(&points[i], name, sizeof name);
         mt_status st = mt_build_variant(mt_runtime_jit(rt), &points[i], &s, &t, &f.k);
@@ -199,7 +206,7 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
         if (points[i].values[MT_PF_MMA] == 2) {
             const mt_problem_static s8 = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_FP8_E4M3,
                                           .kv_dtype = MT_FP8_E4M3};
-            family_ctx g = {.b = f.b, .v = &points[i], .s = &s8};
+            family_ctx g = {.b = f.b, .v = &points[i], .s = &s8, .compute_units = mt_runtime_device(rt)->compute_units};
             st = mt_build_variant(mt_runtime_jit(rt), &points[i], &s8, &t, &g.k);
             CHECK_MSG(st == MT_OK, "%s in fp8: %s", name, mt_last_error());
             pf_launcher gl = {.ctx = &g, .run = family_run, .merge = family_merge};
@@ -217,7 +224,7 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
         if (points[i].values[MT_PF_MMA] == 2) {
             const mt_problem_static small = {.d = 128, .dl = 64, .page_size = 1, .q_dtype = MT_BF16,
                                              .kv_dtype = MT_BF16};
-            family_ctx g = {.b = f.b, .v = &points[i], .s = &small};
+            family_ctx g = {.b = f.b, .v = &points[i], .s = &small, .compute_units = mt_runtime_device(rt)->compute_units};
             st = mt_build_variant(mt_runtime_jit(rt), &points[i], &small, &t, &g.k);
             CHECK_MSG(st == MT_OK, "%s at D=128, Dl=64: %s", name, mt_last_error());
             pf_launcher gl = {.ctx = &g, .run = family_run, .merge = family_merge};
@@ -231,6 +238,54 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
         }
     }
     free(points);
+}
+
+/* The wgmma path's persistent form (persistent=1, wgmma_persistent.cu;
+ * the full space above holds only persistent=0, its default): each point
+ * in bf16 and fp8, its grid sized for the GPU's SMs and for 3 (a few
+ * work-groups, each streaming dozens of tiles across requests and heads),
+ * whole, chunked and non-causal; in the whole and non-causal forms one
+ * request has fewer keys than new tokens, so tiles that stream no key sit
+ * between tiles that do. */
+static void persistent_forms(mlt_runtime *rt, uint64_t seed) {
+    mt_target t;
+    mt_target_from_device(mt_runtime_device(rt), &t);
+    if (strcmp(t.arch, "sm_90") != 0) {
+        printf("persistent form: the wgmma path's, not on %s\n", t.arch);
+        return;
+    }
+    /* the two ends: two warpgroups over 128-key tiles (one work-group an
+     * SM), one over 64-key tiles (two an SM) */
+    static const char *const points[] = {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1",
+                                         "tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1"};
+    const int units[2] = {mt_runtime_device(rt)->compute_units, 3};
+    for (int i = 0; i < (int)(sizeof points / sizeof points[0]); i++) {
+        mt_variant v;
+        CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, points[i], &v));
+        for (int fp8 = 0; fp8 < 2; fp8++) {
+            const mt_dtype dt = fp8 ? MT_FP8_E4M3 : MT_BF16;
+            const mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = dt, .kv_dtype = dt};
+            family_ctx f = {.b = mt_runtime_backend(rt), .v = &v, .s = &s};
+            mt_status st = mt_build_variant(mt_runtime_jit(rt), &v, &s, &t, &f.k);
+            CHECK_MSG(st == MT_OK, "%s %s: %s", points[i], mt_dtype_name(dt), mt_last_error());
+            if (st != MT_OK) continue;
+            pf_launcher l = {.ctx = &f, .run = family_run, .merge = family_merge};
+            for (int u = 0; u < 2; u++)
+                for (int form = PF_WHOLE; form <= PF_NONCAUSAL; form++) {
+                    f.compute_units = units[u];
+                    pf_case c = {.s = s, .batch = 6, .n_heads = 8, .nope = form == PF_NONCAUSAL ? 128 : 192,
+                                 .scale = 1 / sqrt(192.0), .seed = seed + 5000 + 100 * i + 10 * u + 3 * fp8 + form,
+                                 .form = (pf_form)form};
+                    if (fp8) c.q_scale = 0.5, c.k_scale = 2.0, c.v_scale = 0.25;
+                    pf_draw_lengths(&c, 300, 400);
+                    if (form != PF_CHUNKED) c.n_new[3] = 200, c.n_ctx[3] = -150; /* 50 keys for 200 new tokens */
+                    pf_result r = pf_run_case(f.b, &l, &c);
+                    char how[200];
+                    snprintf(how, sizeof how, "%s on %d SMs", points[i], units[u]);
+                    record(&c, how, &r);
+                }
+        }
+    }
 }
 
 int main(void) {
@@ -249,9 +304,20 @@ int main(void) {
     const char *env = getenv("MLA_TUNE_TEST_SEED");
     uint64_t seed = env ? strtoull(env, NULL, 10) : 29;
     printf("%s, seed %llu\n", mlt_runtime_arch(rt), (unsigned long long)seed);
-    through_api(rt, seed);
-    api_refusals(rt);
-    over_the_space(rt, seed);
+    const char *only = getenv("MLA_TUNE_TEST_PREFILL_ONLY");
+    if (only && strcmp(only, "persistent") != 0) {
+        printf("MLA_TUNE_TEST_PREFILL_ONLY=%s: only 'persistent' is known\n", only);
+        mlt_runtime_destroy(rt);
+        return 2;
+    }
+    if (!only) {
+        through_api(rt, seed);
+        api_refusals(rt);
+        over_the_space(rt, seed);
+    } else {
+        printf("MLA_TUNE_TEST_PREFILL_ONLY=persistent: the API, refusal and whole-space cases skipped\n");
+    }
+    persistent_forms(rt, seed);
     printf("%d prefill cases passed, %d failed\n", passed_cases, failed_cases);
     mlt_runtime_destroy(rt);
     return check_summary("test_gpu_prefill");

@@ -296,9 +296,21 @@ static void constraints_and_rule(void) {
     char why[200];
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
     CHECK_MSG(strstr(why, "tile_q=16,kv_tile=32,block_threads=128,mma=0") && strstr(why, "untuned"), "%s", why);
+    /* sm_90, 16-bit: the grid form past 1024 new tokens per request (the
+     * dispatcher's call: seq_len = the longest request's new tokens), the
+     * persistent form up to it */
     CHECK_OK(mt_mla_prefill_heuristic_set(&shape, &sm90, &set));
-    mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
-    CHECK_MSG(set.n == 1 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2"), "%s", why);
+    CHECK(set.n == 2);
+    const mt_call long_call = {.batch = 2, .seq_len = 4096, .max_len = 4096};
+    const mt_call short_call = {.batch = 32, .seq_len = 1024, .max_len = 1024};
+    int pick = mt_mla_prefill_heuristic_pick(&set, &shape, &long_call, 132);
+    mt_mla_prefill_heuristic_explain(&set, pick, why, sizeof why);
+    CHECK_MSG(pick == 0 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2 (untuned; the grid form"),
+              "%s", why);
+    pick = mt_mla_prefill_heuristic_pick(&set, &shape, &short_call, 132);
+    mt_mla_prefill_heuristic_explain(&set, pick, why, sizeof why);
+    CHECK_MSG(pick == 1 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1 (untuned; the "
+                                       "persistent form"), "%s", why);
     mt_problem_static fp8s = s;
     fp8s.q_dtype = fp8s.kv_dtype = MT_FP8_E4M3;
     mt_shape fp8_shape = {.s = fp8s, .n_heads = 16, .sq = 1}; /* fp8: the measured fp8 point */
@@ -316,7 +328,7 @@ static void constraints_and_rule(void) {
 static int maps_made, launches;
 static uint64_t map_dims[3][3], map_strides[3][2];
 static mt_devptr map_base[3];
-static unsigned launch_block[3], first_grid[3];
+static unsigned launch_block[3], first_grid[3], last_grid[3];
 static mt_status record_map(mt_backend *b, mt_devptr base, unsigned elem, const uint64_t dims[3],
                             const uint64_t strides[2], const unsigned box[3], void *out) {
     (void)b, (void)elem;
@@ -335,7 +347,77 @@ static mt_status record_launch(mt_backend *b, mt_function f, const unsigned g[3]
     (void)b, (void)f, (void)g, (void)sh, (void)st, (void)args;
     memcpy(launch_block, bl, sizeof launch_block);
     if (launches++ == 0) memcpy(first_grid, g, sizeof first_grid);
+    memcpy(last_grid, g, sizeof last_grid);
     return MT_OK;
+}
+
+/* The persistent form (persistent=1): a grid of as many work-groups as
+ * the SMs hold at once (shared memory and a 256-register bound a thread),
+ * never more than the grid form's tiles, one dimension; compute_units is
+ * required; a batch whose tiles pass 31 bits is refused; only mma=2 has the
+ * form; a variant without it parses and prints as before (the databases'
+ * names). */
+static mt_status any_map(mt_backend *b, mt_devptr base, unsigned elem, const uint64_t dims[3],
+                         const uint64_t strides[2], const unsigned box[3], void *out) {
+    (void)b, (void)base, (void)elem, (void)dims, (void)strides, (void)box;
+    memset(out, 0, MT_TENSOR_MAP_BYTES);
+    return MT_OK;
+}
+static void persistent_launch(void) {
+    const mt_backend_iface iface = {.launch = record_launch, .tensor_map_3d = any_map};
+    mt_backend b = {.name = "recording", .iface = &iface, .has_driver = 1};
+    mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+    mt_kernels k;
+    memset(&k, 0, sizeof k);
+    k.fn[MT_PREFILL_FN] = (mt_function)(uintptr_t)0x1000, k.fn[MT_PREFILL_VT_FN] = (mt_function)(uintptr_t)0x2000;
+    const mt_devptr p = 0x100000;
+    mt_mla_prefill_args a = {.batch = 2, .n_heads = 16, .max_q = 300, .nope = 192, .causal = 1, .scale = 0.07f,
+                             .cu_q = p, .cu_k = p + 64, .q = {.ptr = p}, .k = {.ptr = p + 0x10000},
+                             .v = {.ptr = p + 0x30000}, .out = {.ptr = p}, .lse = {.ptr = p}, .compute_units = 132};
+    static const struct {
+        const char *variant;
+        int fp8, compute_units;
+        unsigned grid;
+    } cases[] = {
+        {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 0, 132, 96}, /* 3 x 16 x 2 tiles */
+        {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 0, 40, 40},  /* 214 KB: one an SM */
+        {"tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1", 0, 40, 80},    /* 105 KB, 128 threads: two */
+        {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 1, 40, 40},  /* fp8 105 KB, 256 threads */
+        {"tile_q=128,kv_tile=128,block_threads=256,mma=2", 0, 40, 3},                /* the grid form */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_variant v;
+        CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, cases[i].variant, &v));
+        mt_problem_static si = s;
+        if (cases[i].fp8) si.q_dtype = si.kv_dtype = MT_FP8_E4M3;
+        mt_mla_prefill_args ai = a;
+        ai.compute_units = cases[i].compute_units;
+        if (cases[i].fp8) ai.max_k = 300, ai.v_scale = 1.0f, ai.workspace = p + 0x800000, ai.workspace_bytes = 1 << 24;
+        launches = 0;
+        CHECK_OK(mt_mla_prefill_launch(&b, &k, &v, &si, &ai, NULL));
+        const int persistent = v.values[MT_PF_PERSISTENT];
+        CHECK_MSG(last_grid[0] == cases[i].grid && last_grid[1] == (persistent ? 1u : 16u) &&
+                      last_grid[2] == (persistent ? 1u : 2u),
+                  "%s: grid %u x %u x %u, want %u", cases[i].variant, last_grid[0], last_grid[1], last_grid[2],
+                  cases[i].grid);
+    }
+    mt_variant v;
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", &v));
+    a.compute_units = 0;
+    refused(mt_mla_prefill_launch(NULL, &k, &v, &s, &a, NULL), "compute_units must be >= 1 (got 0)");
+    a.compute_units = 132, a.batch = 65535, a.n_heads = 128, a.max_q = 1 << 20;
+    refused(mt_mla_prefill_launch(NULL, &k, &v, &s, &a, NULL), "too many for the persistent variant");
+
+    mt_target t;
+    CHECK_OK(mt_target_for_arch("sm_90", &t));
+    CHECK_OK(mt_variant_validate(&v, &s, &t));
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=32,block_threads=128,mma=1,persistent=1", &v));
+    refused(mt_variant_validate(&v, &s, &t), "persistent=1 is a form of the wgmma path (mma=2), not of mma=1");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=32,block_threads=128,mma=1", &v));
+    CHECK(v.values[MT_PF_PERSISTENT] == 0);
+    char name[160];
+    mt_variant_format(&v, name, sizeof name);
+    CHECK_MSG(strcmp(name, "tile_q=64,kv_tile=32,block_threads=128,mma=1") == 0, "%s", name);
 }
 
 /* The wgmma path's host side: the three maps (k's first nope columns,
@@ -478,5 +560,6 @@ int main(void) {
     constraints_and_rule();
     argument_checks();
     wgmma_launch();
+    persistent_launch();
     return check_summary("test_prefill_reference");
 }

@@ -554,10 +554,15 @@ static void test_dispatch(void) {
     /* no non-causal key: the rule for those calls, the DB for causal ones */
     CHECK_OK(mt_prefill_dispatch_build(choices, from, 4, &shape, &t, 132, &d));
     CHECK(strcmp(PICK(8, 1024, 1), b) == 0);
-    /* the rule's variant on sm_90: the wgmma point measured fastest (heuristic.c) */
+    /* the rule's variants on sm_90 (heuristic.c): the wgmma point measured
+     * fastest, in its persistent form up to 1024 new tokens per request */
     const char *rule_name = "tile_q=128,kv_tile=128,block_threads=256,mma=2";
-    CHECK_MSG(strcmp(PICK(8, 1024, 0), rule_name) == 0 && !r.entry, "%s", name);
-    CHECK_MSG(strstr(why, "no non-causal prefill key in the DBs") && strstr(why, "built-in"), "%s", why);
+    CHECK_MSG(strcmp(PICK(8, 1024, 0), "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1") == 0 &&
+                  !r.entry, "%s", name);
+    CHECK_MSG(strstr(why, "no non-causal prefill key in the DBs") && strstr(why, "built-in") &&
+                  strstr(why, "the persistent form"), "%s", why);
+    CHECK_MSG(strcmp(PICK(2, 8192, 0), rule_name) == 0 && !r.entry, "%s", name);
+    CHECK_MSG(strstr(why, "the grid form: > 1024 new tokens per request"), "%s", why);
     mt_prefill_dispatch_free(&d);
     /* a DB choice that does not fit the target fails the build, naming it */
     mt_choice bad = prefill_choice(128, 1, 64, 0, 1, "tile_q=16,kv_tile=64,block_threads=64,mma=1", 1.0);

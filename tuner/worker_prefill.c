@@ -68,8 +68,9 @@ void mt_prefill_worker_free(mt_prefill_key_state *k, mt_backend *b) {
     free(k);
 }
 
-static mt_mla_prefill_args call_args(const mt_prefill_key_state *k) {
+static mt_mla_prefill_args call_args(const mt_prefill_key_state *k, const mt_worker_gpu *g) {
     return (mt_mla_prefill_args){.batch = k->key.batch, .n_heads = k->key.n_heads, .max_q = k->key.sq,
+                                 .compute_units = g->info->compute_units,
                                  .nope = k->key.s.d, .causal = k->causal, .scale = k->scale, .cu_q = k->dcu_q,
                                  .cu_k = k->dcu_k, .q = {.ptr = k->dq}, .k = {.ptr = k->dk}, .v = {.ptr = k->dv},
                                  .out = {.ptr = k->dout}, .lse = {.ptr = k->dlse}};
@@ -181,7 +182,7 @@ static mt_status prepare(mt_prefill_key_state *k, const mt_worker_gpu *g, const 
 /* Launch once into poisoned outputs; the reference's rows as doubles. */
 static mt_status run_once(mt_prefill_key_state *k, const mt_worker_gpu *g, const mt_variant *v, const mt_kernels *fns) {
     size_t qs = mt_dtype_size(k->key.s.q_dtype);
-    mt_mla_prefill_args a = call_args(k);
+    mt_mla_prefill_args a = call_args(k, g);
     mt_status st;
     if ((st = mt_backend_mem_set(g->b, k->dout, 0xff, k->out_elems * qs, g->stream)) != MT_OK ||
         (st = mt_backend_mem_set(g->b, k->dlse, 0xff, k->lse_elems * sizeof(float), g->stream)) != MT_OK ||
@@ -228,7 +229,7 @@ int mt_prefill_worker_job(mt_prefill_key_state **state, const mt_worker_gpu *g, 
     double e_out = mt_relative_error(k->got_out, k->ref_out, k->n_rows * k->key.s.dl);
     double e_lse = mt_relative_error(k->got_lse, k->ref_lse, k->n_rows);
     if (mt_job_judge(r, k->key.s.q_dtype, e_out, e_lse, k->ref_source)) return 0;
-    mt_mla_prefill_args a = call_args(k);
+    mt_mla_prefill_args a = call_args(k, g);
     return mt_job_time_launch(g->b, g->stream, g->flush, &fns, &job->variant, &k->key.s, &a, job->warmup,
                               job->reps, r);
 }

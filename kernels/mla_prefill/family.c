@@ -13,6 +13,11 @@
  *                   sm_80+ (mma_sync.cu), MFMA on AMD CDNA (mfma.cu);
  *                   2: wgmma on NVIDIA sm_90, 64 rows per warpgroup
  *                   (wgmma.cu)
+ *   persistent      mma=2: 0, a work-group per tile (wgmma.cu); 1, a grid of
+ *                   as many work-groups as the SMs hold, each taking every
+ *                   G-th tile, the next tile's copies under the current
+ *                   one's end (wgmma_persistent.cu; added later, so a
+ *                   variant without it is 0 and its text is as before)
  *
  * Constraints (constraints.c; checked before compiling): shared memory
  * within the target's, whole warps, registers (SIMT: at most 64 output
@@ -31,6 +36,9 @@ static const mt_param_desc mla_prefill_params[] = {
     {"mma", "MMA", {0, 1, 2}, 3, 0,
      "0: SIMT; 1: matrix units, 16 rows per warp (mma.sync on NVIDIA, MFMA on AMD); 2: wgmma, 64 rows per "
      "warpgroup (NVIDIA sm_90)", 0, 0, 0},
+    {"persistent", "PERSISTENT", {0, 1}, 2, 0,
+     "mma=2: 0, a work-group per tile; 1, as many work-groups as the SMs hold, each over a stream of tiles "
+     "(the next tile's q and keys copied while the current one ends)", 1, 0, 1},
 };
 
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {
@@ -82,6 +90,7 @@ static int mla_prefill_sources(const mt_variant *v, const mt_problem_static *s, 
         names[n++] = "mla_prefill/wgmma_fp8.cuh";
         names[n++] = "mla_prefill/wgmma_copy.cuh";
         names[n++] = "mla_prefill/wgmma.cu";
+        if (v->values[MT_PF_PERSISTENT]) names[n++] = "mla_prefill/wgmma_persistent.cu";
     } else {
         names[n++] = v->values[MT_PF_MMA] == 0 ? "mla_prefill/simt.cu"
                      : warp_size == 64         ? "mla_prefill/mfma.cu"

@@ -40,7 +40,7 @@ extern const mt_family mt_family_mla_prefill;
 enum { MT_PREFILL_MAX_TOKENS = 1 << 20 };
 
 /* parameter positions in mt_variant.values for this family */
-enum { MT_PF_TILE_Q, MT_PF_KV_TILE, MT_PF_BLOCK_THREADS, MT_PF_MMA };
+enum { MT_PF_TILE_Q, MT_PF_KV_TILE, MT_PF_BLOCK_THREADS, MT_PF_MMA, MT_PF_PERSISTENT };
 
 /* Entry points, in mt_kernels order. */
 enum { MT_PREFILL_FN, MT_PREFILL_MERGE_FN, MT_PREFILL_VT_FN /* mma=2 only */ };
@@ -64,6 +64,7 @@ typedef struct mt_mla_prefill_args {
     int n_heads;             /* 1..128 */
     int max_q;               /* the most new tokens of any request: the grid covers this many */
     int max_k;               /* the most keys of any request (fp8: sizes v^T's rows; 0 otherwise) */
+    int compute_units;       /* the GPU's SMs: a persistent variant's grid (0 refused there) */
     float v_scale;           /* fp8: v's dequantisation scale (out's factor); 16-bit: 1 */
     mt_devptr workspace;     /* fp8: mt_mla_prefill_workspace_bytes(), 16-byte aligned; 16-bit: 0 */
     size_t workspace_bytes;

@@ -168,14 +168,20 @@ __device__ __forceinline__ void pw_next_p(mt_u32 (*pf)[4], const mt_u32 (*pn)[4]
  * once over more heads than L2 serves well (16 heads: 128 heads x 1024
  * tokens 379 -> 353 TFLOP/s; PERFLOG session 18). */
 #define PW_HEAD_GROUP 4
-__device__ __forceinline__ pf_tile pw_block_tile(const mt_prefill_params &p) {
-    const int q_tiles = (int)gridDim.x, heads = (int)gridDim.y;
-    const int r = (int)(blockIdx.x + gridDim.x * blockIdx.y); /* within the request */
+/* Tile r of request b in that order (q_tiles x heads of them). */
+__device__ __forceinline__ pf_tile pw_tile_in_request(const mt_prefill_params &p, int r, int q_tiles, int heads, int b) {
     const int group = r / (q_tiles * PW_HEAD_GROUP), first = group * PW_HEAD_GROUP;
     const int size = min(PW_HEAD_GROUP, heads - first), i = r - first * q_tiles;
-    return pf_tile_at(p, q_tiles - 1 - i / size, first + i % size, (int)blockIdx.z);
+    return pf_tile_at(p, q_tiles - 1 - i / size, first + i % size, b);
+}
+__device__ __forceinline__ pf_tile pw_block_tile(const mt_prefill_params &p) {
+    return pw_tile_in_request(p, (int)(blockIdx.x + gridDim.x * blockIdx.y), (int)gridDim.x, (int)gridDim.y,
+                              (int)blockIdx.z);
 }
 
+/* The grid form: a work-group per tile (persistent = 0; the persistent
+ * form is wgmma_persistent.cu). */
+#if !PERSISTENT
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
 mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_map,
             const __grid_constant__ mt_tensor_map k_pe_map, const __grid_constant__ mt_tensor_map v_map) {
@@ -212,8 +218,8 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
     __syncthreads();
     if (producer) /* tiles 0 and 1: both stages' first use */
         for (int j = 0; j < min(n_tiles, 2); j++) {
-            pw_produce<false>(p, t, maps, j, k_st, full_k, empty_k);
-            pw_produce<true>(p, t, maps, j, v_st, full_v, empty_v);
+            pw_produce<false>(p, t, maps, j, j, k_st, full_k, empty_k);
+            pw_produce<true>(p, t, maps, j, j, v_st, full_v, empty_v);
         }
     pw_load_q(p, t, q_s);
     mt_cp_async_commit();
@@ -240,8 +246,8 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
         const int st = j & 1, pst = (j - 1) & 1;
         /* K_(j+1) replaces K_(j-1) (released after S_(j-1)), V_j replaces
          * V_(j-2) (released after its P V, in tile j - 1): each a tile ahead */
-        if (producer && j >= 1 && j + 1 < n_tiles) pw_produce<false>(p, t, maps, j + 1, k_st, full_k, empty_k);
-        if (producer && j >= 2) pw_produce<true>(p, t, maps, j, v_st, full_v, empty_v);
+        if (producer && j >= 1 && j + 1 < n_tiles) pw_produce<false>(p, t, maps, j + 1, j + 1, k_st, full_k, empty_k);
+        if (producer && j >= 2) pw_produce<true>(p, t, maps, j, j, v_st, full_v, empty_v);
         mt_mbar_wait(&full_k[st], (unsigned)(j >> 1) & 1u);
         float s[PW_S];
         mt_wgmma_fence();
@@ -296,3 +302,4 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
         if (in1) *pf_row<float>(p.lse, t.q_first + t.q0 + r1, t.head) = l1 > 0.0f ? (m1 + mt_log2f(l1)) * PF_LN2 : MT_NEG_INF;
     }
 }
+#endif /* !PERSISTENT */

@@ -34,6 +34,18 @@ __device__ __forceinline__ void pw_load_q(const mt_prefill_params &p, const pf_t
         t.rows);
 }
 
+/* Warpgroup wg's 64 of the tile's q rows -> q_s, by its 128 threads (the
+ * persistent form loads the next tile's rows while the other warpgroup
+ * still multiplies by its own). */
+__device__ __forceinline__ void pw_load_q_rows_of(const mt_prefill_params &p, const pf_tile &t, unsigned char *q_s,
+                                                  int wg) {
+    const unsigned char *row0 = (const unsigned char *)pf_row<const pw_elem>(p.q, t.q_first + t.q0 + 64 * wg, t.head);
+#pragma unroll
+    for (int blk = 0; blk < D / 64; blk++)
+        pw_copy_rows<64, 1, 128>(q_s + (blk * TILE_Q + 64 * wg) * PW_ROW, row0 + blk * PW_ROW, p.q.t_stride * PW_EB,
+                                 t.rows - 64 * wg);
+}
+
 /* ---- the producer warp: key tiles by the tensor copy engine ----------
  * Stages complete on mbarriers: full_k / full_v when a tile's bytes are in
  * (the copy engine counts them), empty_k / empty_v when every consumer warp
@@ -74,17 +86,18 @@ __device__ __forceinline__ void pw_issue_k(const mt_prefill_params &p, const pf_
 }
 /* v: 16-bit, 64-column blocks of key rows (MN-major for P V); fp8, v^T
  * from the workspace (wgmma_fp8.cuh): 64-key blocks of DL rows, the map
- * over (key, column, request x head), k0 the tile's first key. */
-__device__ __forceinline__ void pw_issue_v(const pf_tile &t, const pw_maps &m, int row, int k0, unsigned char *v_s,
-                                           mt_u64 *full) {
+ * over (key, column, request x head), k0 the tile's first key, heads the
+ * call's. */
+__device__ __forceinline__ void pw_issue_v(const pf_tile &t, const pw_maps &m, int row, int k0, int heads,
+                                           unsigned char *v_s, mt_u64 *full) {
     mt_mbar_expect_tx(full, PW_V_BYTES);
 #if PW_FP8
     (void)row;
 #pragma unroll
     for (int blk = 0; blk < KV_TILE / 64; blk++)
-        pw_tma_load_3d(v_s + blk * DL * PW_ROW, m.v, k0 + blk * 64, 0, t.b * (int)gridDim.y + t.head, full);
+        pw_tma_load_3d(v_s + blk * DL * PW_ROW, m.v, k0 + blk * 64, 0, t.b * heads + t.head, full);
 #else
-    (void)k0;
+    (void)k0, (void)heads;
 #pragma unroll
     for (int blk = 0; blk < DL / 64; blk++) pw_tma_load_3d(v_s + blk * KV_TILE * 128, m.v, blk * 64, t.head, row, full);
 #endif
@@ -120,19 +133,21 @@ __device__ __forceinline__ void pw_copied(mt_u64 *full) {
     if ((threadIdx.x & 31) == 0) pw_mbar_arrive(full);
 }
 
-/* Key tile j's k (K) or v (V) into its stage, by warp 0 (lane 0 asks the
- * copy engine; all lanes copy in the fallback), once every consumer warp
- * has released the tile two before in that stage. */
+/* Key tile j of tile t, the work-group's g-th key tile (its stream: g = j
+ * in the grid form, counted across its tiles in the persistent one), its k
+ * (K) or v (V) into stage g % 2, by warp 0 (lane 0 asks the copy engine;
+ * all lanes copy in the fallback), once every consumer warp has released
+ * the stream's tile two before in that stage. */
 template <bool V>
-__device__ __forceinline__ void pw_produce(const mt_prefill_params &p, const pf_tile &t, const pw_maps &m, int j,
+__device__ __forceinline__ void pw_produce(const mt_prefill_params &p, const pf_tile &t, const pw_maps &m, int j, int g,
                                            unsigned char *stages, mt_u64 *full, mt_u64 *empty) {
-    const int st = j & 1, use = j >> 1, k0 = j * KV_TILE, row = t.k_first + k0;
+    const int st = g & 1, use = g >> 1, k0 = j * KV_TILE, row = t.k_first + k0;
     unsigned char *dst = stages + st * (V ? PW_V_BYTES : PW_K_BYTES);
     if (use > 0) mt_mbar_wait(&empty[st], (unsigned)(use - 1) & 1u);
     /* the box ends inside the batch's keys (fp8's v^T: always, its rows padded) */
     if ((V && PW_FP8) || row + KV_TILE <= ((const int *)p.cu_k)[p.batch]) {
         if ((threadIdx.x & 31) == 0) {
-            if (V) pw_issue_v(t, m, row, k0, dst, &full[st]);
+            if (V) pw_issue_v(t, m, row, k0, PERSISTENT ? p.n_heads : (int)gridDim.y, dst, &full[st]);
             else pw_issue_k(p, t, m, row, dst, &full[st]);
         }
     } else {

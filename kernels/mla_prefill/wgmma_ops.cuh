@@ -24,6 +24,9 @@
     D % 64 != 0 || (DL != 64 && DL != 128) || Q_DTYPE != KV_DTYPE || KV_DTYPE > 2
 #error "mma=2 takes tile_q 64 or 128 on 2 x tile_q threads, kv_tile 64 or 128, D % 64 == 0, Dl 64 or 128, one type"
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 0 /* the variant's persistent (written only when 1: wgmma.cu's two forms) */
+#endif
 #define PW_FP16 (KV_DTYPE == 1)
 #define PW_FP8 (KV_DTYPE == 2)    /* e4m3 q, k, v; out bf16 */
 #define PW_EB (PW_FP8 ? 1 : 2)    /* bytes of a q, k or v element */

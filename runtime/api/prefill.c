@@ -184,6 +184,7 @@ mlt_status mlt_prefill_run(mlt_prefill_plan *plan, const mlt_prefill_args *a, vo
                              .k_pe = view_of(a->k_pe, a->k_pe_strides), .v = view_of(a->v, a->v_strides),
                              .out = view_of(a->out, a->out_strides), .lse = view_of(a->lse, a->lse_strides),
                              .max_k = a->max_seqlen_k, .v_scale = plan->v_scale,
+                             .compute_units = mt_runtime_device(plan->rt)->compute_units,
                              .workspace = (mt_devptr)(uintptr_t)a->workspace, .workspace_bytes = a->workspace_size};
     return mt_to_public(mt_mla_prefill_launch(mt_runtime_backend(plan->rt), &plan->kernels[at], v,
                                                &plan->shape.s, &k, (mt_stream)stream));
