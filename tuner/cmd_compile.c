@@ -86,7 +86,8 @@ static const char *origin_name(mt_jit_origin o) {
 static void json_variant(const compile_job *job, const mt_target *target, int first) {
     char name[256];
     mt_variant_format(&job->variant, name, sizeof name);
-    printf("%s\n      {\"status\": \"%s\", \"params\": ", first ? "" : ",", job->status == MT_OK ? "ok" : "failed");
+    printf("%s\n      {\"status\": \"%s\", \"params\": ", first ? "" : ",",
+           job->status != MT_OK ? "failed" : job->res.serialized_mma == 1 ? "serialized" : "ok");
     mt_json_params(stdout, name);
     if (job->status != MT_OK) {
         printf(", \"ms\": null, \"origin\": null, \"registers\": null, \"scalar_registers\": null, "
@@ -277,7 +278,7 @@ int cmd_compile(int argc, char **argv) {
 
     static const mt_dtype q_types[] = {MT_BF16, MT_FP16};
     static const mt_dtype kv_types[] = {MT_BF16, MT_FP16, MT_FP8_E4M3};
-    int total = 0, failed = 0, pruned_total = 0;
+    int total = 0, failed = 0, serialized = 0, pruned_total = 0;
     static const int page_sizes[] = {1, 16, 64};
     for (int fi = 0; fi < spaces.n_spaces; fi++) {
         const mt_family *f = spaces.spaces[fi].family;
@@ -333,6 +334,7 @@ int cmd_compile(int argc, char **argv) {
                     total++;
                     if (json) {
                         failed += job->status != MT_OK;
+                        serialized += job->status == MT_OK && job->res.serialized_mma == 1;
                         json_variant(job, &target, i == 0);
                         continue;
                     }
@@ -346,7 +348,9 @@ int cmd_compile(int argc, char **argv) {
                     mt_kernel_resources *r = &job->res;
                     size_t dyn = f->shared_bytes(&job->variant, &job->problem, target.warp_size);
                     int spill = r->spill_stores < 0 ? -1 : r->spill_stores + (r->spill_loads > 0 ? r->spill_loads : 0);
-                    printf("%-7s %9.1f %-8s %5d %5d %7zu %6d %6d  %s\n", "ok", job->ms, origin_name(job->origin),
+                    serialized += r->serialized_mma == 1;
+                    printf("%-7s %9.1f %-8s %5d %5d %7zu %6d %6d  %s\n", r->serialized_mma == 1 ? "SERIAL" : "ok",
+                           job->ms, origin_name(job->origin),
                            r->registers, r->scalar_registers, dyn + (size_t)(r->shared_bytes > 0 ? r->shared_bytes : 0),
                            r->local_bytes, spill, name);
                 }
@@ -356,13 +360,17 @@ int cmd_compile(int argc, char **argv) {
     }
     mt_jit_stats stats = mt_jit_get_stats(jit);
     if (json)
-        printf("%s], \"total\": %d, \"ok\": %d, \"failed\": %d, \"pruned\": %d, \"compiled\": %ld, \"disk_hits\": %ld}\n",
-               problems_shown ? "\n" : "", total, total - failed, failed, pruned_total, stats.compiles, stats.disk_hits);
+        printf("%s], \"total\": %d, \"ok\": %d, \"failed\": %d, \"serialized\": %d, \"pruned\": %d, \"compiled\": %ld, "
+               "\"disk_hits\": %ld}\n",
+               problems_shown ? "\n" : "", total, total - failed - serialized, failed, serialized, pruned_total,
+               stats.compiles, stats.disk_hits);
     else
-        printf("\n%d variants: %d ok, %d failed; %d pruned before compiling; %ld compiled, %ld from disk cache\n"
+        printf("\n%d variants: %d ok, %d failed, %d serialized; %d pruned before compiling; %ld compiled, %ld from "
+               "disk cache\n"
                "(regs = registers per thread, VGPRs on AMD; sgprs = scalar registers per wave, AMD only; shared = "
-               "dynamic\n + static bytes per group; -1 = not reported by this compiler)\n",
-               total, total - failed, failed, pruned_total, stats.compiles, stats.disk_hits);
+               "dynamic\n + static bytes per group; -1 = not reported by this compiler; SERIAL = compiled, but the "
+               "compiler\n serialised its asynchronous matrix-unit products: slow)\n",
+               total, total - failed - serialized, failed, serialized, pruned_total, stats.compiles, stats.disk_hits);
     mt_jit_destroy(jit);
     mt_backend_close(b);
     return failed ? 1 : 0;

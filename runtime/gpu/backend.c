@@ -57,6 +57,7 @@ void *mt_dlopen_first(const char *const *names, int n, char *looked_for, size_t 
 void mt_kernel_resources_unknown(mt_kernel_resources *r) {
     r->registers = r->shared_bytes = r->local_bytes = -1;
     r->spill_stores = r->spill_loads = r->max_threads = -1;
+    r->serialized_mma = -1;
     r->scalar_registers = -1;
 }
 

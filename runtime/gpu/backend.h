@@ -62,6 +62,9 @@ typedef struct mt_kernel_resources {
     int spill_loads;
     int max_threads;    /* largest legal block */
     int scalar_registers; /* per wave (SGPRs on AMD; -1 elsewhere) */
+    int serialized_mma; /* 1: the compiler says it serialised the kernel's asynchronous matrix-unit
+                           instructions (ptxas C7520 on sm_90's wgmma: every product waits for the one
+                           before), 0: it does not, -1: not reported */
 } mt_kernel_resources;
 
 void mt_kernel_resources_unknown(mt_kernel_resources *r);

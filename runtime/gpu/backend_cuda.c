@@ -428,6 +428,16 @@ static void cuda_parse_resources(mt_backend *b, const char *log, const char *ker
         if (stores) out->spill_stores = number_before(q, stores);
         if (loads) out->spill_loads = number_before(q, loads);
     }
+    /* ptxas names the kernel at the end of the line, outside its block:
+     *   ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async
+     *   instructions are serialized due to ... in the function 'NAME' */
+    char named[300];
+    snprintf(named, sizeof named, "in the function '%s'", kernel);
+    out->serialized_mma = 0;
+    for (const char *s = strstr(log, "instructions are serialized"); s; s = strstr(s + 1, "instructions are serialized")) {
+        const char *eol = strchr(s, '\n'), *at = strstr(s, named);
+        if (at && (!eol || at < eol)) out->serialized_mma = 1;
+    }
     if ((q = strstr(p, "Used ")) && (!next || q < next)) {
         sscanf(q, "Used %d registers", &out->registers);
         const char *smem = strstr(q, "bytes smem");
