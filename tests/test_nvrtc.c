@@ -1,8 +1,8 @@
 /*
  * NVRTC compiles for sm_90 on a host with no GPU: the test kernel and the
  * default MLA decode variant become cubins (ELF), the ptxas report is parsed
- * into registers / spills, and a broken source fails with the compiler's
- * message.  Skipped (exit 77) only where libnvrtc cannot be loaded.
+ * into registers / spills (and ptxas's note of serialised wgmma products),
+ * and a broken source fails with the compiler's message.  Skipped (exit 77) only where libnvrtc cannot be loaded.
  */
 #include "check.h"
 #include "kernels/build.h"
@@ -32,8 +32,26 @@ int main(void) {
     CHECK_MSG(res.registers > 0 && res.registers < 255, "registers %d; log:\n%s", res.registers, r.log);
     CHECK_MSG(res.shared_bytes == 128 * 4, "static shared %d", res.shared_bytes);
     CHECK(res.spill_stores == 0 && res.local_bytes == 0);
+    CHECK_MSG(res.serialized_mma == 0, "serialized_mma %d", res.serialized_mma);
     mt_compile_result_free(&r);
     free(source);
+
+    /* ptxas's serialised-wgmma note names its kernel at the end of a line
+     * outside the kernel's block (PERFLOG session 29): found for that
+     * kernel only */
+    const char *serial_log =
+        "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+        "program dependence on compiler-inserted WG.AR in divergent path in the function 'slow_one'\n"
+        "ptxas info    : Compiling entry function 'fast_one' for 'sm_90a'\n"
+        "ptxas info    : Used 40 registers, used 1 barriers\n"
+        "ptxas info    : Compiling entry function 'slow_one' for 'sm_90a'\n"
+        "ptxas info    : Used 211 registers, used 16 barriers\n";
+    mt_backend_parse_resources(b, serial_log, "slow_one", &res);
+    CHECK_MSG(res.serialized_mma == 1 && res.registers == 211, "slow_one: %d, %d", res.serialized_mma, res.registers);
+    mt_backend_parse_resources(b, serial_log, "fast_one", &res);
+    CHECK_MSG(res.serialized_mma == 0 && res.registers == 40, "fast_one: %d, %d", res.serialized_mma, res.registers);
+    mt_backend_parse_resources(b, serial_log, "slow", &res); /* a prefix of a name is not the name */
+    CHECK(res.serialized_mma == -1);
 
     /* the real kernel, default variant */
     mt_variant v;

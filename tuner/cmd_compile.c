@@ -1,7 +1,9 @@
 /*
  * cmd_compile.c - `mla-tune compile --arch ARCH`: compile every variant of
- * the architecture's search space and report, per variant, ok/failed, the
- * compile time and the resources the compiler reports.
+ * the architecture's search space and report, per variant, ok/failed (or
+ * SERIAL: compiled, but the compiler serialised its asynchronous
+ * matrix-unit products), the compile time and the resources the compiler
+ * reports.
  *
  * Needs no GPU: sm_* compiles with NVRTC, gfx* with hiprtc or, on a host
  * without ROCm, with clang's offline HIP compiler (the report names which).
@@ -133,8 +135,10 @@ static void print_failure(const char *message) {
 static void usage(FILE *to) {
     fprintf(to,
             "usage: mla-tune compile --arch ARCH [options]\n\n"
-            "Compiles every variant of ARCH's search space and reports per variant: ok/failed,\n"
-            "compile time, registers, shared memory, stack/scratch and spills.\n\n"
+            "Compiles every variant of ARCH's search space and reports per variant: ok/failed\n"
+            "(or SERIAL: compiled, but the compiler serialised its asynchronous matrix-unit\n"
+            "products, which runs slower), compile time, registers, shared memory, stack/scratch\n"
+            "and spills.\n\n"
             "  --arch ARCH         sm_90, gfx942, ... (required)\n"
             "  --family NAME       one kernel family (default: all)\n"
             "  --q-dtype T         bf16|fp16 (default bf16)\n"
