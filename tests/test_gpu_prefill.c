@@ -23,11 +23,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "kernels/build.h"
 #include "prefill_cases.h"
 #include "runtime/api/api_internal.h"
+#include "runtime/base/parallel.h"
 
 static int failed_cases, passed_cases;
 
@@ -161,19 +163,66 @@ static mt_status family_merge(void *ctx, const mt_mla_prefill_merge_args *a) {
     return mt_mla_prefill_merge_launch(f->b, &f->k, f->s, a, NULL);
 }
 
+/* ---- compile-ahead: what the cases below build, compiled on every core
+ * first (test_gpu_mla's way), so that the cases find it in the JIT: one
+ * by one, NVRTC's ~1.5 s a variant was most of the test's 5 minutes ---- */
+
+enum { AHEAD_MAX = 1024 };
+typedef struct ahead_list {
+    mt_jit *jit;
+    mt_target t;
+    mt_variant v[AHEAD_MAX];
+    mt_problem_static s[AHEAD_MAX];
+    int n;
+} ahead_list;
+
+static void ahead_add(ahead_list *a, const mt_variant *v, const mt_problem_static *s) {
+    if (a->n < AHEAD_MAX) a->v[a->n] = *v, a->s[a->n++] = *s;
+}
+static void ahead_compile(void *ctx, int i) {
+    ahead_list *a = ctx;
+    const mt_code_object *obj = NULL;
+    (void)mt_build_compile(a->jit, &a->v[i], &a->s[i], &a->t, &obj, NULL); /* a failure shows in its case */
+}
+static void compile_ahead(mlt_runtime *rt, ahead_list *a) {
+    a->jit = mt_runtime_jit(rt);
+    mt_target_from_device(mt_runtime_device(rt), &a->t);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    mt_parallel_for(a->n, 16, ahead_compile, a);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("compiled %d variants ahead in %.1f s\n", a->n,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+
+static const mt_problem_static S16 = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+static const mt_problem_static S8 = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_FP8_E4M3,
+                                     .kv_dtype = MT_FP8_E4M3};
+static const mt_problem_static SMALL = {.d = 128, .dl = 64, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
+
+/* The points over_the_space runs: every matrix-unit one and SIMT ones
+ * `step` apart (n of them in *points, the caller frees). */
+static int space_points(const mt_target *t, mt_variant **points, int *n) {
+    mt_space sp;
+    mt_space_full(&mt_family_mla_prefill, &sp);
+    CHECK_OK(mt_space_list(&sp, &S16, t, points, n, NULL));
+    const int want = 12;
+    return *n > want ? *n / want : 1;
+}
+static int space_point_runs(const mt_variant *v, int i, int step) {
+    return v->values[MT_PF_MMA] != 0 || i % step == 0;
+}
+
 static void over_the_space(mlt_runtime *rt, uint64_t seed) {
     mt_target t;
     mt_target_from_device(mt_runtime_device(rt), &t);
-    const mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_BF16, .kv_dtype = MT_BF16};
-    mt_space sp;
-    mt_space_full(&mt_family_mla_prefill, &sp);
+    const mt_problem_static s = S16;
     mt_variant *points = NULL;
     int n = 0;
-    CHECK_OK(mt_space_list(&sp, &s, &t, &points, &n, NULL));
-    const int want = 12, step = n > want ? n / want : 1;
+    const int step = space_points(&t, &points, &n);
     printf("%d valid variants on %s; every matrix-unit one and 1 SIMT in %d run\n", n, t.arch, step);
     for (int i = 0; i < n; i++) {
-        if (points[i].values[MT_PF_MMA] == 0 && i % step != 0) continue;
+        if (!space_point_runs(&points[i], i, step)) continue;
         family_ctx f = {.b = mt_runtime_backend(rt), .v = &points[i], .s = &s, .compute_units = mt_runtime_device(rt)->compute_units};
         char name[160];
         mt_variant_format(&points[i], name, sizeof name);
@@ -204,8 +253,7 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
          * workspace, P rounded to e4m3, the scales; causal, chunked, and
          * k's rope part apart */
         if (points[i].values[MT_PF_MMA] == 2) {
-            const mt_problem_static s8 = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = MT_FP8_E4M3,
-                                          .kv_dtype = MT_FP8_E4M3};
+            const mt_problem_static s8 = S8;
             family_ctx g = {.b = f.b, .v = &points[i], .s = &s8, .compute_units = mt_runtime_device(rt)->compute_units};
             st = mt_build_variant(mt_runtime_jit(rt), &points[i], &s8, &t, &g.k);
             CHECK_MSG(st == MT_OK, "%s in fp8: %s", name, mt_last_error());
@@ -222,8 +270,7 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
         /* the wgmma path's other shapes: qk 128 (64 + 64 with k_pe apart),
          * v 64 (the N = 64 product of P V) */
         if (points[i].values[MT_PF_MMA] == 2) {
-            const mt_problem_static small = {.d = 128, .dl = 64, .page_size = 1, .q_dtype = MT_BF16,
-                                             .kv_dtype = MT_BF16};
+            const mt_problem_static small = SMALL;
             family_ctx g = {.b = f.b, .v = &points[i], .s = &small, .compute_units = mt_runtime_device(rt)->compute_units};
             st = mt_build_variant(mt_runtime_jit(rt), &points[i], &small, &t, &g.k);
             CHECK_MSG(st == MT_OK, "%s at D=128, Dl=64: %s", name, mt_last_error());
@@ -238,6 +285,34 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
         }
     }
     free(points);
+}
+
+#define PERSISTENT_POINTS                                                                                      \
+    "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1",                                             \
+        "tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1"
+
+/* What over_the_space and persistent_forms build, for compile_ahead. */
+static void list_ahead(mlt_runtime *rt, int only_persistent, ahead_list *a) {
+    mt_target t;
+    mt_target_from_device(mt_runtime_device(rt), &t);
+    if (!only_persistent) {
+        mt_variant *points = NULL;
+        int n = 0;
+        const int step = space_points(&t, &points, &n);
+        for (int i = 0; i < n; i++) {
+            if (!space_point_runs(&points[i], i, step)) continue;
+            ahead_add(a, &points[i], &S16);
+            if (points[i].values[MT_PF_MMA] == 2) ahead_add(a, &points[i], &S8), ahead_add(a, &points[i], &SMALL);
+        }
+        free(points);
+    }
+    if (strcmp(t.arch, "sm_90") != 0) return;
+    static const char *const persistent[] = {PERSISTENT_POINTS};
+    for (size_t i = 0; i < sizeof persistent / sizeof persistent[0]; i++) {
+        mt_variant v;
+        if (mt_variant_parse(&mt_family_mla_prefill, persistent[i], &v) != MT_OK) continue;
+        ahead_add(a, &v, &S16), ahead_add(a, &v, &S8);
+    }
 }
 
 /* The wgmma path's persistent form (persistent=1, wgmma_persistent.cu;
@@ -256,8 +331,7 @@ static void persistent_forms(mlt_runtime *rt, uint64_t seed) {
     }
     /* the two ends: two warpgroups over 128-key tiles (one work-group an
      * SM), one over 64-key tiles (two an SM) */
-    static const char *const points[] = {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1",
-                                         "tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1"};
+    static const char *const points[] = {PERSISTENT_POINTS};
     const int units[2] = {mt_runtime_device(rt)->compute_units, 3};
     for (int i = 0; i < (int)(sizeof points / sizeof points[0]); i++) {
         mt_variant v;
@@ -310,6 +384,9 @@ int main(void) {
         mlt_runtime_destroy(rt);
         return 2;
     }
+    static ahead_list ahead; /* ~100 KB: not on the stack */
+    list_ahead(rt, only != NULL, &ahead);
+    compile_ahead(rt, &ahead);
     if (!only) {
         through_api(rt, seed);
         api_refusals(rt);
