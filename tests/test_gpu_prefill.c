@@ -337,11 +337,10 @@ static void persistent_forms(mlt_runtime *rt, uint64_t seed) {
         mt_variant v;
         CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, points[i], &v));
         for (int fp8 = 0; fp8 < 2; fp8++) {
-            const mt_dtype dt = fp8 ? MT_FP8_E4M3 : MT_BF16;
-            const mt_problem_static s = {.d = 192, .dl = 128, .page_size = 1, .q_dtype = dt, .kv_dtype = dt};
+            const mt_problem_static s = fp8 ? S8 : S16;
             family_ctx f = {.b = mt_runtime_backend(rt), .v = &v, .s = &s};
             mt_status st = mt_build_variant(mt_runtime_jit(rt), &v, &s, &t, &f.k);
-            CHECK_MSG(st == MT_OK, "%s %s: %s", points[i], mt_dtype_name(dt), mt_last_error());
+            CHECK_MSG(st == MT_OK, "%s %s: %s", points[i], mt_dtype_name(s.kv_dtype), mt_last_error());
             if (st != MT_OK) continue;
             pf_launcher l = {.ctx = &f, .run = family_run, .merge = family_merge};
             for (int u = 0; u < 2; u++)

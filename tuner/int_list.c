@@ -20,12 +20,8 @@ int mt_int_list_parse(const char *text, mt_int_list *out, long lo, long hi) {
     out->n = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", text);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *end = NULL;
-        long n = strtol(tok, &end, 10);
-        if (out->n == MT_INT_LIST_MAX || !end || *end || n < lo || n > hi) return -1;
-        out->v[out->n++] = (int)n;
-    }
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (out->n == MT_INT_LIST_MAX || mt_int_parse(tok, lo, hi, &out->v[out->n++]) != 0) return -1;
     return out->n > 0 ? 0 : -1;
 }
 
