@@ -47,6 +47,15 @@ typedef struct mt_call {
     int batch, seq_len, max_len;
 } mt_call;
 
+/* What a key's winner is rescaled for (family.h's rescale): the key it
+ * won, the call's batch, and the device that runs it. */
+typedef struct mt_rescale_call {
+    int key_batch, key_len; /* the key (batch, mean keys per request) */
+    int batch;              /* the call's */
+    int compute_units;      /* the device's */
+    double memory_gbps;     /* its memory bandwidth, GB/s (peak, or a measured copy); 0: not known */
+} mt_rescale_call;
+
 /* A call is ragged when its longest request has at least 1.5x the mean
  * keys (MT_RAGGED_SPREAD): split counts fitted to uniform batches then
  * leave the longest request's few work-groups running on alone (issue 22),
@@ -102,14 +111,15 @@ struct mt_family {
      * call with unknown lengths (graph capture) may run. */
     int (*length_aware)(const mt_variant *v);
     /* Optional (NULL: every variant runs as measured at any batch).  The
-     * variant a call of `batch` requests runs where v won a key of
-     * `key_batch`: v with its grid rescaled to the call's batch (the decode
-     * family's splits, so that work-groups per call stay near the key's).
-     * Returns 1 and fills *out when that differs from v, else 0.  Its
-     * answer must change monotonically with the batch (the dispatcher
-     * finds the batches where it changes by bisection); the dispatcher
-     * validates *out for the shape and compiles it with the plan. */
-    int (*rescale)(const mt_variant *v, int key_batch, int batch, mt_variant *out);
+     * variant a call of c->batch requests runs on c's device where v won
+     * c's key: v with its grid rescaled to the call's batch (the decode
+     * family's splits: kernels/mla_decode/family.c says how).  Returns 1
+     * and fills *out when that differs from v, else 0.  For one key and
+     * device its answer must change monotonically with the batch (the
+     * dispatcher finds the batches where it changes by bisection); the
+     * dispatcher validates *out for the shape and compiles it with the
+     * plan. */
+    int (*rescale)(const mt_variant *v, const mt_shape *shape, const mt_rescale_call *c, mt_variant *out);
     /* The built-in rule for a shape with no tuning entry: what it may run
      * (fails only when nothing fits the target), and which of those for a
      * call (an index into set->variants). */

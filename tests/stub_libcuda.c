@@ -12,6 +12,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 enum { OK = 0, NOT_SUPPORTED = 801 };
 
@@ -33,6 +34,10 @@ int cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 8: *v = 49152; break;       /* shared memory per block */
     case 97: *v = 232448; break;     /* ... opt-in */
     case 38: *v = 50 << 20; break;   /* L2 bytes */
+    /* memory clock (kHz) and bus width: an H100 SXM's (3352 GB/s), or what
+     * MLA_TUNE_STUB_MEMORY_KHZ / _BUS_BITS say (a test's other device) */
+    case 36: *v = getenv("MLA_TUNE_STUB_MEMORY_KHZ") ? atoi(getenv("MLA_TUNE_STUB_MEMORY_KHZ")) : 2619000; break;
+    case 37: *v = getenv("MLA_TUNE_STUB_BUS_BITS") ? atoi(getenv("MLA_TUNE_STUB_BUS_BITS")) : 5120; break;
     default: *v = 1; break;
     }
     return OK;

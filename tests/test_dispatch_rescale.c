@@ -1,8 +1,11 @@
 /*
  * A key's winner at other batches (dispatch.h): the decode family's
- * splits rescaled so that batch x splits stays near the key's, worked out
- * when the table is built.  Checked against the family's rule applied
- * directly, for random tables and calls: the ranges the table keeps must
+ * splits rescaled so that batch x splits stays near the key's (or, on a
+ * device of much bandwidth per compute unit, fill a wave the key left
+ * part idle; more splits than the key's in a cluster only where it pays),
+ * worked out when the table is built.  Checked on hand-made keys, and
+ * against the family's rule applied directly for random tables, devices
+ * and calls: the ranges the table keeps must
  * give every batch a plan may pass the same variant (so the bound on the
  * batches a key can serve must never be too narrow), and a rescaled
  * variant's batch cap, which sizes the plan's workspace, must cover every
@@ -12,15 +15,19 @@
 #include "kernels/mla_decode/mla_decode.h"
 #include "runtime/api/dispatch.h"
 
-static mt_choice key(int batch, int len, int max_len, const char *params) {
+static mt_choice key_of(int heads, int batch, int len, int max_len, const char *params) {
     mt_choice c = {.arch = "sm_90", .compute_units = 132,
                    .key = {.kind = "mla_decode",
                            .s = {.d = 576, .dl = 512, .page_size = 64, .q_dtype = MT_BF16, .kv_dtype = MT_BF16},
-                           .n_heads = 16, .sq = 1, .batch = batch, .seq_len = len, .max_len = max_len},
+                           .n_heads = heads, .sq = 1, .batch = batch, .seq_len = len, .max_len = max_len},
                    .family = "mla_decode", .median_ms = 0.01};
     snprintf(c.params, sizeof c.params, "%s", params);
     snprintf(c.key.lengths, sizeof c.key.lengths, "%s", max_len > len ? "long-tail" : "uniform");
     return c;
+}
+
+static mt_choice key(int batch, int len, int max_len, const char *params) {
+    return key_of(16, batch, len, max_len, params);
 }
 
 /* A SIMT grid variant of `splits` (kv_granularity 16 at one split). */
@@ -115,6 +122,92 @@ static void sparse_keys(const mt_target *t) {
                  MT_ERR_INVALID_ARGUMENT);
 }
 
+/* The two refinements of session 30 (family.c), on the 64-row warpgroup
+ * path's winners at 64 heads (one 64-row tile a request):
+ * - on a device of at least 28 GB/s a compute unit (an H200: 4915 GB/s
+ *   over 132), a key whose grid left units idle (B=32, 2 splits: 64 of
+ *   132) keeps its splits at larger batches while they fit one wave and
+ *   keep 256 keys each; an H100 (3352 GB/s) and a device of unknown
+ *   bandwidth keep the key's work-groups instead;
+ * - more splits than the key's stay in a cluster only where the cluster
+ *   pays at the key's length (1024 keys: yes; 8192: the reduce kernel). */
+static void fill_and_clusters(const mt_target *t) {
+    const char *wg2 = "tile_q=64,kv_granularity=64,num_splits=2,block_threads=256,kv_chunk=64,mma=2,split_reduce=1";
+    mt_problem_key sh64 = shape;
+    sh64.n_heads = 64;
+    mt_choice short_key = key_of(64, 32, 1024, 1024, wg2);
+    static const struct {
+        double gbps;
+        int batch, splits, reduce;
+    } fill[] = {
+        {4915, 64, 2, 1},  /* H200: 64 x 2 = 128 work-groups fit 132 */
+        {4915, 48, 2, 1},  {4915, 66, 2, 1},
+        {4915, 67, 1, 0},  /* 134 would not */
+        {4915, 100, 1, 0}, {3352, 64, 1, 0}, /* H100: the key's 64 work-groups */
+        {3352, 40, 2, 1},  /* 1.6 splits: nearer 2 in log2 */
+        {0, 64, 1, 0},     /* bandwidth not known: as the H100 */
+        {4915, 16, 4, 1},  /* below the key's batch: as before, 4 splits in a cluster (it pays at 1024 keys) */
+    };
+    for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++) {
+        mt_dispatch_table table;
+        mt_dispatch_result r;
+        const mt_dispatch_device dev = {132, fill[i].gbps};
+        CHECK_OK(mt_dispatch_build_for(&short_key, NULL, 1, &sh64, t, &dev, 256, MT_DISPATCH_RESCALED, &table));
+        mt_dispatch_lookup(&table, fill[i].batch, 1024, 0, &r);
+        const int *x = table.variants[r.variant].values;
+        CHECK_MSG(r.entry && x[MT_P_NUM_SPLITS] == fill[i].splits && x[MT_P_SPLIT_REDUCE] == fill[i].reduce,
+                  "%g GB/s, batch %d from 32: %d splits (reduce %d), want %d (%d)", fill[i].gbps, fill[i].batch,
+                  x[MT_P_NUM_SPLITS], x[MT_P_SPLIT_REDUCE], fill[i].splits, fill[i].reduce);
+        CHECK(r.rescaled == (fill[i].splits != 2));
+        mt_dispatch_free(&table);
+    }
+    /* a split keeps 256 keys when filling: B=8 x 1024's 8 splits (128
+     * keys each) at batch 16 go to 4 (the rescale's answer too), its 4
+     * splits (256 keys) at batch 12 stay 4 where the rescale says 2 */
+    static const struct {
+        int key_splits, batch, gbps, splits;
+    } floor_cases[] = {{8, 16, 4915, 4}, {8, 16, 0, 4}, {4, 12, 4915, 4}, {4, 12, 0, 2}};
+    for (size_t i = 0; i < sizeof floor_cases / sizeof floor_cases[0]; i++) {
+        char params[200];
+        snprintf(params, sizeof params,
+                 "tile_q=64,kv_granularity=64,num_splits=%d,block_threads=256,kv_chunk=64,mma=2,split_reduce=1",
+                 floor_cases[i].key_splits);
+        mt_choice k8 = key_of(64, 8, 1024, 1024, params);
+        mt_dispatch_table table;
+        mt_dispatch_result r;
+        const mt_dispatch_device dev = {132, floor_cases[i].gbps};
+        CHECK_OK(mt_dispatch_build_for(&k8, NULL, 1, &sh64, t, &dev, 256, MT_DISPATCH_RESCALED, &table));
+        mt_dispatch_lookup(&table, floor_cases[i].batch, 1024, 0, &r);
+        CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == floor_cases[i].splits,
+                  "%d splits from batch 8 at batch %d, %d GB/s: %d, want %d", floor_cases[i].key_splits,
+                  floor_cases[i].batch, floor_cases[i].gbps, table.variants[r.variant].values[MT_P_NUM_SPLITS],
+                  floor_cases[i].splits);
+        mt_dispatch_free(&table);
+    }
+    /* B=64's 2 splits in clusters of 2, at batch 16: 8 splits; in a cluster
+     * at 1024 keys (the partials' round trip is 1.8x a quarter of the
+     * keys' bytes), by the reduce kernel at 8192 (0.9x) */
+    static const struct {
+        int len, reduce;
+    } clusters[] = {{1024, 1}, {8192, 0}};
+    for (size_t i = 0; i < 2; i++) {
+        mt_choice k64 = key_of(64, 64, clusters[i].len, clusters[i].len, wg2);
+        mt_dispatch_table table;
+        mt_dispatch_result r;
+        CHECK_OK(mt_dispatch_build(&k64, NULL, 1, &sh64, t, 132, 256, MT_DISPATCH_RESCALED, &table));
+        mt_dispatch_lookup(&table, 16, clusters[i].len, 0, &r);
+        const int *x = table.variants[r.variant].values;
+        CHECK_MSG(x[MT_P_NUM_SPLITS] == 8 && x[MT_P_SPLIT_REDUCE] == clusters[i].reduce,
+                  "%d keys: batch 16 from 64 runs %d splits (reduce %d)", clusters[i].len, x[MT_P_NUM_SPLITS],
+                  x[MT_P_SPLIT_REDUCE]);
+        /* fewer splits than the key's keep its merge: batch 128, one split (no merge) */
+        mt_dispatch_lookup(&table, 100, clusters[i].len, 0, &r);
+        CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1 &&
+              table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 0);
+        mt_dispatch_free(&table);
+    }
+}
+
 /* xorshift: the draw is the same on every run */
 static unsigned next(unsigned *s) {
     *s ^= *s << 13, *s ^= *s >> 17, *s ^= *s << 5;
@@ -124,7 +217,7 @@ static unsigned next(unsigned *s) {
 static void random_tables(const mt_target *t) {
     static const int batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256}, lens[] = {1024, 4096, 16384, 65536};
     unsigned seed = 12345;
-    int checked = 0, rescaled = 0, full = 0;
+    int checked = 0, rescaled = 0, full = 0, filled = 0;
     for (int round = 0; round < 80; round++) {
         mt_choice c[16];
         int n = 1 + (int)(next(&seed) % 8);
@@ -140,8 +233,10 @@ static void random_tables(const mt_target *t) {
             c[i].key.seq_len += i; /* no two keys alike */
         }
         int max_batch = 1 + (int)(next(&seed) % 600);
+        static const double bandwidths[] = {0, 3352, 4915}; /* not known, an H100's, an H200's */
+        const mt_dispatch_device dev = {132, bandwidths[next(&seed) % 3]};
         mt_dispatch_table table;
-        CHECK_OK(mt_dispatch_build(c, NULL, n, &shape, t, 132, max_batch, MT_DISPATCH_RESCALED, &table));
+        CHECK_OK(mt_dispatch_build_for(c, NULL, n, &shape, t, &dev, max_batch, MT_DISPATCH_RESCALED, &table));
         if (table.n_variants == MT_DISPATCH_MAX_VARIANTS) { /* full: some ranges run the winner (by design) */
             full++;
             mt_dispatch_free(&table);
@@ -158,9 +253,17 @@ static void random_tables(const mt_target *t) {
             }
             const mt_variant *winner = &table.variants[r.entry->variant], *runs = &table.variants[r.variant];
             mt_variant want = *winner;
-            if (mt_family_mla_decode.rescale(winner, r.entry->batch, b, &want) &&
+            const mt_shape sh = {.s = shape.s, .n_heads = shape.n_heads, .sq = shape.sq};
+            const mt_rescale_call call = {.key_batch = r.entry->batch, .key_len = r.entry->seq_len, .batch = b,
+                                          .compute_units = 132, .memory_gbps = dev.memory_gbps};
+            if (mt_family_mla_decode.rescale(winner, &sh, &call, &want) &&
                 mt_variant_validate(&want, &shape.s, t) != MT_OK)
                 want = *winner;
+            mt_variant plain = *winner; /* the same call where the bandwidth is not known */
+            mt_rescale_call unknown = call;
+            unknown.memory_gbps = 0;
+            mt_family_mla_decode.rescale(winner, &sh, &unknown, &plain);
+            filled += plain.values[MT_P_NUM_SPLITS] != want.values[MT_P_NUM_SPLITS];
             CHECK_MSG(same(runs, &want), "round %d: batch %d mean %d longest %d from key batch %d: %d splits, the "
                       "rule says %d", round, b, len, max_len, r.entry->batch, runs->values[MT_P_NUM_SPLITS],
                       want.values[MT_P_NUM_SPLITS]);
@@ -172,8 +275,9 @@ static void random_tables(const mt_target *t) {
         mt_dispatch_free(&table);
     }
     /* the draw must exercise the rule, not only exact keys */
-    CHECK_MSG(checked > 10000 && rescaled > checked / 4 && full < 8, "%d calls checked, %d rescaled, %d tables full",
-              checked, rescaled, full);
+    CHECK_MSG(checked > 10000 && rescaled > checked / 4 && full < 8 && filled > 100,
+              "%d calls checked, %d rescaled (%d filling idle units), %d tables full", checked, rescaled, filled,
+              full);
 }
 
 /* Tables with no key (the built-in rule) on three devices: every call's
@@ -219,6 +323,7 @@ int main(void) {
     mt_target t;
     CHECK_OK(mt_target_for_arch("sm_90", &t));
     sparse_keys(&t);
+    fill_and_clusters(&t);
     random_tables(&t);
     rule_caps();
     return check_summary("test_dispatch_rescale");

@@ -9,7 +9,11 @@
  *     serve, batch 32's 4 splits at max_batch (4 x 256 rows of partials,
  *     where 16 x 256 were reserved before);
  *   - every batch 1..max_batch runs with that workspace (the launch checks
- *     each call's need against what it is given).
+ *     each call's need against what it is given);
+ *   - the plan weighs the device's memory bandwidth (from the driver's
+ *     memory clock and bus width): on an H200's a key that left compute
+ *     units idle keeps its splits at a larger batch, on an H100's its
+ *     work-groups (kernels/mla_decode/family.c).
  */
 #define _GNU_SOURCE
 #include <unistd.h>
@@ -41,6 +45,50 @@ static size_t workspace_of(const char *params, int batch, int cus) {
     mt_variant v;
     CHECK_OK(mt_variant_parse(&mt_family_mla_decode, params, &v));
     return mt_mla_decode_workspace_bytes(&v, &STATIC, batch, 16, 1, cus);
+}
+
+/* A key of 64 heads at batch 8 whose 2 splits left units idle (4 tiles x
+ * 8 x 2 = 64 of 132): batch 16 keeps 2 splits on an H200's bandwidth (4 x
+ * 16 x 2 = 128 fit), 1 on the stub's own H100 bandwidth. */
+static void bandwidth_fills(const char *dir) {
+    char path[200];
+    snprintf(path, sizeof path, "%s/idle.db", dir);
+    mt_db *db = NULL;
+    CHECK_OK(mt_db_open(path, MT_DB_WRITE, &db));
+    int64_t d = fixture_device(db, "nvrtc-99.0");
+    fixture_record(db, d, 64, 8, 4096, SIMT(2), MT_MEASURE_OK, 0.05);
+    CHECK_OK(mt_db_recompute_choices(db));
+    mt_db_close(db);
+    static const struct {
+        const char *khz, *bits;
+        int splits;
+    } devices[] = {{"3200000", "6144", 2}, {"2619000", "5120", 1}};
+    for (int i = 0; i < 2; i++) {
+        setenv("MLA_TUNE_STUB_MEMORY_KHZ", devices[i].khz, 1);
+        setenv("MLA_TUNE_STUB_BUS_BITS", devices[i].bits, 1);
+        mlt_runtime_options o;
+        mlt_runtime_options_default(&o);
+        o.system_db = path;
+        o.cache_dir = "";
+        o.log_level = MLT_LOG_QUIET;
+        mlt_runtime *rt = NULL;
+        CHECK_MSG(mlt_runtime_create(&o, &rt) == MLT_OK, "%s", mlt_last_error());
+        mlt_decode_problem p = {.n_heads = 64, .sq = 1, .d = 576, .dl = 512, .page_size = 64,
+                                .q_dtype = MLT_BF16, .kv_dtype = MLT_BF16, .softmax_scale = 0.04f, .kv_scale = 1,
+                                .max_batch = 64};
+        mlt_plan *plan = NULL;
+        CHECK_MSG(rt && mlt_plan_create(rt, &p, &plan) == MLT_OK, "%s", mlt_last_error());
+        mlt_choice_info info;
+        char want[40];
+        snprintf(want, sizeof want, "num_splits=%d,", devices[i].splits);
+        CHECK(plan && mlt_plan_explain(plan, 16, 4096, 0, &info) == MLT_OK);
+        CHECK_MSG(plan && strstr(info.variant, want), "%s x %s bits: batch 16 runs %s (%s)", devices[i].khz,
+                  devices[i].bits, info.variant, info.why);
+        mlt_plan_destroy(plan);
+        mlt_runtime_destroy(rt);
+    }
+    unsetenv("MLA_TUNE_STUB_MEMORY_KHZ");
+    unsetenv("MLA_TUNE_STUB_BUS_BITS");
 }
 
 int main(void) {
@@ -112,6 +160,7 @@ int main(void) {
     }
     mlt_plan_destroy(plan);
     mlt_runtime_destroy(rt);
+    bandwidth_fills(dir);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -20,8 +20,9 @@ static void json_device(int i, const mt_device_info *d) {
     printf(", \"name\": ");
     mt_json_string(stdout, d->name);
     printf(", \"compute_units\": %d, \"warp_size\": %d, \"memory_bytes\": %zu, \"shared_per_group_max\": %zu, "
-           "\"clock_mhz\": %d, \"driver\": ",
-           d->compute_units, d->warp_size, d->total_memory, d->shared_per_group_max, d->clock_khz / 1000);
+           "\"clock_mhz\": %d, \"memory_gbps\": %.0f, \"driver\": ",
+           d->compute_units, d->warp_size, d->total_memory, d->shared_per_group_max, d->clock_khz / 1000,
+           mt_device_memory_gbps(d));
     mt_json_string(stdout, d->driver_version);
     printf("}");
 }
@@ -76,8 +77,8 @@ int cmd_devices(int argc, char **argv) {
     }
     if (json) printf("{\"devices\": [");
     else
-        printf("%-3s %-7s %-8s %-5s %-6s %-10s %-9s %-8s %s\n", "#", "backend", "arch", "CUs", "warp", "memory",
-               "shared", "clock", "name");
+        printf("%-3s %-7s %-8s %-5s %-6s %-10s %-9s %-8s %-7s %s\n", "#", "backend", "arch", "CUs", "warp", "memory",
+               "shared", "clock", "GB/s", "name");
     int failed = 0, shown = 0;
     for (int i = 0; i < count; i++) {
         mt_device_info info;
@@ -88,9 +89,10 @@ int cmd_devices(int argc, char **argv) {
         }
         if (json) json_device(shown++, &info);
         else
-            printf("%-3d %-7s %-8s %-5d %-6d %-10.1f %-9zu %-8d %s (driver %s)\n", i, info.backend, info.arch,
+            printf("%-3d %-7s %-8s %-5d %-6d %-10.1f %-9zu %-8d %-7.0f %s (driver %s)\n", i, info.backend, info.arch,
                    info.compute_units, info.warp_size, info.total_memory / (1024.0 * 1024 * 1024),
-                   info.shared_per_group_max, info.clock_khz / 1000, info.name, info.driver_version);
+                   info.shared_per_group_max, info.clock_khz / 1000, mt_device_memory_gbps(&info), info.name,
+                   info.driver_version);
     }
     if (json) printf("%s], \"error\": %s}\n", shown ? "\n  " : "", failed ? "\"a device could not be read\"" : "null");
     else if (shown || count) blas_line(b);

@@ -40,6 +40,9 @@ static void usage(FILE *to) {
                 "  --page-size N      (default 64)\n"
                 "  --d N, --dl N      (default 576, 512)\n"
                 "  --cus N            compute units for the heuristic (default: the device's, or 132)\n"
+                "  --memory-gbps X    the device's memory bandwidth, GB/s, which the rescaling of a\n"
+                "                     key's splits to the batch weighs (default: the local GPU's\n"
+                "                     peak; with --arch, not known)\n"
                 "  --max-batch N      also what a plan of this max_batch compiles and the device\n"
                 "                     workspace it asks for (mlt_plan_workspace_size)\n"
                 "  --max-distance X   warn when the nearest measured key is farther (default %.1f:\n"
@@ -65,7 +68,7 @@ int cmd_lookup(int argc, char **argv) {
     mt_problem_key k = {.kind = "mla_decode", .s = {.d = 576, .dl = 512, .page_size = 64}, .sq = 1};
     const char *arch = NULL, *user = NULL, *sys = NULL;
     int batch = 0, len = -2, max_len = 0, cus = 0, json = 0, max_batch = 0;
-    double max_distance = MT_LOOKUP_MAX_DISTANCE;
+    double max_distance = MT_LOOKUP_MAX_DISTANCE, memory_gbps = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
@@ -85,7 +88,14 @@ int cmd_lookup(int argc, char **argv) {
         else if (strcmp(a, "--seq-len") == 0 && strcmp(v, "unknown") == 0) len = -1;
         else if (strcmp(a, "--db") == 0) user = v;
         else if (strcmp(a, "--system-db") == 0) sys = v;
-        else if (strcmp(a, "--max-distance") == 0) {
+        else if (strcmp(a, "--memory-gbps") == 0) {
+            char *end = NULL;
+            memory_gbps = strtod(v, &end);
+            if (!end || end == v || *end || !(memory_gbps > 0 && memory_gbps < 1e6)) {
+                mt_cli_error("lookup: --memory-gbps wants a bandwidth in GB/s (above 0), got '%s'", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--max-distance") == 0) {
             if (mt_lookup_parse_max_distance("lookup", v, &max_distance) != MT_OK) {
                 mt_cli_error("%s", mt_last_error());
                 return 2;
@@ -135,7 +145,7 @@ int cmd_lookup(int argc, char **argv) {
         return 2;
     }
     mt_target t;
-    int rc = mt_lookup_target("lookup", arch, &t, &cus);
+    int rc = mt_lookup_target("lookup", arch, &t, &cus, &memory_gbps);
     if (rc != 0) return rc;
     mt_lookup_dbs dbs;
     mt_lookup_dbs_find(user, sys, &dbs);
@@ -153,8 +163,8 @@ int cmd_lookup(int argc, char **argv) {
     mt_validator_learn_compiler(validator, t.arch);
     if (mt_db_load_overlay_kept(dbs.user, dbs.user_required, dbs.system, dbs.system_required, t.arch,
                                 mt_validator_keep, validator, &choices, &sources, &n) != MT_OK ||
-        mt_dispatch_build(choices, sources, n, &k, &t, cus, max_batch ? max_batch : batch, MT_DISPATCH_RESCALED,
-                          &table) != MT_OK) {
+        mt_dispatch_build_for(choices, sources, n, &k, &t, &(mt_dispatch_device){cus, memory_gbps},
+                              max_batch ? max_batch : batch, MT_DISPATCH_RESCALED, &table) != MT_OK) {
         mt_cli_error("lookup: %s", mt_last_error());
         free(choices);
         free(sources);
@@ -206,7 +216,10 @@ int cmd_lookup(int argc, char **argv) {
         } else {
             printf("null");
         }
-        printf(", \"entries_read\": %d, \"compute_units\": %d, \"key_compute_units\": ", n, cus);
+        printf(", \"entries_read\": %d, \"compute_units\": %d, \"memory_gbps\": ", n, cus);
+        if (memory_gbps > 0) printf("%.0f", memory_gbps);
+        else printf("null");
+        printf(", \"key_compute_units\": ");
         if (table.key_compute_units > 0) printf("%d", table.key_compute_units);
         else printf("null");
         printf(", \"key_device\": ");
@@ -229,6 +242,10 @@ int cmd_lookup(int argc, char **argv) {
         else
             printf("  why    %s, measured %.4f ms\n", why, r.entry->median_ms);
         if (r.entry && table.key_device[0]) printf("  on     %s (%d CUs)\n", table.key_device, table.key_compute_units);
+        if (r.entry && !r.exact) { /* what a key's winner was rescaled for */
+            if (memory_gbps > 0) printf("  for    %d CUs, %.0f GB/s of memory bandwidth\n", cus, memory_gbps);
+            else printf("  for    %d CUs, memory bandwidth not known (--memory-gbps)\n", cus);
+        }
         if (max_batch)
             printf("  plan   max_batch %d: %d variants compiled, %.1f MiB of device workspace\n", max_batch,
                    table.n_variants, mt_dispatch_workspace_bytes(&table) / 1048576.0);

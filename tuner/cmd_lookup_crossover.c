@@ -206,7 +206,7 @@ int cmd_lookup_crossover(int argc, char **argv) {
         return 2;
     }
     mt_target t;
-    int rc = mt_lookup_target("lookup --crossover", arch, &t, &cus);
+    int rc = mt_lookup_target("lookup --crossover", arch, &t, &cus, NULL);
     if (rc != 0) return rc;
     mt_lookup_dbs dbs;
     mt_lookup_dbs_find(user, sys, &dbs);

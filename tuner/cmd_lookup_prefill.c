@@ -182,7 +182,7 @@ int cmd_lookup_prefill(int argc, char **argv) {
         return 2;
     }
     mt_target t;
-    int rc = mt_lookup_target("lookup --prefill", arch, &t, &cus);
+    int rc = mt_lookup_target("lookup --prefill", arch, &t, &cus, NULL);
     if (rc != 0) return rc;
     mt_lookup_dbs dbs;
     mt_lookup_dbs_find(user, sys, &dbs);

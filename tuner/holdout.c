@@ -47,9 +47,15 @@ static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, mt_
     if (st != MT_OK) return st;
     mt_problem_key shape = c->key;
     shape.batch = shape.seq_len = shape.max_len = 0;
+    /* the device as the DB knows it: its compute units, and its bandwidth
+     * from the copy ceiling the sweep measured there (none: not known) */
+    mt_dispatch_device device = {.compute_units = c->compute_units > 0 ? c->compute_units : 1};
+    if (mt_db_get_ceiling(db, c->arch, "copy_gbps", &device.memory_gbps) != MT_OK) {
+        device.memory_gbps = 0;
+        mt_clear_error();
+    }
     mt_dispatch_table table;
-    st = mt_dispatch_build(others, NULL, n - 1, &shape, &t, c->compute_units > 0 ? c->compute_units : 1,
-                           c->key.batch, MT_DISPATCH_RESCALED, &table);
+    st = mt_dispatch_build_for(others, NULL, n - 1, &shape, &t, &device, c->key.batch, MT_DISPATCH_RESCALED, &table);
     if (st != MT_OK)
         return mt_fail(st, "holding out batch %d, mean %d (%d heads, %s): %s", c->key.batch, c->key.seq_len,
                        c->key.n_heads, c->key.lengths, mt_last_error());

@@ -10,7 +10,7 @@
 
 #include "commands.h"
 
-int mt_lookup_target(const char *cmd, const char *arch, mt_target *t, int *cus) {
+int mt_lookup_target(const char *cmd, const char *arch, mt_target *t, int *cus, double *memory_gbps) {
     if (arch) {
         if (mt_target_for_arch(arch, t) != MT_OK) {
             mt_cli_error("%s: %s", cmd, mt_last_error());
@@ -27,6 +27,7 @@ int mt_lookup_target(const char *cmd, const char *arch, mt_target *t, int *cus) 
         mt_backend_close(b);
         mt_target_from_device(&info, t);
         if (!*cus) *cus = info.compute_units;
+        if (memory_gbps && *memory_gbps <= 0) *memory_gbps = mt_device_memory_gbps(&info);
     }
     if (!*cus) *cus = 132;
     return 0;

@@ -14,10 +14,12 @@
 #include "db/db.h"
 
 /* The target a lookup answers for: `arch`'s, or with arch NULL the local
- * GPU's; *cus, when 0 (not given), the GPU's compute units, else 132.
- * Returns the exit status: 0, 1 (no GPU to ask: give --arch) or 2 (an
- * unknown arch), the message printed, prefixed with `cmd` ("lookup"). */
-int mt_lookup_target(const char *cmd, const char *arch, mt_target *t, int *cus);
+ * GPU's; *cus, when 0 (not given), the GPU's compute units, else 132;
+ * *memory_gbps (may be NULL), when 0, the GPU's peak memory bandwidth
+ * (else it stays 0: not known).  Returns the exit status: 0, 1 (no GPU to
+ * ask: give --arch) or 2 (an unknown arch), the message printed, prefixed
+ * with `cmd` ("lookup"). */
+int mt_lookup_target(const char *cmd, const char *arch, mt_target *t, int *cus, double *memory_gbps);
 
 /* The DBs a lookup reads, as the runtime finds them: --db and
  * --system-db (NULL: not given), else the default paths; a path is

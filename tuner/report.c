@@ -249,9 +249,18 @@ static void lookup_section(sqlite3 *h, const mt_choice *choices, int n, plot_lis
         sqlite3_finalize(q);
         mt_target t;
         mt_dispatch_table table;
+        /* the device's bandwidth as the DB measured it (holdout's way) */
+        mt_dispatch_device device = {.compute_units = cus};
+        if (sqlite3_prepare_v2(h, "SELECT c.value FROM ceilings c JOIN devices d ON d.id = c.device_id "
+                                  "WHERE d.arch = ?1 AND c.kind = 'copy_gbps' ORDER BY c.measured_at DESC LIMIT 1",
+                               -1, &q, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(q, 1, g->arch, -1, SQLITE_STATIC);
+            if (sqlite3_step(q) == SQLITE_ROW) device.memory_gbps = sqlite3_column_double(q, 0);
+        }
+        sqlite3_finalize(q);
         if (mt_target_for_arch(g->arch, &t) != MT_OK ||
-            mt_dispatch_build(choices, NULL, n, &g->key, &t, cus, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED,
-                              &table) != MT_OK) {
+            mt_dispatch_build_for(choices, NULL, n, &g->key, &t, &device, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED,
+                                  &table) != MT_OK) {
             mt_text_printf(md, "\n(%s: no lookup table: %s)\n", md_cell(g->arch), md_cell(mt_last_error()));
             continue;
         }

@@ -252,19 +252,63 @@ static int family_length_aware(const mt_variant *v) { return v->values[MT_P_GROU
  * its 2..16 splits.  Each key of the shipped H100 databases held out and
  * looked up from the rest (`mla-tune holdout`, reports/PERFLOG.md session
  * 27): the nearest key's splits as measured ran 1.19x the key's best
- * (geomean of 189 keys, up to 2.14x), rescaled 1.05x.  Length-aware
- * variants cut by the lengths on the GPU: they run as they are. */
-static int family_rescale(const mt_variant *v, int key_batch, int batch, mt_variant *out) {
+ * (geomean of 189 keys, up to 2.14x), rescaled 1.05x.  Two refinements
+ * (session 30), priced the same way on the H100's DBs and on two H200
+ * sweeps, neither worse anywhere: the H100 fast-decode DB's held-out keys
+ * 1.046x -> 1.034x (broad 1.044x, merged 1.047x, as before), the H200
+ * sweep of 8-64 heads at B=16/64 x 1024/8192 1.346x -> 1.127x:
+ *
+ * - More splits than the key's are merged in a cluster only where the
+ *   cluster pays at that count (mt_mla_decode_cluster_pays, at the key's
+ *   length): a winner of 2 splits in clusters of 2 at B=64 x 8192 ran its
+ *   8 splits at B=16 in clusters of 8 1.4x slower than through the reduce
+ *   kernel (H200, 64 heads), while at 1024 keys the clusters kept winning.
+ * - On a device whose memory bandwidth per compute unit is at least
+ *   FILL_GBPS_PER_UNIT, a key whose grid left units idle keeps its splits
+ *   at larger batches while the grid fits one wave and a split keeps
+ *   FILL_MIN_KEYS keys (then the most that do; never fewer than the
+ *   rescaling above).  There a key's short splits say how short a split
+ *   may be, not how many work-groups draw the bandwidth: on the H200 (4.8
+ *   TB/s, 37 GB/s a unit) B=64 x 1024 ran 1 split 1.09-1.47x slower than 2
+ *   (8-64 heads, 64 work-groups against 128), 128 heads B=12 x 1024 2
+ *   splits 1.23x slower than 4; but B=16 x 1024 ran 8 splits of 128 keys
+ *   1.3-1.5x slower than 4 of 256 (run 3 of session 30, before the
+ *   floor).  On the H100 (3.35 TB/s, 25 GB/s a unit) the key's
+ *   work-groups are right: half the units draw its bandwidth, and filling
+ *   made its DBs' held-out keys worse (fast-decode 1.046x -> 1.069x).  28
+ *   GB/s sits between the two devices by either figure (peak 25.4 / 37.2,
+ *   the copy ceiling measured 22.8 / 32.2).  With both, the shipped (H100)
+ *   DBs' answers on the H200, priced by two H200 sweeps of 27 shapes
+ *   between their keys: 1.066x the best -> 1.030x (worst 1.50x -> 1.19x).
+ *
+ * Length-aware variants cut by the lengths on the GPU: they run as they
+ * are. */
+#define FILL_GBPS_PER_UNIT 28.0
+#define FILL_MIN_KEYS 256
+static int family_rescale(const mt_variant *v, const mt_shape *shape, const mt_rescale_call *c, mt_variant *out) {
     const int *x = v->values;
-    if (x[MT_P_GROUPS_PER_CU] || key_batch < 1 || batch < 1 || key_batch == batch) return 0;
-    const double want = (double)x[MT_P_NUM_SPLITS] * key_batch / batch;
+    const int key_splits = x[MT_P_NUM_SPLITS];
+    if (x[MT_P_GROUPS_PER_CU] || c->key_batch < 1 || c->batch < 1 || c->key_batch == c->batch) return 0;
+    const double want = (double)key_splits * c->key_batch / c->batch;
     int splits = 1;
     while (splits < 128 && want >= splits * 1.4142135623730951) splits *= 2;
-    if (splits == x[MT_P_NUM_SPLITS]) return 0;
+    const int rows = shape->n_heads * shape->sq, tile_rows = rows < x[MT_P_TILE_Q] ? rows : x[MT_P_TILE_Q];
+    const long tiles = (rows + x[MT_P_TILE_Q] - 1) / x[MT_P_TILE_Q], units = c->compute_units;
+    if (c->memory_gbps >= FILL_GBPS_PER_UNIT * (double)units && c->batch > c->key_batch &&
+        tiles * c->key_batch * key_splits < units) {
+        /* halved until the call's grid fits one wave and a split has
+         * FILL_MIN_KEYS keys (at the key's length) */
+        int fill = key_splits;
+        while (fill > 1 && (tiles * c->batch * fill > units || (long)c->key_len < (long)FILL_MIN_KEYS * fill)) fill /= 2;
+        if (fill > splits) splits = fill;
+    }
+    if (splits == key_splits) return 0;
     *out = *v;
     out->values[MT_P_NUM_SPLITS] = splits;
     if (splits == 1) out->values[MT_P_KV_GRANULARITY] = 16;
-    if (splits < 2 || splits > 16) out->values[MT_P_SPLIT_REDUCE] = 0;
+    if (splits < 2 || splits > 16 ||
+        (splits > key_splits && !mt_mla_decode_cluster_pays(&shape->s, tile_rows, splits, c->key_len)))
+        out->values[MT_P_SPLIT_REDUCE] = 0;
     return 1;
 }
 

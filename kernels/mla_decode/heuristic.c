@@ -70,6 +70,12 @@ static const char wgmma_t16_base[] =
 #define CLUSTER_PARTIALS 0.25
 static const int cluster_splits[] = {2, 4, 8, 16};
 
+int mt_mla_decode_cluster_pays(const mt_problem_static *s, int tile_rows, int splits, int len) {
+    double partials = (double)splits * tile_rows * s->dl * 4 * 2;
+    double kv = (double)(len > 0 ? len : 1) * s->d * mt_dtype_size(s->kv_dtype);
+    return partials >= CLUSTER_PARTIALS * kv;
+}
+
 static const int split_counts[] = {1, 2, 4, 8, 16, 32, 64, 128};
 
 /* Appends `base` with each of `splits` (merge `reduce`) that validates. */
@@ -194,10 +200,8 @@ int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *sh
      * partials' round trip (fp32, written and read) is at least
      * CLUSTER_PARTIALS of a tile's KV bytes */
     if (!fp8 && tile_q == 64 && splits >= 2) {
-        double partials = (double)splits * (rows < 64 ? rows : 64) * shape->s.dl * 4 * 2;
-        double kv = (double)len * shape->s.d * mt_dtype_size(shape->s.kv_dtype);
         int merged = with_splits(set, 64, 1, splits / 2);
-        if (partials >= CLUSTER_PARTIALS * kv && merged >= 0) pick = merged;
+        if (merged >= 0 && mt_mla_decode_cluster_pays(&shape->s, rows < 64 ? rows : 64, splits, len)) pick = merged;
     }
     return pick >= 0 ? pick : 0;
 }

@@ -142,6 +142,12 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
                                const mt_problem_static *s, const mt_mla_decode_args *a, mt_stream stream);
 
 /* The built-in rule (heuristic.c): the family hooks' parts. */
+/* Whether `splits` splits of tiles of `tile_rows` rows pay for merging in
+ * a cluster: their fp32 partials' round trip through memory (written and
+ * read) is at least a quarter of a tile's KV bytes at `len` keys
+ * (heuristic.c says where the quarter comes from).  The rule and the
+ * rescale of a DB's winner (family.c) both ask. */
+int mt_mla_decode_cluster_pays(const mt_problem_static *s, int tile_rows, int splits, int len);
 mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set);
 int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
                                  int compute_units);

@@ -265,9 +265,12 @@ mlt_status mlt_plan_create(mlt_runtime *rt, const mlt_decode_problem *problem, m
     mlt_plan *plan = plan_new(rt, problem);
     if (!plan) return mt_to_public(mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory"));
     mt_status st = problem_to_shape(problem, &plan->shape);
-    if (st == MT_OK)
-        st = mt_dispatch_build(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target,
-                               rt->info.compute_units, problem->max_batch, MT_DISPATCH_RESCALED, &plan->table);
+    if (st == MT_OK) {
+        const mt_dispatch_device device = {.compute_units = rt->info.compute_units,
+                                           .memory_gbps = mt_device_memory_gbps(&rt->info)};
+        st = mt_dispatch_build_for(rt->choices, rt->sources, rt->n_choices, &plan->shape, &rt->target, &device,
+                                   problem->max_batch, MT_DISPATCH_RESCALED, &plan->table);
+    }
     if (st == MT_OK && rt->record_calls && !(plan->recorder = calloc(1, sizeof *plan->recorder)))
         st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == MT_OK && plan->table.key_compute_units > 0 && plan->table.key_compute_units != rt->info.compute_units)

@@ -87,7 +87,10 @@ static void entry_batches(const mt_dispatch_table *t, int i, int *first, int *la
 
 /* What entry e's winner runs as at batch b: *w, and 1 when rescaled. */
 static int rescaled_at(const mt_dispatch_table *t, const mt_dispatch_entry *e, int b, mt_variant *w) {
-    return t->family->rescale(&t->variants[e->variant], e->batch, b, w);
+    const mt_shape sh = shape_of(&t->shape);
+    const mt_rescale_call call = {.key_batch = e->batch, .key_len = e->seq_len, .batch = b,
+                                  .compute_units = t->compute_units, .memory_gbps = t->memory_gbps};
+    return t->family->rescale(&t->variants[e->variant], &sh, &call, w);
 }
 
 static int same_answer(int changed_a, const mt_variant *a, int changed_b, const mt_variant *b) {
@@ -196,12 +199,20 @@ static void add_device_name(char *buf, size_t size, const char *name) {
 mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
                             const mt_problem_key *shape, const mt_target *t, int compute_units, int max_batch,
                             mt_dispatch_mode mode, mt_dispatch_table *out) {
+    const mt_dispatch_device device = {.compute_units = compute_units};
+    return mt_dispatch_build_for(choices, sources, n, shape, t, &device, max_batch, mode, out);
+}
+
+mt_status mt_dispatch_build_for(const mt_choice *choices, const mt_choice_source *sources, int n,
+                                const mt_problem_key *shape, const mt_target *t, const mt_dispatch_device *device,
+                                int max_batch, mt_dispatch_mode mode, mt_dispatch_table *out) {
     memset(out, 0, sizeof *out);
     if (max_batch < 1) return mt_fail(MT_ERR_INVALID_ARGUMENT, "dispatch: max_batch %d is below 1", max_batch);
     unsigned char uncapped[MT_DISPATCH_MAX_VARIANTS] = {0};
     out->shape = *shape;
     out->max_batch = max_batch;
-    out->compute_units = compute_units > 0 ? compute_units : 1;
+    out->compute_units = device->compute_units > 0 ? device->compute_units : 1;
+    out->memory_gbps = device->memory_gbps > 0 ? device->memory_gbps : 0;
     out->aware_fallback = -1;
     out->entries = calloc((size_t)n + 1, sizeof *out->entries);
     if (!out->entries) return mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");

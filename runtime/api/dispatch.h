@@ -84,6 +84,7 @@ typedef struct mt_dispatch_table {
     int heur_variant[MT_MAX_HEURISTIC];  /* index in variants of each of heur's (-1: not in the table) */
     int aware_fallback;       /* index of the rule's length-aware variant, -1 if none fits or not needed */
     int compute_units;        /* this device's */
+    double memory_gbps;       /* its memory bandwidth, GB/s; 0: not known (the rescale's device) */
     int key_compute_units;    /* the measured device the entries come from (nearest_device), -1: none */
     /* that device's name as the entries' rows give it ("NVIDIA H100 80GB
      * HBM3"; several in order of first use, ", " between them: a user DB
@@ -116,6 +117,20 @@ typedef enum mt_dispatch_mode {
 mt_status mt_dispatch_build(const mt_choice *choices, const mt_choice_source *sources, int n,
                             const mt_problem_key *shape, const mt_target *t, int compute_units, int max_batch,
                             mt_dispatch_mode mode, mt_dispatch_table *out);
+
+/* The device a table is built for: its compute units and, where known, its
+ * memory bandwidth (some families rescale a key's grid by it:
+ * kernels/mla_decode/family.c). */
+typedef struct mt_dispatch_device {
+    int compute_units;
+    double memory_gbps; /* peak (mt_device_memory_gbps) or a measured copy, GB/s; 0: not known */
+} mt_dispatch_device;
+
+/* mt_dispatch_build for a device whose bandwidth may be known (the plain
+ * form above: not known). */
+mt_status mt_dispatch_build_for(const mt_choice *choices, const mt_choice_source *sources, int n,
+                                const mt_problem_key *shape, const mt_target *t, const mt_dispatch_device *device,
+                                int max_batch, mt_dispatch_mode mode, mt_dispatch_table *out);
 void mt_dispatch_free(mt_dispatch_table *table);
 
 typedef struct mt_dispatch_result {

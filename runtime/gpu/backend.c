@@ -228,6 +228,11 @@ mt_status mt_backend_device_count(mt_backend *b, int *count) {
     return b->iface->device_count(b, count);
 }
 
+double mt_device_memory_gbps(const mt_device_info *info) {
+    if (info->memory_clock_khz <= 0 || info->memory_bus_bits <= 0) return 0;
+    return 2.0 * info->memory_clock_khz * 1e3 * (info->memory_bus_bits / 8.0) / 1e9;
+}
+
 mt_status mt_backend_device_info(mt_backend *b, int ordinal, mt_device_info *info) {
     CHECK_OP(b, device_info);
     if (!info) return mt_fail(MT_ERR_INVALID_ARGUMENT, "device_info: null output");

@@ -55,6 +55,8 @@ expect 2 "unknown option '--head'" "$bin" lookup --arch sm_90 --head 16 --batch 
 expect 2 "unknown command 'shwo'" "$bin" shwo
 expect 2 "max-distance wants" "$bin" lookup --arch sm_90 --heads 16 --batch 1 --seq-len 1 --max-distance -1
 expect 2 "max-batch 4 must be at least --batch \\(8\\)" "$bin" lookup --arch sm_90 --heads 16 --batch 8 --seq-len 1 --max-batch 4
+expect 2 "memory-gbps wants a bandwidth" "$bin" lookup --arch sm_90 --heads 16 --batch 8 --seq-len 1 --memory-gbps 0
+expect 2 "memory-gbps wants a bandwidth" "$bin" lookup --arch sm_90 --heads 16 --batch 8 --seq-len 1 --memory-gbps 4800x
 
 # holdout: the database is required and must exist; a head count is 1..128
 expect 2 "--db FILE is required" "$bin" holdout

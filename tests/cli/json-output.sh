@@ -90,6 +90,8 @@ PY
 "$bin" lookup --arch sm_90 --heads 16 --batch 64 --seq-len 8192 > exact.txt
 "$bin" lookup --arch sm_90 --heads 16 --batch 1024 --seq-len 65536 --json > far.json
 "$bin" lookup --arch sm_90 --heads 16 --batch 1024 --seq-len 65536 > far.txt
+"$bin" lookup --arch sm_90 --heads 16 --batch 1024 --seq-len 65536 --memory-gbps 4800 --json > far-bw.json
+"$bin" lookup --arch sm_90 --heads 16 --batch 1024 --seq-len 65536 --memory-gbps 4800 > far-bw.txt
 "$bin" lookup --arch sm_90 --heads 16 --batch 8 --seq-len 4096 --page-size 1 --json > heuristic.json
 "$bin" lookup --arch sm_90 --heads 16 --batch 8 --seq-len unknown --json | parses "lookup --seq-len unknown --json"
 python3 - <<'PY' || fail "lookup --json disagrees with lookup"
@@ -103,6 +105,11 @@ f = json.load(open("far.json")); t = open("far.txt").read()
 assert f["source"] == "nearest" and abs(f["distance"] - 7) < 1e-9 and f["far"], f
 assert f["nearest_key"]["batch"] == 64 and f["nearest_key"]["seq_len"] == 8192, f
 assert "FAR" in t and "distance 7.00" in t, t
+# the bandwidth the rescale weighed: null with --arch alone, as given with --memory-gbps
+assert f["memory_gbps"] is None and e["memory_gbps"] is None, (f, e)
+assert "memory bandwidth not known" in t, t
+b = json.load(open("far-bw.json"))
+assert b["memory_gbps"] == 4800 and "  for    132 CUs, 4800 GB/s of memory bandwidth\n" in open("far-bw.txt").read(), b
 h = json.load(open("heuristic.json"))
 assert h["source"] == "heuristic" and h["nearest_key"] is None and "page size 1" in h["missing"], h
 # whose keys: the fixture's rows name the fake device; the text says the same
