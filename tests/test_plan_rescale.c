@@ -47,6 +47,17 @@ static size_t workspace_of(const char *params, int batch, int cus) {
     return mt_mla_decode_workspace_bytes(&v, &STATIC, batch, 16, 1, cus);
 }
 
+/* A runtime over `db` as the system DB alone, quiet, no code cache. */
+static mlt_runtime *runtime_on(const char *db) {
+    mlt_runtime_options o;
+    mlt_runtime_options_default(&o);
+    o.system_db = db;
+    o.cache_dir = "";
+    o.log_level = MLT_LOG_QUIET;
+    mlt_runtime *rt = NULL;
+    return mlt_runtime_create(&o, &rt) == MLT_OK ? rt : NULL;
+}
+
 /* A key of 64 heads at batch 8 whose 2 splits left units idle (4 tiles x
  * 8 x 2 = 64 of 132): batch 16 keeps 2 splits on an H200's bandwidth (4 x
  * 16 x 2 = 128 fit), 1 on the stub's own H100 bandwidth. */
@@ -66,13 +77,8 @@ static void bandwidth_fills(const char *dir) {
     for (int i = 0; i < 2; i++) {
         setenv("MLA_TUNE_STUB_MEMORY_KHZ", devices[i].khz, 1);
         setenv("MLA_TUNE_STUB_BUS_BITS", devices[i].bits, 1);
-        mlt_runtime_options o;
-        mlt_runtime_options_default(&o);
-        o.system_db = path;
-        o.cache_dir = "";
-        o.log_level = MLT_LOG_QUIET;
-        mlt_runtime *rt = NULL;
-        CHECK_MSG(mlt_runtime_create(&o, &rt) == MLT_OK, "%s", mlt_last_error());
+        mlt_runtime *rt = runtime_on(path);
+        CHECK_MSG(rt, "%s", mlt_last_error());
         mlt_decode_problem p = {.n_heads = 64, .sq = 1, .d = 576, .dl = 512, .page_size = 64,
                                 .q_dtype = MLT_BF16, .kv_dtype = MLT_BF16, .softmax_scale = 0.04f, .kv_scale = 1,
                                 .max_batch = 64};
@@ -100,13 +106,8 @@ int main(void) {
     snprintf(xdg, sizeof xdg, "%s/xdg", dir);
     setenv("XDG_DATA_HOME", xdg, 1); /* no user DB */
     make_db(db);
-    mlt_runtime_options o;
-    mlt_runtime_options_default(&o);
-    o.system_db = db;
-    o.cache_dir = "";
-    o.log_level = MLT_LOG_QUIET;
-    mlt_runtime *rt = NULL;
-    if (mlt_runtime_create(&o, &rt) != MLT_OK) {
+    mlt_runtime *rt = runtime_on(db);
+    if (!rt) {
         printf("SKIP: the runtime does not start with the stub driver: %s\n", mlt_last_error());
         return CHECK_SKIP_CODE;
     }

@@ -9,9 +9,9 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
+#include "kernels/attention_row.h"
 #include "kernels/dtype.h"
 #include "runtime/base/parallel.h"
 
@@ -36,30 +36,9 @@ static void reference_request(const mt_mla_host_problem *p, int b, double *out, 
         int limit = len - p->sq + t + 1;
         if (limit > len) limit = len;
         size_t r = (size_t)b * rows + row;
-        double *o = out + r * dl;
-        if (limit <= 0) {
-            memset(o, 0, sizeof(double) * (size_t)dl);
-            lse[r] = -INFINITY;
-            continue;
-        }
-        for (int k = 0; k < d; k++) qrow[k] = mt_host_load(p->s.q_dtype, p->q, r * d + k);
-        double m = -INFINITY;
-        for (int j = 0; j < limit; j++) {
-            const double *kj = kv + (size_t)j * d;
-            double s = 0;
-            for (int k = 0; k < d; k++) s += qrow[k] * kj[k];
-            scores[j] = s * p->scale;
-            if (scores[j] > m) m = scores[j];
-        }
-        double sum = 0;
-        for (int j = 0; j < limit; j++) sum += (scores[j] = exp(scores[j] - m));
-        memset(o, 0, sizeof(double) * (size_t)dl);
-        for (int j = 0; j < limit; j++) {
-            const double *vj = kv + (size_t)j * d;
-            double w = scores[j] / sum;
-            for (int k = 0; k < dl; k++) o[k] += w * vj[k];
-        }
-        lse[r] = m + log(sum);
+        for (int k = 0; k < d && limit > 0; k++) qrow[k] = mt_host_load(p->s.q_dtype, p->q, r * d + k);
+        /* a key row is its value row too (its first dl values) */
+        lse[r] = mt_attention_row(qrow, kv, (size_t)d, kv, (size_t)d, limit, d, dl, p->scale, scores, out + r * dl);
     }
     free(kv);
     free(scores);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "kernels/attention_row.h"
 #include "kernels/dtype.h"
 #include "runtime/base/parallel.h"
 
@@ -57,29 +58,10 @@ static void reference_head(void *ctx, int item) {
     for (long i = 0; i < n_q; i++) {
         const size_t row = (size_t)(q0 + i) * n + h;
         double *o = w->out + row * dl;
-        for (int c = 0; c < dl; c++) o[c] = 0.0;
         const long vis = visible_keys(p->causal, n_q, n_k, i);
-        if (vis == 0) {
-            w->lse[row] = -INFINITY;
-            continue;
-        }
-        for (int c = 0; c < d; c++) qrow[c] = mt_host_load(p->s.q_dtype, p->q, row * d + c);
-        double m = -INFINITY;
-        for (long j = 0; j < vis; j++) {
-            const double *kj = kd + (size_t)j * d;
-            double s = 0.0;
-            for (int c = 0; c < d; c++) s += qrow[c] * kj[c];
-            score[j] = s * p->scale;
-            if (score[j] > m) m = score[j];
-        }
-        double sum = 0.0;
-        for (long j = 0; j < vis; j++) {
-            const double e = exp(score[j] - m), *vj = vd + (size_t)j * dl;
-            sum += e;
-            for (int c = 0; c < dl; c++) o[c] += e * vj[c];
-        }
-        for (int c = 0; c < dl; c++) o[c] *= v_scale / sum;
-        w->lse[row] = m + log(sum);
+        for (int c = 0; c < d && vis > 0; c++) qrow[c] = mt_host_load(p->s.q_dtype, p->q, row * d + c);
+        w->lse[row] = mt_attention_row(qrow, kd, (size_t)d, vd, (size_t)dl, vis, d, dl, p->scale, score, o);
+        for (int c = 0; c < dl; c++) o[c] *= v_scale;
     }
     free(kd);
     free(score);
