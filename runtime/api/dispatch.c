@@ -358,6 +358,7 @@ void mt_dispatch_lookup(const mt_dispatch_table *table, int batch, int seq_len, 
                         mt_dispatch_result *out) {
     memset(out, 0, sizeof *out);
     out->heuristic_pick = -1;
+    out->batch = batch;
     if (seq_len < 0) {
         lookup_unknown(table, batch, out);
         return;
@@ -412,6 +413,23 @@ static void device_note(const mt_dispatch_table *table, char *buf, size_t size) 
                  table->compute_units);
 }
 
+/* ", for 4814 GB/s over 132 CUs" when the device's memory bandwidth made
+ * the family run a nearest key's winner otherwise than it would with the
+ * bandwidth unknown (the decode family fills a wave the key left idle on
+ * a device of much bandwidth per compute unit), else "". */
+static void bandwidth_note(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size) {
+    buf[0] = '\0';
+    const mt_dispatch_entry *e = r->entry;
+    if (!e || r->exact || e->length_aware || table->memory_gbps <= 0 || !table->family->rescale) return;
+    const mt_shape sh = shape_of(&table->shape);
+    const mt_rescale_call plain = {.key_batch = e->batch, .key_len = e->seq_len, .batch = r->batch,
+                                   .compute_units = table->compute_units, .memory_gbps = 0};
+    mt_variant w = table->variants[e->variant];
+    table->family->rescale(&table->variants[e->variant], &sh, &plain, &w);
+    if (!mt_variant_same(&w, &table->variants[r->variant]))
+        snprintf(buf, size, ", for %.0f GB/s over %d CUs", table->memory_gbps, table->compute_units);
+}
+
 void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_result *r, char *buf, size_t size) {
     const mt_dispatch_entry *e = r->entry;
     char device[80];
@@ -430,11 +448,12 @@ void mt_dispatch_explain(const mt_dispatch_table *table, const mt_dispatch_resul
     else if (!e && r->heuristic_pick >= 0)
         table->family->heuristic_explain(&table->heur, r->heuristic_pick, buf, size);
     else {
-        char rescaled[96];
+        char rescaled[96], bandwidth[64];
         mt_dispatch_rescaling(table, r, rescaled, sizeof rescaled);
-        snprintf(buf, size, "%s key (batch %d, %s, mean %d, longest %d; distance %.2f) from the %s DB%s%s%s",
+        bandwidth_note(table, r, bandwidth, sizeof bandwidth);
+        snprintf(buf, size, "%s key (batch %d, %s, mean %d, longest %d; distance %.2f) from the %s DB%s%s%s%s",
                  r->exact ? "exact" : "nearest", e->batch, e->lengths, e->seq_len, e->max_len, r->distance,
                  e->source == MT_FROM_USER_DB ? "user" : "system", device, r->rescaled ? ", rescaled: " : "",
-                 rescaled);
+                 rescaled, bandwidth);
     }
 }

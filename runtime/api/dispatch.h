@@ -141,6 +141,7 @@ typedef struct mt_dispatch_result {
     const mt_dispatch_entry *entry;  /* NULL for the heuristic */
     double distance;
     int heuristic_pick;       /* which of the rule's variants (entry NULL), else -1 */
+    int batch;                /* the call's */
 } mt_dispatch_result;
 
 /* The device workspace a call of any batch up to max_batch may need: each
