@@ -36,8 +36,9 @@ static mt_status medians_on_key(mt_db *db, const mt_choice *c, const mt_variant 
     return st;
 }
 
-/* Row i: choices[i] held out, the rest in `others` (scratch of n - 1). */
-static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, mt_choice *others,
+/* Row i: choices[i] held out, the rest in `others` (scratch of n - 1),
+ * on a device of memory_gbps (0: not known). */
+static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, double memory_gbps, mt_choice *others,
                           mt_holdout_row *row) {
     const mt_choice *c = &choices[i];
     memcpy(others, choices, (size_t)i * sizeof *others);
@@ -47,13 +48,8 @@ static mt_status hold_out(mt_db *db, const mt_choice *choices, int n, int i, mt_
     if (st != MT_OK) return st;
     mt_problem_key shape = c->key;
     shape.batch = shape.seq_len = shape.max_len = 0;
-    /* the device as the DB knows it: its compute units, and its bandwidth
-     * from the copy ceiling the sweep measured there (none: not known) */
-    mt_dispatch_device device = {.compute_units = c->compute_units > 0 ? c->compute_units : 1};
-    if (mt_db_get_ceiling(db, c->arch, "copy_gbps", &device.memory_gbps) != MT_OK) {
-        device.memory_gbps = 0;
-        mt_clear_error();
-    }
+    const mt_dispatch_device device = {.compute_units = c->compute_units > 0 ? c->compute_units : 1,
+                                       .memory_gbps = memory_gbps};
     mt_dispatch_table table;
     st = mt_dispatch_build_for(others, NULL, n - 1, &shape, &t, &device, c->key.batch, MT_DISPATCH_RESCALED, &table);
     if (st != MT_OK)
@@ -121,10 +117,18 @@ mt_status mt_holdout(mt_db *db, const char *arch, int n_heads, mt_holdout_row **
     mt_holdout_row *out = calloc((size_t)n_choices + 1, sizeof *out);
     if (!others || !out) st = mt_fail(MT_ERR_OUT_OF_MEMORY, "out of host memory");
     int m = 0;
+    /* the device as the DB knows it: its bandwidth from the copy ceiling a
+     * sweep measured there (none: not known), read once per arch */
+    const char *ceiling_arch = NULL;
+    double memory_gbps = 0;
     for (int i = 0; st == MT_OK && i < n_choices; i++) {
         const mt_choice *c = &choices[i];
         if (strcmp(c->key.kind, "mla_decode") != 0 || (n_heads > 0 && c->key.n_heads != n_heads)) continue;
-        st = hold_out(db, choices, n_choices, i, others, &out[m]);
+        if (!ceiling_arch || strcmp(ceiling_arch, c->arch) != 0) {
+            ceiling_arch = c->arch;
+            if (mt_db_get_ceiling(db, c->arch, "copy_gbps", &memory_gbps) != MT_OK) memory_gbps = 0, mt_clear_error();
+        }
+        st = hold_out(db, choices, n_choices, i, memory_gbps, others, &out[m]);
         if (st == MT_OK) m++;
     }
     free(others);

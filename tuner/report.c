@@ -210,8 +210,9 @@ static void parameter_plots(mt_db *db, const mt_choice *c, plot_list *plots, mt_
  * from a measured key over a grid of batches and lengths (a heat map of the
  * dispatcher's distance, dispatch.h), and what a call with lengths unknown
  * on the host (CUDA graph capture) runs at each measured batch. */
-static void lookup_section(sqlite3 *h, const mt_choice *choices, int n, plot_list *plots, mt_text *md,
+static void lookup_section(mt_db *db, const mt_choice *choices, int n, plot_list *plots, mt_text *md,
                            const char *dir, int *n_plots) {
+    sqlite3 *h = mt_db_handle(db);
     static const int grid_batch[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
     static const int grid_len[] = {512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
     enum { NB = 9, NL = 8 };
@@ -251,13 +252,7 @@ static void lookup_section(sqlite3 *h, const mt_choice *choices, int n, plot_lis
         mt_dispatch_table table;
         /* the device's bandwidth as the DB measured it (holdout's way) */
         mt_dispatch_device device = {.compute_units = cus};
-        if (sqlite3_prepare_v2(h, "SELECT c.value FROM ceilings c JOIN devices d ON d.id = c.device_id "
-                                  "WHERE d.arch = ?1 AND c.kind = 'copy_gbps' ORDER BY c.measured_at DESC LIMIT 1",
-                               -1, &q, NULL) == SQLITE_OK) {
-            sqlite3_bind_text(q, 1, g->arch, -1, SQLITE_STATIC);
-            if (sqlite3_step(q) == SQLITE_ROW) device.memory_gbps = sqlite3_column_double(q, 0);
-        }
-        sqlite3_finalize(q);
+        if (mt_db_get_ceiling(db, g->arch, "copy_gbps", &device.memory_gbps) != MT_OK) mt_clear_error();
         if (mt_target_for_arch(g->arch, &t) != MT_OK ||
             mt_dispatch_build_for(choices, NULL, n, &g->key, &t, &device, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED,
                                   &table) != MT_OK) {
@@ -651,7 +646,7 @@ int cmd_report(int argc, char **argv) {
     winner_bars(choices, n, gains, 0, copy, &plots, &md, out_dir, &n_plots);
     winner_bars(choices, n, gains, 1, matrix_tflops, &plots, &md, out_dir, &n_plots);
     if (n > 0) parameter_plots(db, &choices[key_index], &plots, &md, out_dir, &n_plots);
-    if (n_prefill < n) lookup_section(h, choices, n, &plots, &md, out_dir, &n_plots); /* decode's dispatch */
+    if (n_prefill < n) lookup_section(db, choices, n, &plots, &md, out_dir, &n_plots); /* decode's dispatch */
     if (n_prefill < n) mt_report_holdout(db, arch, &md);                                   /* between its keys */
     free(gains);
     mt_report_crossover(points, n_points, &plots, &md, out_dir, &n_plots);
