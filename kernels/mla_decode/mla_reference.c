@@ -4,12 +4,10 @@
  * double once; then each query row is a plain two-pass softmax.  Requests
  * are spread over threads.
  */
-#define _GNU_SOURCE
 #include "mla_reference.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "kernels/attention_row.h"
 #include "kernels/dtype.h"
@@ -51,7 +49,7 @@ static void reference_one(void *ctx, int b) {
 }
 
 void mt_mla_reference(const mt_mla_host_problem *p, double *out, double *lse, int threads) {
-    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads <= 0) threads = mt_parallel_cpus(64);
     if (threads > 64) threads = 64;
     ref_work w = {.p = p, .out = out, .lse = lse};
     mt_parallel_for(p->batch, threads, reference_one, &w); /* a request per call */

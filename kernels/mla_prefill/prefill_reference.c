@@ -5,12 +5,10 @@
  * weighted sum of v, and lse = max + log(sum); (request, head) pairs run
  * on all cores.
  */
-#define _GNU_SOURCE
 #include "prefill_reference.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "kernels/attention_row.h"
 #include "kernels/dtype.h"
@@ -68,11 +66,8 @@ static void reference_head(void *ctx, int item) {
 }
 
 void mt_prefill_reference(const mt_prefill_host_problem *p, double *out, double *lse) {
-    long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
-    if (threads > 64) threads = 64;
     ref_work w = {.p = p, .out = out, .lse = lse};
-    mt_parallel_for(p->batch * p->n_heads, (int)threads, reference_head, &w);
+    mt_parallel_for(p->batch * p->n_heads, mt_parallel_cpus(64), reference_head, &w);
 }
 
 static double state_lse(double lse) { return lse == INFINITY ? -INFINITY : lse; }

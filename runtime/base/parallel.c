@@ -1,10 +1,12 @@
 /*
  * parallel.c - one loop run on several threads (see parallel.h).
  */
+#define _GNU_SOURCE
 #include "parallel.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct loop {
     int n, next;
@@ -36,4 +38,9 @@ void mt_parallel_for(int n, int threads, void (*each)(void *ctx, int i), void *c
     for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
     free(tid);
     pthread_mutex_destroy(&l.lock);
+}
+
+int mt_parallel_cpus(int cap) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > cap ? cap : (int)cpus;
 }

@@ -15,4 +15,8 @@
  * caller's. */
 void mt_parallel_for(int n, int threads, void (*each)(void *ctx, int i), void *ctx);
 
+/* The host's online CPUs, at least 1 and at most `cap`: a loop's threads
+ * when it should use every core (the CPU references). */
+int mt_parallel_cpus(int cap);
+
 #endif
