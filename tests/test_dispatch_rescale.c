@@ -2,7 +2,8 @@
  * A key's winner at other batches (dispatch.h): the decode family's
  * splits rescaled so that batch x splits stays near the key's (or, on a
  * device of much bandwidth per compute unit, fill a wave the key left
- * part idle; more splits than the key's in a cluster only where it pays),
+ * part idle; more splits than the key's in a cluster only where it pays;
+ * two splits in a cluster where the path can),
  * worked out when the table is built.  Checked on hand-made keys, and
  * against the family's rule applied directly for random tables, devices
  * and calls: the ranges the table keeps must
@@ -319,11 +320,48 @@ static void rule_caps(void) {
               capped_calls);
 }
 
+/* Session 31: whatever the key's merge, a rescaled winner of two splits
+ * merges them in a cluster where its path can (the 64-row warpgroup path):
+ * keys of 4 splits through the reduce kernel at twice their batch (on an
+ * H200, at 16 heads B=32 x 1024 to 64; on an H100, at 64 heads B=8 x 4096
+ * to 16); the transposed and SIMT paths keep the reduce. */
+static void pairs_in_clusters(const mt_target *t) {
+    static const struct {
+        int heads, key_batch, len, batch;
+        double gbps;
+        const char *params;
+        int reduce;
+    } cases[] = {
+        {16, 32, 1024, 64, 4915,
+         "tile_q=64,kv_granularity=64,num_splits=4,block_threads=256,kv_chunk=64,mma=2,split_reduce=0", 1},
+        {64, 8, 4096, 16, 3352,
+         "tile_q=64,kv_granularity=64,num_splits=4,block_threads=256,kv_chunk=64,mma=2,split_reduce=0", 1},
+        {16, 8, 4096, 16, 3352, "tile_q=16,kv_granularity=64,num_splits=4,block_threads=256,kv_chunk=64,mma=2", 0},
+        {16, 8, 4096, 16, 3352, "tile_q=16,kv_granularity=64,num_splits=4,block_threads=256,kv_chunk=32,mma=0", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_problem_key sh = shape;
+        sh.n_heads = cases[i].heads;
+        mt_choice k = key_of(cases[i].heads, cases[i].key_batch, cases[i].len, cases[i].len, cases[i].params);
+        mt_dispatch_table table;
+        mt_dispatch_result r;
+        const mt_dispatch_device dev = {132, cases[i].gbps};
+        CHECK_OK(mt_dispatch_build_for(&k, NULL, 1, &sh, t, &dev, 256, MT_DISPATCH_RESCALED, &table));
+        mt_dispatch_lookup(&table, cases[i].batch, cases[i].len, 0, &r);
+        const int *x = table.variants[r.variant].values;
+        CHECK_MSG(r.rescaled && x[MT_P_NUM_SPLITS] == 2 && x[MT_P_SPLIT_REDUCE] == cases[i].reduce,
+                  "case %zu: batch %d from %d: %d splits, split_reduce %d (want 2, %d)", i, cases[i].batch,
+                  cases[i].key_batch, x[MT_P_NUM_SPLITS], x[MT_P_SPLIT_REDUCE], cases[i].reduce);
+        mt_dispatch_free(&table);
+    }
+}
+
 int main(void) {
     mt_target t;
     CHECK_OK(mt_target_for_arch("sm_90", &t));
     sparse_keys(&t);
     fill_and_clusters(&t);
+    pairs_in_clusters(&t);
     random_tables(&t);
     rule_caps();
     return check_summary("test_dispatch_rescale");

@@ -126,6 +126,12 @@ static mt_status check_split_reduce(const int *values, const mt_problem_static *
     return MT_OK;
 }
 
+int mt_mla_decode_can_cluster(const int *values, const mt_problem_static *s) {
+    const int ok = check_split_reduce(values, s) == MT_OK;
+    if (!ok) mt_clear_error();
+    return ok;
+}
+
 /* groups_per_cu > 0: the length-aware form; the schedule decides the
  * pieces, so num_splits is 1 and split_reduce 0.  On the warpgroup paths
  * (64-key chunks starting on multiples of 64) the schedule cuts on 16 or

@@ -281,6 +281,16 @@ static int family_length_aware(const mt_variant *v) { return v->values[MT_P_GROU
  *   DBs' answers on the H200, priced by two H200 sweeps of 27 shapes
  *   between their keys: 1.066x the best -> 1.030x (worst 1.50x -> 1.19x).
  *
+ * - Two splits merge in a cluster where the path can (since
+ *   session 31), whatever the key's merge: a pair's cluster costs no
+ *   occupancy to speak of, and the reduce kernel's second pass has a fixed
+ *   cost (about 6 us on the H200 even with nothing to merge) that the
+ *   bytes test above does not see.  Measured where both were swept (the
+ *   64-row path, 2 splits, cluster against reduce kernel): the H100 broad
+ *   DB's 190 keys 1.025x faster in the cluster (156 of them; the reduce
+ *   at most 9% faster, at 65536 keys), the two H200 sweeps' 27 keys 1.04x
+ *   (25; at B=64 x 1024, 8-64 heads, 1.09-1.15x).
+ *
  * Length-aware variants cut by the lengths on the GPU: they run as they
  * are. */
 #define FILL_GBPS_PER_UNIT 28.0
@@ -309,6 +319,10 @@ static int family_rescale(const mt_variant *v, const mt_shape *shape, const mt_r
     if (splits < 2 || splits > 16 ||
         (splits > key_splits && !mt_mla_decode_cluster_pays(&shape->s, tile_rows, splits, c->key_len)))
         out->values[MT_P_SPLIT_REDUCE] = 0;
+    if (splits == 2) { /* a pair merges in a cluster where the path can (above) */
+        out->values[MT_P_SPLIT_REDUCE] = 1;
+        if (!mt_mla_decode_can_cluster(out->values, &shape->s)) out->values[MT_P_SPLIT_REDUCE] = 0;
+    }
     return 1;
 }
 

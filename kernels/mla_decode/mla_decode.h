@@ -148,6 +148,10 @@ mt_status mt_mla_decode_launch(mt_backend *b, const mt_kernels *k, const mt_vari
  * (heuristic.c says where the quarter comes from).  The rule and the
  * rescale of a DB's winner (family.c) both ask. */
 int mt_mla_decode_cluster_pays(const mt_problem_static *s, int tile_rows, int splits, int len);
+/* Whether values' splits could merge in a cluster (split_reduce 1) on this
+ * problem: the 64-row mma=2 path, 2..16 splits dividing Dl, room for the
+ * partial rows (constraints.c). */
+int mt_mla_decode_can_cluster(const int *values, const mt_problem_static *s);
 mt_status mt_mla_decode_heuristic_set(const mt_shape *shape, const mt_target *t, mt_heuristic_set *set);
 int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
                                  int compute_units);
