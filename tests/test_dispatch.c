@@ -186,6 +186,10 @@ int main(void) {
     CHECK_OK(mt_dispatch_build(c, NULL, 0, &shape, &t, 132, MT_DISPATCH_MAX_BATCH, MT_DISPATCH_RESCALED, &table));
     mt_dispatch_lookup(&table, 32, 16384, 0, &r);
     CHECK(table.variants[r.variant].values[MT_P_MMA] == 2 && table.variants[r.variant].values[MT_P_NUM_SPLITS] == 2);
+    /* ... the pair merged in a cluster (session 31: at 2 splits the cluster
+     * beat the reduce kernel on 156 of the broad sweep's 190 keys) */
+    CHECK_MSG(table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 1, "128 heads B=32 x 16384: split_reduce %d",
+              table.variants[r.variant].values[MT_P_SPLIT_REDUCE]);
     /* ... B=1 x 1024 (two 64-row tiles): the 16-row base, 8 tiles of 16
      * splits (the broad sweep's winner there) */
     mt_dispatch_lookup(&table, 1, 1024, 0, &r);
