@@ -46,6 +46,21 @@ static const mt_problem_key shape = {.kind = "mla_decode",
                                            .kv_dtype = MT_BF16},
                                      .n_heads = 16, .sq = 1};
 
+/* What a table of the one key k runs at (batch, len) on 132 compute units
+ * of gbps GB/s (0: not known): *out, and whether it was rescaled. */
+static int one_key_runs(const mt_choice *k, const mt_problem_key *sh, const mt_target *t, double gbps, int batch,
+                        int len, mt_variant *out) {
+    mt_dispatch_table table;
+    mt_dispatch_result r;
+    const mt_dispatch_device dev = {132, gbps};
+    CHECK_OK(mt_dispatch_build_for(k, NULL, 1, sh, t, &dev, 256, MT_DISPATCH_RESCALED, &table));
+    mt_dispatch_lookup(&table, batch, len, 0, &r);
+    CHECK(r.entry != NULL);
+    *out = table.variants[r.variant];
+    mt_dispatch_free(&table);
+    return r.rescaled;
+}
+
 static void sparse_keys(const mt_target *t) {
     char v8[200], v32[200], aware[200], wg[200];
     grid(v8, sizeof v8, 16, 16);
@@ -150,17 +165,13 @@ static void fill_and_clusters(const mt_target *t) {
         {4915, 16, 4, 1},  /* below the key's batch: as before, 4 splits in a cluster (it pays at 1024 keys) */
     };
     for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++) {
-        mt_dispatch_table table;
-        mt_dispatch_result r;
-        const mt_dispatch_device dev = {132, fill[i].gbps};
-        CHECK_OK(mt_dispatch_build_for(&short_key, NULL, 1, &sh64, t, &dev, 256, MT_DISPATCH_RESCALED, &table));
-        mt_dispatch_lookup(&table, fill[i].batch, 1024, 0, &r);
-        const int *x = table.variants[r.variant].values;
-        CHECK_MSG(r.entry && x[MT_P_NUM_SPLITS] == fill[i].splits && x[MT_P_SPLIT_REDUCE] == fill[i].reduce,
+        mt_variant w;
+        const int rescaled = one_key_runs(&short_key, &sh64, t, fill[i].gbps, fill[i].batch, 1024, &w);
+        const int *x = w.values;
+        CHECK_MSG(x[MT_P_NUM_SPLITS] == fill[i].splits && x[MT_P_SPLIT_REDUCE] == fill[i].reduce,
                   "%g GB/s, batch %d from 32: %d splits (reduce %d), want %d (%d)", fill[i].gbps, fill[i].batch,
                   x[MT_P_NUM_SPLITS], x[MT_P_SPLIT_REDUCE], fill[i].splits, fill[i].reduce);
-        CHECK(r.rescaled == (fill[i].splits != 2));
-        mt_dispatch_free(&table);
+        CHECK(rescaled == (fill[i].splits != 2));
     }
     /* a split keeps 256 keys when filling: B=8 x 1024's 8 splits (128
      * keys each) at batch 16 go to 4 (the rescale's answer too), its 4
@@ -174,16 +185,11 @@ static void fill_and_clusters(const mt_target *t) {
                  "tile_q=64,kv_granularity=64,num_splits=%d,block_threads=256,kv_chunk=64,mma=2,split_reduce=1",
                  floor_cases[i].key_splits);
         mt_choice k8 = key_of(64, 8, 1024, 1024, params);
-        mt_dispatch_table table;
-        mt_dispatch_result r;
-        const mt_dispatch_device dev = {132, floor_cases[i].gbps};
-        CHECK_OK(mt_dispatch_build_for(&k8, NULL, 1, &sh64, t, &dev, 256, MT_DISPATCH_RESCALED, &table));
-        mt_dispatch_lookup(&table, floor_cases[i].batch, 1024, 0, &r);
-        CHECK_MSG(table.variants[r.variant].values[MT_P_NUM_SPLITS] == floor_cases[i].splits,
+        mt_variant w;
+        one_key_runs(&k8, &sh64, t, floor_cases[i].gbps, floor_cases[i].batch, 1024, &w);
+        CHECK_MSG(w.values[MT_P_NUM_SPLITS] == floor_cases[i].splits,
                   "%d splits from batch 8 at batch %d, %d GB/s: %d, want %d", floor_cases[i].key_splits,
-                  floor_cases[i].batch, floor_cases[i].gbps, table.variants[r.variant].values[MT_P_NUM_SPLITS],
-                  floor_cases[i].splits);
-        mt_dispatch_free(&table);
+                  floor_cases[i].batch, floor_cases[i].gbps, w.values[MT_P_NUM_SPLITS], floor_cases[i].splits);
     }
     /* B=64's 2 splits in clusters of 2, at batch 16: 8 splits; in a cluster
      * at 1024 keys (the partials' round trip is 1.8x a quarter of the
@@ -193,19 +199,15 @@ static void fill_and_clusters(const mt_target *t) {
     } clusters[] = {{1024, 1}, {8192, 0}};
     for (size_t i = 0; i < 2; i++) {
         mt_choice k64 = key_of(64, 64, clusters[i].len, clusters[i].len, wg2);
-        mt_dispatch_table table;
-        mt_dispatch_result r;
-        CHECK_OK(mt_dispatch_build(&k64, NULL, 1, &sh64, t, 132, 256, MT_DISPATCH_RESCALED, &table));
-        mt_dispatch_lookup(&table, 16, clusters[i].len, 0, &r);
-        const int *x = table.variants[r.variant].values;
+        mt_variant w;
+        one_key_runs(&k64, &sh64, t, 0, 16, clusters[i].len, &w);
+        const int *x = w.values;
         CHECK_MSG(x[MT_P_NUM_SPLITS] == 8 && x[MT_P_SPLIT_REDUCE] == clusters[i].reduce,
                   "%d keys: batch 16 from 64 runs %d splits (reduce %d)", clusters[i].len, x[MT_P_NUM_SPLITS],
                   x[MT_P_SPLIT_REDUCE]);
         /* fewer splits than the key's keep its merge: batch 128, one split (no merge) */
-        mt_dispatch_lookup(&table, 100, clusters[i].len, 0, &r);
-        CHECK(table.variants[r.variant].values[MT_P_NUM_SPLITS] == 1 &&
-              table.variants[r.variant].values[MT_P_SPLIT_REDUCE] == 0);
-        mt_dispatch_free(&table);
+        one_key_runs(&k64, &sh64, t, 0, 100, clusters[i].len, &w);
+        CHECK(w.values[MT_P_NUM_SPLITS] == 1 && w.values[MT_P_SPLIT_REDUCE] == 0);
     }
 }
 
@@ -343,16 +345,12 @@ static void pairs_in_clusters(const mt_target *t) {
         mt_problem_key sh = shape;
         sh.n_heads = cases[i].heads;
         mt_choice k = key_of(cases[i].heads, cases[i].key_batch, cases[i].len, cases[i].len, cases[i].params);
-        mt_dispatch_table table;
-        mt_dispatch_result r;
-        const mt_dispatch_device dev = {132, cases[i].gbps};
-        CHECK_OK(mt_dispatch_build_for(&k, NULL, 1, &sh, t, &dev, 256, MT_DISPATCH_RESCALED, &table));
-        mt_dispatch_lookup(&table, cases[i].batch, cases[i].len, 0, &r);
-        const int *x = table.variants[r.variant].values;
-        CHECK_MSG(r.rescaled && x[MT_P_NUM_SPLITS] == 2 && x[MT_P_SPLIT_REDUCE] == cases[i].reduce,
+        mt_variant w;
+        const int rescaled = one_key_runs(&k, &sh, t, cases[i].gbps, cases[i].batch, cases[i].len, &w);
+        const int *x = w.values;
+        CHECK_MSG(rescaled && x[MT_P_NUM_SPLITS] == 2 && x[MT_P_SPLIT_REDUCE] == cases[i].reduce,
                   "case %zu: batch %d from %d: %d splits, split_reduce %d (want 2, %d)", i, cases[i].batch,
                   cases[i].key_batch, x[MT_P_NUM_SPLITS], x[MT_P_SPLIT_REDUCE], cases[i].reduce);
-        mt_dispatch_free(&table);
     }
 }
 

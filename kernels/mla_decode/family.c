@@ -316,12 +316,11 @@ static int family_rescale(const mt_variant *v, const mt_shape *shape, const mt_r
     *out = *v;
     out->values[MT_P_NUM_SPLITS] = splits;
     if (splits == 1) out->values[MT_P_KV_GRANULARITY] = 16;
-    if (splits < 2 || splits > 16 ||
-        (splits > key_splits && !mt_mla_decode_cluster_pays(&shape->s, tile_rows, splits, c->key_len)))
-        out->values[MT_P_SPLIT_REDUCE] = 0;
     if (splits == 2) { /* a pair merges in a cluster where the path can (above) */
-        out->values[MT_P_SPLIT_REDUCE] = 1;
-        if (!mt_mla_decode_can_cluster(out->values, &shape->s)) out->values[MT_P_SPLIT_REDUCE] = 0;
+        out->values[MT_P_SPLIT_REDUCE] = mt_mla_decode_can_cluster(out->values, &shape->s);
+    } else if (splits < 2 || splits > 16 ||
+               (splits > key_splits && !mt_mla_decode_cluster_pays(&shape->s, tile_rows, splits, c->key_len))) {
+        out->values[MT_P_SPLIT_REDUCE] = 0;
     }
     return 1;
 }

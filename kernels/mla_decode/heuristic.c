@@ -199,15 +199,15 @@ int mt_mla_decode_heuristic_pick(const mt_heuristic_set *set, const mt_shape *sh
     /* 16-bit, 64-row: half the splits merged in a cluster when the
      * partials' round trip (fp32, written and read) is at least
      * CLUSTER_PARTIALS of a tile's KV bytes; else two splits in a cluster
-     * rather than through the reduce kernel (session 31: the pair's
-     * cluster won 156 of the broad sweep's 190 keys and 25 of the H200
-     * sweeps' 27; `mla-tune holdout`'s rule column, broad 1.051x ->
-     * 1.049x, fast-decode 1.014x -> 1.012x, the H200 between-heads sweep
-     * 1.039x -> 1.012x, its ragged DB 1.062x -> 1.057x) */
+     * rather than through the reduce kernel, as the rescale of a DB's
+     * winner does (family.c says why; `mla-tune holdout`'s rule column,
+     * session 31: broad 1.051x -> 1.049x, fast-decode 1.014x -> 1.012x,
+     * the H200 between-heads sweep 1.039x -> 1.012x, its ragged DB 1.062x
+     * -> 1.057x) */
     if (!fp8 && tile_q == 64 && splits >= 2) {
-        int merged = with_splits(set, 64, 1, splits / 2);
+        const int merged = with_splits(set, 64, 1, splits / 2), pair = splits == 2 ? with_splits(set, 64, 1, 2) : -1;
         if (merged >= 0 && mt_mla_decode_cluster_pays(&shape->s, rows < 64 ? rows : 64, splits, len)) pick = merged;
-        else if (splits == 2 && (merged = with_splits(set, 64, 1, 2)) >= 0) pick = merged;
+        else if (pair >= 0) pick = pair;
     }
     return pick >= 0 ? pick : 0;
 }
