@@ -35,9 +35,11 @@ void pf_draw_lengths(pf_case *c, int max_new, int max_ctx) {
 
 void pf_describe(const pf_case *c, char *buf, size_t size) {
     static const char *const forms[] = {"whole", "chunked", "non-causal"};
-    int n = snprintf(buf, size, "%s N=%d D=%d(nope %d) Dl=%d q=%s kv=%s%s lens(new+ctx)=", forms[c->form], c->n_heads,
-                     c->s.d, c->nope, c->s.dl, mt_dtype_name(c->s.q_dtype), mt_dtype_name(c->s.kv_dtype),
-                     c->lse_head_major ? " lse[N,T]" : "");
+    char pad[24] = "";
+    if (c->out_pad > 0) snprintf(pad, sizeof pad, " out rows +%d", c->out_pad);
+    int n = snprintf(buf, size, "%s N=%d D=%d(nope %d) Dl=%d q=%s kv=%s%s%s lens(new+ctx)=", forms[c->form],
+                     c->n_heads, c->s.d, c->nope, c->s.dl, mt_dtype_name(c->s.q_dtype), mt_dtype_name(c->s.kv_dtype),
+                     c->lse_head_major ? " lse[N,T]" : "", pad);
     for (int b = 0; b < c->batch && n > 0 && (size_t)n < size; b++)
         n += snprintf(buf + n, size - (size_t)n, "%s%d+%d", b ? "," : "", c->n_new[b], c->n_ctx[b]);
 }
@@ -115,13 +117,15 @@ pf_result pf_run_case(mt_backend *b, const pf_launcher *l, const pf_case *c) {
     for (size_t i = 0; i < tq * n; i++) r.empty_rows += ref_lse[i] == -INFINITY;
 
     pf_buffers bufs = {.b = b};
-    const size_t out_bytes = tq * n * dl * oe, lse_bytes = tq * n * 4;
+    const size_t orow = (size_t)(dl + c->out_pad); /* out's row stride in elements */
+    const size_t out_bytes = tq * n * orow * oe, lse_bytes = tq * n * 4;
     mt_devptr dq = upload(&bufs, q, tq * n * d * qe), dout = upload(&bufs, NULL, out_bytes);
     mt_devptr dlse = upload(&bufs, NULL, lse_bytes);
-    mt_prefill_view lse_view = {.ptr = dlse};
+    mt_prefill_view lse_view = {.ptr = dlse}, out_view = {.ptr = dout};
     if (c->lse_head_major) lse_view.t_stride = 1, lse_view.h_stride = (long long)tq;
+    if (c->out_pad > 0) out_view.t_stride = (long long)(n * orow), out_view.h_stride = (long long)orow;
     mt_mla_prefill_args a = {.batch = c->batch, .n_heads = n, .max_q = max_q, .nope = c->nope,
-                             .scale = (float)(c->scale * q_scale * k_scale), .q = {.ptr = dq}, .out = {.ptr = dout},
+                             .scale = (float)(c->scale * q_scale * k_scale), .q = {.ptr = dq}, .out = out_view,
                              .lse = lse_view, .v_scale = c->v_scale > 0 ? (float)c->v_scale : 1.0f};
     if (fp8) { /* v^T's room: as the family sizes it for the case's longest request */
         a.max_k = max_k;
@@ -163,10 +167,9 @@ pf_result pf_run_case(mt_backend *b, const pf_launcher *l, const pf_case *c) {
         an.out.ptr = new_out, an.lse.ptr = new_lse;
         st = l->run(l->ctx, &ac);
         if (st == MT_OK) st = l->run(l->ctx, &an);
-        mt_mla_prefill_merge_args m = {.tokens = (int)tq, .n_heads = n, .out_a = {.ptr = ctx_out}, .lse_a = lse_view,
-                                       .out_b = {.ptr = new_out}, .lse_b = lse_view, .out = {.ptr = dout},
-                                       .lse = lse_view};
-        m.lse_a.ptr = ctx_lse, m.lse_b.ptr = new_lse;
+        mt_mla_prefill_merge_args m = {.tokens = (int)tq, .n_heads = n, .out_a = out_view, .lse_a = lse_view,
+                                       .out_b = out_view, .lse_b = lse_view, .out = out_view, .lse = lse_view};
+        m.out_a.ptr = ctx_out, m.out_b.ptr = new_out, m.lse_a.ptr = ctx_lse, m.lse_b.ptr = new_lse;
         if (st == MT_OK) st = l->merge(l->ctx, &m);
         free(kc), free(kpc), free(vc), free(kn), free(kpn), free(vn);
     }
@@ -180,7 +183,8 @@ pf_result pf_run_case(mt_backend *b, const pf_launcher *l, const pf_case *c) {
         mt_backend_copy_to_host(b, out_h, dout, out_bytes, NULL);
         mt_backend_copy_to_host(b, lse_h, dlse, lse_bytes, NULL);
         double *got = malloc(sizeof(double) * tq * n * dl), *got_lse = malloc(sizeof(double) * tq * n);
-        for (size_t i = 0; i < tq * n * dl; i++) r.has_nan |= isnan(got[i] = mt_host_load(out_t, out_h, i));
+        for (size_t i = 0; i < tq * n * dl; i++) /* row i / dl of out, at orow elements a row */
+            r.has_nan |= isnan(got[i] = mt_host_load(out_t, out_h, i / (size_t)dl * orow + i % (size_t)dl));
         for (size_t t = 0; t < tq; t++)
             for (int h = 0; h < n; h++) {
                 const double x = lse_h[c->lse_head_major ? (size_t)h * tq + t : t * n + h];

@@ -27,6 +27,8 @@ typedef struct pf_case {
     int n_new[PF_MAX_BATCH], n_ctx[PF_MAX_BATCH];  /* n_ctx < 0 (PF_WHOLE / PF_NONCAUSAL): keys = n_new + n_ctx,
                                                       fewer than the new tokens (causal: the first -n_ctx see none) */
     int lse_head_major;      /* lse as [N, total_q] (strides {1, total_q}) */
+    int out_pad;             /* out's rows Dl + out_pad elements apart (a view; 0: contiguous): 2 leaves them
+                                4-byte but not 16-byte aligned */
     double scale;
     double q_scale, k_scale, v_scale;  /* fp8: the stored values' scales (0: 1); the plan's must match */
     uint64_t seed;

@@ -11,13 +11,16 @@
  *   - through the family's launch, every mma.sync variant (mma=1, the
  *     path no CPU emulation covers) and SIMT variants spread over the
  *     whole valid space of the device, causal and chunked;
- *   - the wgmma path's persistent form, bf16 and fp8, over as many
- *     work-groups as the SMs hold and over a few that stream many tiles;
+ *   - the wgmma path's forms added later (the space above holds their
+ *     defaults only): the persistent form, bf16 and fp8, over as many
+ *     work-groups as the SMs hold and over a few that stream many tiles,
+ *     and 16-byte stores of out (out_stores=16), on contiguous out rows
+ *     and on rows 4- but not 16-byte aligned;
  *   - bad arguments through the API fail naming the argument.
  * MLA_TUNE_TEST_SEED=N changes the draw (default 29);
- * MLA_TUNE_TEST_PREFILL_ONLY=persistent runs the persistent form's cases
- * alone (the whole test: 24 s on an H200, session 30; it took over 5
- * minutes while the CPU reference ran on one core).
+ * MLA_TUNE_TEST_PREFILL_ONLY=forms (or its older name, persistent) runs
+ * those forms' cases alone (the whole test: 24 s on an H200, session 30;
+ * it took over 5 minutes while the CPU reference ran on one core).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -288,15 +291,20 @@ static void over_the_space(mlt_runtime *rt, uint64_t seed) {
     free(points);
 }
 
-#define PERSISTENT_POINTS                                                                                      \
+/* The persistent form at its two ends (two warpgroups over 128-key tiles,
+ * one work-group an SM; one over 64-key tiles, two an SM), and 16-byte
+ * stores of out in both forms. */
+#define LATER_FORMS                                                                                            \
     "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1",                                             \
-        "tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1"
+        "tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1",                                           \
+        "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1,out_stores=16",                           \
+        "tile_q=64,kv_tile=64,block_threads=128,mma=2,out_stores=16"
 
-/* What over_the_space and persistent_forms build, for compile_ahead. */
-static void list_ahead(mlt_runtime *rt, int only_persistent, ahead_list *a) {
+/* What over_the_space and later_forms build, for compile_ahead. */
+static void list_ahead(mlt_runtime *rt, int only_later, ahead_list *a) {
     mt_target t;
     mt_target_from_device(mt_runtime_device(rt), &t);
-    if (!only_persistent) {
+    if (!only_later) {
         mt_variant *points = NULL;
         int n = 0;
         const int step = space_points(&t, &points, &n);
@@ -308,31 +316,31 @@ static void list_ahead(mlt_runtime *rt, int only_persistent, ahead_list *a) {
         free(points);
     }
     if (strcmp(t.arch, "sm_90") != 0) return;
-    static const char *const persistent[] = {PERSISTENT_POINTS};
-    for (size_t i = 0; i < sizeof persistent / sizeof persistent[0]; i++) {
+    static const char *const later[] = {LATER_FORMS};
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++) {
         mt_variant v;
-        if (mt_variant_parse(&mt_family_mla_prefill, persistent[i], &v) != MT_OK) continue;
+        if (mt_variant_parse(&mt_family_mla_prefill, later[i], &v) != MT_OK) continue;
         ahead_add(a, &v, &S16), ahead_add(a, &v, &S8);
     }
 }
 
-/* The wgmma path's persistent form (persistent=1, wgmma_persistent.cu;
- * the full space above holds only persistent=0, its default): each point
- * in bf16 and fp8, its grid sized for the GPU's SMs and for 3 (a few
- * work-groups, each streaming dozens of tiles across requests and heads),
- * whole, chunked and non-causal; in the whole and non-causal forms one
- * request has fewer keys than new tokens, so tiles that stream no key sit
- * between tiles that do. */
-static void persistent_forms(mlt_runtime *rt, uint64_t seed) {
+/* The wgmma path's forms added later (LATER_FORMS; the full space above
+ * holds only their defaults): each point in bf16 and fp8, whole, chunked
+ * and non-causal, a persistent grid sized for the GPU's SMs and for 3 (a
+ * few work-groups, each streaming dozens of tiles across requests and
+ * heads); the second of the two runs writes out as a view whose rows are
+ * Dl + 2 elements apart (4-byte aligned, not 16: out_stores=16 takes its
+ * 4-byte stores there).  In the whole and non-causal forms one request
+ * has fewer keys than new tokens, so tiles that stream no key sit between
+ * tiles that do. */
+static void later_forms(mlt_runtime *rt, uint64_t seed) {
     mt_target t;
     mt_target_from_device(mt_runtime_device(rt), &t);
     if (strcmp(t.arch, "sm_90") != 0) {
-        printf("persistent form: the wgmma path's, not on %s\n", t.arch);
+        printf("later forms: the wgmma path's, not on %s\n", t.arch);
         return;
     }
-    /* the two ends: two warpgroups over 128-key tiles (one work-group an
-     * SM), one over 64-key tiles (two an SM) */
-    static const char *const points[] = {PERSISTENT_POINTS};
+    static const char *const points[] = {LATER_FORMS};
     const int units[2] = {mt_runtime_device(rt)->compute_units, 3};
     for (int i = 0; i < (int)(sizeof points / sizeof points[0]); i++) {
         mt_variant v;
@@ -353,9 +361,11 @@ static void persistent_forms(mlt_runtime *rt, uint64_t seed) {
                     if (fp8) c.q_scale = 0.5, c.k_scale = 2.0, c.v_scale = 0.25;
                     pf_draw_lengths(&c, 300, 400);
                     if (form != PF_CHUNKED) c.n_new[3] = 200, c.n_ctx[3] = -150; /* 50 keys for 200 new tokens */
+                    c.out_pad = u == 1 ? 2 : 0;
                     pf_result r = pf_run_case(f.b, &l, &c);
                     char how[200];
-                    snprintf(how, sizeof how, "%s on %d SMs", points[i], units[u]);
+                    if (v.values[MT_PF_PERSISTENT]) snprintf(how, sizeof how, "%s on %d SMs", points[i], units[u]);
+                    else snprintf(how, sizeof how, "%s", points[i]);
                     record(&c, how, &r);
                 }
         }
@@ -379,8 +389,8 @@ int main(void) {
     uint64_t seed = env ? strtoull(env, NULL, 10) : 29;
     printf("%s, seed %llu\n", mlt_runtime_arch(rt), (unsigned long long)seed);
     const char *only = getenv("MLA_TUNE_TEST_PREFILL_ONLY");
-    if (only && strcmp(only, "persistent") != 0) {
-        printf("MLA_TUNE_TEST_PREFILL_ONLY=%s: only 'persistent' is known\n", only);
+    if (only && strcmp(only, "forms") != 0 && strcmp(only, "persistent") != 0) {
+        printf("MLA_TUNE_TEST_PREFILL_ONLY=%s: only 'forms' (or 'persistent') is known\n", only);
         mlt_runtime_destroy(rt);
         return 2;
     }
@@ -392,9 +402,9 @@ int main(void) {
         api_refusals(rt);
         over_the_space(rt, seed);
     } else {
-        printf("MLA_TUNE_TEST_PREFILL_ONLY=persistent: the API, refusal and whole-space cases skipped\n");
+        printf("MLA_TUNE_TEST_PREFILL_ONLY=%s: the API, refusal and whole-space cases skipped\n", only);
     }
-    persistent_forms(rt, seed);
+    later_forms(rt, seed);
     printf("%d prefill cases passed, %d failed\n", passed_cases, failed_cases);
     mlt_runtime_destroy(rt);
     return check_summary("test_gpu_prefill");

@@ -113,10 +113,12 @@ static void on_target(const char *arch, const emu_variant *variants, int n_varia
         }
         int empty = run_and_check(&e, &c, name, 1);
         CHECK_MSG(empty == 3 * 2, "the short request should leave 3 tokens x 2 heads empty, not %d rows", empty);
-        /* chunked: the merge; request 1 has no context */
-        c.form = PF_CHUNKED, c.seed++;
+        /* chunked: the merge; request 1 has no context; out's rows 2
+         * elements apart past Dl (a view, 4-byte aligned rows) */
+        c.form = PF_CHUNKED, c.seed++, c.out_pad = 2;
         memcpy(c.n_new, (int[]){6, 3, 9}, sizeof(int) * 3), memcpy(c.n_ctx, (int[]){21, 0, 4}, sizeof(int) * 3);
         run_and_check(&e, &c, name, 1);
+        c.out_pad = 0;
         /* non-causal, rope apart, lse head-major */
         c.form = PF_NONCAUSAL, c.seed++, c.nope = 128, c.lse_head_major = 1;
         memcpy(c.n_new, (int[]){4, 11, 2}, sizeof(int) * 3), memcpy(c.n_ctx, (int[]){5, 0, 30}, sizeof(int) * 3);

@@ -286,6 +286,13 @@ static void constraints_and_rule(void) {
     refused(mt_variant_validate(&v, &s, &sm90), "kv_tile 64 or 128");
     CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=128,mma=2", &v));
     CHECK_OK(mt_variant_validate(&v, &s, &sm90));
+    /* out_stores: 16-byte stores of out on the wgmma path only; 4 or 16 */
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=128,mma=2,out_stores=16", &v));
+    CHECK_OK(mt_variant_validate(&v, &s, &sm90));
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=32,block_threads=256,mma=1,out_stores=16", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "out_stores=16 is a form of the wgmma path's epilogue (mma=2)");
+    CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=64,kv_tile=64,block_threads=128,mma=2,out_stores=8", &v));
+    refused(mt_variant_validate(&v, &s, &sm90), "out_stores=8 is not an allowed value");
 
     /* the rule: the measured choice of the target where it fits, else the
      * declared default */
@@ -305,18 +312,18 @@ static void constraints_and_rule(void) {
     const mt_call short_call = {.batch = 32, .seq_len = 1024, .max_len = 1024};
     int pick = mt_mla_prefill_heuristic_pick(&set, &shape, &long_call, 132);
     mt_mla_prefill_heuristic_explain(&set, pick, why, sizeof why);
-    CHECK_MSG(pick == 0 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2 (untuned; the grid form"),
-              "%s", why);
+    CHECK_MSG(pick == 0 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2,out_stores=16 (untuned; the "
+                                       "grid form"), "%s", why);
     pick = mt_mla_prefill_heuristic_pick(&set, &shape, &short_call, 132);
     mt_mla_prefill_heuristic_explain(&set, pick, why, sizeof why);
-    CHECK_MSG(pick == 1 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1 (untuned; the "
-                                       "persistent form"), "%s", why);
+    CHECK_MSG(pick == 1 && strstr(why, "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1,out_stores=16 "
+                                       "(untuned; the persistent form"), "%s", why);
     mt_problem_static fp8s = s;
     fp8s.q_dtype = fp8s.kv_dtype = MT_FP8_E4M3;
     mt_shape fp8_shape = {.s = fp8s, .n_heads = 16, .sq = 1}; /* fp8: the measured fp8 point */
     CHECK_OK(mt_mla_prefill_heuristic_set(&fp8_shape, &sm90, &set));
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
-    CHECK_MSG(set.n == 1 && strstr(why, "tile_q=64,kv_tile=64,block_threads=128,mma=2"), "%s", why);
+    CHECK_MSG(set.n == 1 && strstr(why, "tile_q=64,kv_tile=64,block_threads=128,mma=2,out_stores=16"), "%s", why);
     mt_shape mixed_shape = {.s = mixed, .n_heads = 16, .sq = 1}; /* the wgmma point does not fit: the default */
     CHECK_OK(mt_mla_prefill_heuristic_set(&mixed_shape, &sm90, &set));
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);

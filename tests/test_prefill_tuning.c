@@ -555,10 +555,11 @@ static void test_dispatch(void) {
     CHECK_OK(mt_prefill_dispatch_build(choices, from, 4, &shape, &t, 132, &d));
     CHECK(strcmp(PICK(8, 1024, 1), b) == 0);
     /* the rule's variants on sm_90 (heuristic.c): the wgmma point measured
-     * fastest, in its persistent form up to 1024 new tokens per request */
-    const char *rule_name = "tile_q=128,kv_tile=128,block_threads=256,mma=2";
-    CHECK_MSG(strcmp(PICK(8, 1024, 0), "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1") == 0 &&
-                  !r.entry, "%s", name);
+     * fastest, in its persistent form up to 1024 new tokens per request,
+     * out stored 16 bytes at a time */
+    const char *rule_name = "tile_q=128,kv_tile=128,block_threads=256,mma=2,out_stores=16";
+    CHECK_MSG(strcmp(PICK(8, 1024, 0), "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1,out_stores=16") ==
+                  0 && !r.entry, "%s", name);
     CHECK_MSG(strstr(why, "no non-causal prefill key in the DBs") && strstr(why, "built-in") &&
                   strstr(why, "the persistent form"), "%s", why);
     CHECK_MSG(strcmp(PICK(2, 8192, 0), rule_name) == 0 && !r.entry, "%s", name);

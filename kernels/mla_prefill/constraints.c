@@ -97,6 +97,10 @@ mt_status mt_mla_prefill_check(const int *values, const mt_problem_static *s, co
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: persistent=1 is a form of the wgmma path (mma=2), not of mma=%d",
                        values[MT_PF_MMA]);
+    if (values[MT_PF_OUT_STORES] != 4 && values[MT_PF_MMA] != 2)
+        return mt_fail(MT_ERR_INVALID_ARGUMENT,
+                       "mla_prefill: out_stores=%d is a form of the wgmma path's epilogue (mma=2), not of mma=%d",
+                       values[MT_PF_OUT_STORES], values[MT_PF_MMA]);
     if (values[MT_PF_MMA] == 1 && (st = check_matrix_units(values, s, t)) != MT_OK) return st;
     if (values[MT_PF_MMA] == 2 && (st = check_warpgroups(values, s, t)) != MT_OK) return st;
     /* SIMT: the output tile lives in registers, spread over the threads:

@@ -18,6 +18,10 @@
  *                   G-th tile, the next tile's copies under the current
  *                   one's end (wgmma_persistent.cu; added later, so a
  *                   variant without it is 0 and its text is as before)
+ *   out_stores      mma=2: bytes per store of out's rows, 4 (the
+ *                   accumulator layout) or 16 (after a transpose within
+ *                   each quad, where out's rows are 16-byte aligned; else
+ *                   4); added later, omitted at 4
  *
  * Constraints (constraints.c; checked before compiling): shared memory
  * within the target's, whole warps, registers (SIMT: at most 64 output
@@ -39,6 +43,9 @@ static const mt_param_desc mla_prefill_params[] = {
     {"persistent", "PERSISTENT", {0, 1}, 2, 0,
      "mma=2: 0, a work-group per tile; 1, as many work-groups as the SMs hold, each over a stream of tiles "
      "(the next tile's q and keys copied while the current one ends)", 1, 0, 1},
+    {"out_stores", "OUT_STORES", {4, 16}, 2, 4,
+     "mma=2: bytes per store of out's rows: 4, as the accumulators lie; 16, after a transpose within each quad "
+     "of lanes (where out's rows are 16-byte aligned, else 4)", 1, 0, 1},
 };
 
 size_t mt_mla_prefill_shared_bytes(const int *values, const mt_problem_static *s) {

@@ -40,7 +40,7 @@ extern const mt_family mt_family_mla_prefill;
 enum { MT_PREFILL_MAX_TOKENS = 1 << 20 };
 
 /* parameter positions in mt_variant.values for this family */
-enum { MT_PF_TILE_Q, MT_PF_KV_TILE, MT_PF_BLOCK_THREADS, MT_PF_MMA, MT_PF_PERSISTENT };
+enum { MT_PF_TILE_Q, MT_PF_KV_TILE, MT_PF_BLOCK_THREADS, MT_PF_MMA, MT_PF_PERSISTENT, MT_PF_OUT_STORES };
 
 /* Entry points, in mt_kernels order. */
 enum { MT_PREFILL_FN, MT_PREFILL_MERGE_FN, MT_PREFILL_VT_FN /* mma=2 only */ };

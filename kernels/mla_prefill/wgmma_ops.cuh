@@ -44,6 +44,59 @@ typedef mt_u8 pw_elem;
 typedef mt_u16 pw_elem;
 #endif
 
+#if OUT_STORES == 16
+/* out_stores = 16: the tile's rows leave in 16-byte stores.  In the
+ * accumulator layout a quad's 4 lanes hold, per row, 2 of each 8-column
+ * block's columns, so out went in 4-byte stores, a warp's store reaching
+ * 16 bytes of each of 8 rows (half sectors), 32 stores a thread for Dl
+ * 128; at a persistent tile's end they filled the load/store queue (13% of
+ * the stall samples at 128 heads x 32 x 256, the next tile's setup waiting
+ * behind them; PERFLOG session 32).  A 4 x 4 transpose within the quad
+ * (4 shuffles) gives each lane 8 whole columns of one block in every 4:
+ * a warp's 16-byte store writes 64 contiguous bytes of each of 8 rows.
+ * pw_out_wide says whether out's rows allow it (address and strides
+ * multiples of 16 bytes: launch.c requires 4), the same for the whole
+ * call; where not, the 4-byte stores. */
+__device__ __forceinline__ bool pw_out_wide(const mt_prefill_rows &out) {
+    return ((out.ptr | (unsigned long long)(out.t_stride | out.h_stride) * 2ull) & 15ull) == 0;
+}
+/* Lane q of the quad gives v[i] to lane i and gets lane i's v[q] in v[i]:
+ * the 2x2 blocks swapped across lanes q ^ 2, then each 2x2 transposed
+ * across lanes q ^ 1. */
+__device__ __forceinline__ void pw_quad_transpose(mt_u32 (&v)[4], int quad) {
+    const bool hi = quad & 2, odd = quad & 1;
+    mt_u32 a = hi ? v[0] : v[2], b = hi ? v[1] : v[3];
+    a = mt_shfl_xor32(a, 2), b = mt_shfl_xor32(b, 2);
+    if (hi) v[0] = a, v[1] = b;
+    else v[2] = a, v[3] = b;
+    a = odd ? v[0] : v[1], b = odd ? v[2] : v[3];
+    a = mt_shfl_xor32(a, 1), b = mt_shfl_xor32(b, 1);
+    if (odd) v[0] = a, v[2] = b;
+    else v[1] = a, v[3] = b;
+}
+/* This thread's rows r0 / r1 of O times inv0 / inv1 into out0 / out1
+ * (in0 / in1: the row exists), 16 bytes a store: blocks 4g .. 4g + 3
+ * transposed, lane q storing block 4g + q. */
+__device__ __forceinline__ void pw_store_out_wide(const float (&o)[PW_O], mt_u16 *out0, mt_u16 *out1, bool in0,
+                                                  bool in1, float inv0, float inv1, int quad) {
+#pragma unroll
+    for (int g = 0; g < PW_O / 16; g++) {
+        mt_u32 a[4], b[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int j = 4 * g + i; /* o[4j], o[4j + 1]: row r0; o[4j + 2], o[4j + 3]: row r1 */
+            a[i] = pf_pack16(o[4 * j] * inv0, o[4 * j + 1] * inv0);
+            b[i] = pf_pack16(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
+        }
+        pw_quad_transpose(a, quad);
+        pw_quad_transpose(b, quad);
+        const int col = (4 * g + quad) * 8;
+        if (in0) *(uint4 *)(out0 + col) = make_uint4(a[0], a[1], a[2], a[3]);
+        if (in1) *(uint4 *)(out1 + col) = make_uint4(b[0], b[1], b[2], b[3]);
+    }
+}
+#endif
+
 /* A K-major operand's descriptor (q, k; fp8's v^T): rows of PW_ROW bytes
  * in groups of 8 (the swizzle's period: 8 x PW_ROW bytes apart). */
 __device__ __forceinline__ mt_u64 pw_desc(const void *smem) {

@@ -98,6 +98,10 @@ __device__ __forceinline__ void pw_store_rows(const mt_prefill_params &p, const 
     const bool in0 = r0 < t.rows, in1 = r1 < t.rows;
     mt_u16 *out0 = pf_row<mt_u16>(p.out, t.q_first + t.q0 + (in0 ? r0 : 0), t.head);
     mt_u16 *out1 = pf_row<mt_u16>(p.out, t.q_first + t.q0 + (in1 ? r1 : 0), t.head);
+#if OUT_STORES == 16
+    if (pw_out_wide(p.out)) pw_store_out_wide(o, out0, out1, in0, in1, inv0, inv1, quad);
+    else
+#endif
 #pragma unroll
     for (int j = 0; j < PW_O / 4; j++) {
         const int col = j * 8 + quad * 2;
