@@ -320,10 +320,28 @@ static void constraints_and_rule(void) {
                                        "(untuned; the persistent form"), "%s", why);
     mt_problem_static fp8s = s;
     fp8s.q_dtype = fp8s.kv_dtype = MT_FP8_E4M3;
-    mt_shape fp8_shape = {.s = fp8s, .n_heads = 16, .sq = 1}; /* fp8: the measured fp8 point */
+    /* fp8: the grid 64 x 64 for short requests and for long ones at few
+     * heads, the persistent 128 x 128 from 512 new tokens a request up to
+     * 1024, or at any length from 64 heads */
+    mt_shape fp8_shape = {.s = fp8s, .n_heads = 16, .sq = 1};
     CHECK_OK(mt_mla_prefill_heuristic_set(&fp8_shape, &sm90, &set));
-    mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
-    CHECK_MSG(set.n == 1 && strstr(why, "tile_q=64,kv_tile=64,block_threads=128,mma=2,out_stores=16"), "%s", why);
+    CHECK(set.n == 2);
+    const struct {
+        int heads, tokens, pick;
+    } fp8_picks[] = {{16, 256, 0}, {16, 511, 0}, {16, 512, 1}, {16, 1024, 1}, {16, 1025, 0}, {16, 8192, 0},
+                     {63, 8192, 0}, {64, 8192, 1}, {128, 256, 0}, {128, 1024, 1}, {128, 8192, 1}};
+    for (size_t i = 0; i < sizeof fp8_picks / sizeof fp8_picks[0]; i++) {
+        fp8_shape.n_heads = fp8_picks[i].heads;
+        const mt_call call = {.batch = 1, .seq_len = fp8_picks[i].tokens, .max_len = fp8_picks[i].tokens};
+        pick = mt_mla_prefill_heuristic_pick(&set, &fp8_shape, &call, 132);
+        mt_mla_prefill_heuristic_explain(&set, pick, why, sizeof why);
+        CHECK_MSG(pick == fp8_picks[i].pick &&
+                      strstr(why, pick ? "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1,out_stores=16 "
+                                         "(untuned; fp8, the persistent form"
+                                       : "tile_q=64,kv_tile=64,block_threads=128,mma=2,out_stores=16 (untuned; fp8, "
+                                         "the grid form"),
+                  "fp8, %d heads, %d new tokens: %s", fp8_picks[i].heads, fp8_picks[i].tokens, why);
+    }
     mt_shape mixed_shape = {.s = mixed, .n_heads = 16, .sq = 1}; /* the wgmma point does not fit: the default */
     CHECK_OK(mt_mla_prefill_heuristic_set(&mixed_shape, &sm90, &set));
     mt_mla_prefill_heuristic_explain(&set, 0, why, sizeof why);
@@ -358,12 +376,12 @@ static mt_status record_launch(mt_backend *b, mt_function f, const unsigned g[3]
     return MT_OK;
 }
 
-/* The persistent form (persistent=1): a grid of as many work-groups as
- * the SMs hold at once (shared memory and a 256-register bound a thread),
- * never more than the grid form's tiles, one dimension; compute_units is
- * required; a batch whose tiles pass 31 bits is refused; only mma=2 has the
- * form; a variant without it parses and prints as before (the databases'
- * names). */
+/* The persistent form (persistent=1): a grid of one work-group an SM (its
+ * launch bounds give one the register file), never more than the grid
+ * form's tiles, one dimension, each of block_threads consumers and a
+ * producer warpgroup; compute_units is required; a batch whose tiles pass
+ * 31 bits is refused; only mma=2 has the form; a variant without it parses
+ * and prints as before (the databases' names). */
 static mt_status any_map(mt_backend *b, mt_devptr base, unsigned elem, const uint64_t dims[3],
                          const uint64_t strides[2], const unsigned box[3], void *out) {
     (void)b, (void)base, (void)elem, (void)dims, (void)strides, (void)box;
@@ -387,9 +405,9 @@ static void persistent_launch(void) {
         unsigned grid;
     } cases[] = {
         {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 0, 132, 96}, /* 3 x 16 x 2 tiles */
-        {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 0, 40, 40},  /* 214 KB: one an SM */
-        {"tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1", 0, 40, 80},    /* 105 KB, 128 threads: two */
-        {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 1, 40, 40},  /* fp8 105 KB, 256 threads */
+        {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 0, 40, 40},  /* one an SM */
+        {"tile_q=64,kv_tile=64,block_threads=128,mma=2,persistent=1", 0, 40, 40},    /* 105 KB: one all the same */
+        {"tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", 1, 40, 40},  /* fp8 */
         {"tile_q=128,kv_tile=128,block_threads=256,mma=2", 0, 40, 3},                /* the grid form */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -407,6 +425,9 @@ static void persistent_launch(void) {
                       last_grid[2] == (persistent ? 1u : 2u),
                   "%s: grid %u x %u x %u, want %u", cases[i].variant, last_grid[0], last_grid[1], last_grid[2],
                   cases[i].grid);
+        const unsigned threads = (unsigned)v.values[MT_PF_BLOCK_THREADS] + (persistent ? 128u : 0u);
+        CHECK_MSG(launch_block[0] == threads, "%s: %u threads, want %u (the consumers%s)", cases[i].variant,
+                  launch_block[0], threads, persistent ? " and the producer warpgroup" : "");
     }
     mt_variant v;
     CHECK_OK(mt_variant_parse(&mt_family_mla_prefill, "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1", &v));

@@ -40,6 +40,7 @@
 #include "runtime/include/mlatune.h"
 #include "tuner/config.h"
 #include "tuner/estimate.h"
+#include "tuner/heuristic_gain.h"
 #include "tuner/prefill_key.h"
 
 static const char *bin;
@@ -564,6 +565,20 @@ static void test_dispatch(void) {
                   strstr(why, "the persistent form"), "%s", why);
     CHECK_MSG(strcmp(PICK(2, 8192, 0), rule_name) == 0 && !r.entry, "%s", name);
     CHECK_MSG(strstr(why, "the grid form: > 1024 new tokens per request"), "%s", why);
+    /* the sweep and `show` time as the rule's choice what this dispatcher
+     * runs: by new tokens per request, a chunk's context unknown (a key's
+     * seq_len counts its keys: 512 new tokens over 4096 of context were
+     * timed as the grid form's, session 32) */
+    const char *chunk_pick = PICK(4, 512, 0);
+    CHECK_MSG(!r.entry && strstr(chunk_pick, "persistent=1"), "%s", chunk_pick);
+    mt_problem_key chunk;
+    mt_prefill_key_make(&chunk, 128, 192, 128, MT_BF16, MT_BF16, 4, 512, 4096, 0);
+    mt_variant untuned;
+    char untuned_name[200];
+    CHECK_OK(mt_untuned_variant(&mt_family_mla_prefill, &chunk, &t, 132, &untuned));
+    mt_variant_format(&untuned, untuned_name, sizeof untuned_name);
+    CHECK_MSG(strcmp(untuned_name, chunk_pick) == 0, "the sweep's rule %s, the dispatcher's %s", untuned_name,
+              chunk_pick);
     mt_prefill_dispatch_free(&d);
     /* a DB choice that does not fit the target fails the build, naming it */
     mt_choice bad = prefill_choice(128, 1, 64, 0, 1, "tile_q=16,kv_tile=64,block_threads=64,mma=1", 1.0);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "key_rows.h"
+#include "key_work.h"
 
 mt_status mt_untuned_variant(const mt_family *f, const mt_problem_key *key, const mt_target *t, int compute_units,
                              mt_variant *out) {
@@ -18,9 +19,15 @@ mt_status mt_untuned_variant(const mt_family *f, const mt_problem_key *key, cons
     mt_status st = f->heuristic_set(&shape, t, &set);
     if (st != MT_OK) return st;
     /* the call as the dispatcher sees it: a key's batch with its mean and
-     * longest request (the hints an engine gives) */
-    mt_call call = {.batch = key->batch, .seq_len = key->seq_len,
-                    .max_len = key->max_len > 0 ? key->max_len : key->seq_len};
+     * longest request (the hints an engine gives); a prefill call's are its
+     * new tokens per request, whatever its context (prefill_dispatch.c:
+     * the host does not know a call's context), where a causal prefill
+     * key's seq_len counts its keys (session 32: the sweep timed the grid
+     * form as the rule's choice for 512-token chunks after 4096 keys of
+     * context, where the runtime runs the persistent one) */
+    const int prefill = mt_key_is_prefill(key);
+    mt_call call = {.batch = key->batch, .seq_len = prefill ? key->sq : key->seq_len,
+                    .max_len = prefill ? key->sq : key->max_len > 0 ? key->max_len : key->seq_len};
     int pick = f->heuristic_pick(&set, &shape, &call, compute_units);
     if (pick < 0 || pick >= set.n) return mt_fail(MT_ERR_UNSUPPORTED, "the built-in rule picked nothing");
     *out = set.variants[pick];

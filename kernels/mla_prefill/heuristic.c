@@ -29,12 +29,20 @@
  * (out_stores=16): on the H200 it was as fast or faster in every form and
  * shape timed (session 32: 128 heads x 8 x 1024 913 -> 861 us in the
  * persistent form, 920 -> 875 in the grid form, 32 x 256 484 -> 425; fp8
- * 8 x 1024 796 -> 728). */
-enum { PERSISTENT_MAX_TOKENS = 1024 };
+ * 8 x 1024 796 -> 728).  Since the persistent form has a producer
+ * warpgroup of its own (session 32), fp8 takes its 128 x 128 point from
+ * FP8_PERSISTENT_MIN_TOKENS new tokens per request, up to
+ * PERSISTENT_MAX_TOKENS or at any length from FP8_PERSISTENT_MIN_HEADS
+ * heads (H200, against the grid 64 x 64: 128 heads x 1 x 8192 3781 ->
+ * 3101 us, 8 x 1024 729 -> 674; 16 heads x 8 x 1024 110 -> 97; but 16
+ * heads x 1 x 8192 499 -> 543 and 256-token requests 405 -> 414 and 62 ->
+ * 66: the grid 64 x 64 keeps those). */
+enum { PERSISTENT_MAX_TOKENS = 1024, FP8_PERSISTENT_MIN_TOKENS = 512, FP8_PERSISTENT_MIN_HEADS = 64 };
 static int measured_choices(const mt_target *t, const mt_problem_static *s, const char *out[2]) {
     if (strcmp(t->arch, "sm_90") == 0 && mt_dtype_is_fp8(s->kv_dtype)) {
         out[0] = "tile_q=64,kv_tile=64,block_threads=128,mma=2,out_stores=16";
-        return 1;
+        out[1] = "tile_q=128,kv_tile=128,block_threads=256,mma=2,persistent=1,out_stores=16";
+        return 2;
     }
     if (strcmp(t->arch, "sm_90") == 0) {
         out[0] = "tile_q=128,kv_tile=128,block_threads=256,mma=2,out_stores=16";
@@ -71,15 +79,25 @@ mt_status mt_mla_prefill_heuristic_set(const mt_shape *shape, const mt_target *t
  * longest request's new tokens (prefill_dispatch.c). */
 int mt_mla_prefill_heuristic_pick(const mt_heuristic_set *set, const mt_shape *shape, const mt_call *call,
                                   int compute_units) {
-    (void)shape, (void)compute_units;
-    return set->n == 2 && call && call->seq_len <= PERSISTENT_MAX_TOKENS ? 1 : 0;
+    (void)compute_units;
+    if (set->n != 2 || !call) return 0;
+    if (mt_dtype_is_fp8(shape->s.kv_dtype))
+        return call->seq_len >= FP8_PERSISTENT_MIN_TOKENS &&
+               (call->seq_len <= PERSISTENT_MAX_TOKENS || shape->n_heads >= FP8_PERSISTENT_MIN_HEADS);
+    return call->seq_len <= PERSISTENT_MAX_TOKENS;
 }
 
 void mt_mla_prefill_heuristic_explain(const mt_heuristic_set *set, int pick, char *buf, size_t size) {
     char name[160] = "?";
     if (pick >= 0 && pick < set->n) mt_variant_format(&set->variants[pick], name, sizeof name);
-    snprintf(buf, size, "mla_prefill: the built-in default %s (untuned%s)", name,
-             set->n == 2 ? pick == 1 ? "; the persistent form: <= 1024 new tokens per request"
-                                     : "; the grid form: > 1024 new tokens per request"
-                         : "");
+    /* fp8's pair is the one whose grid point has 64-row tiles (measured_choices) */
+    const int fp8 = set->n == 2 && set->variants[0].values[MT_PF_TILE_Q] == 64;
+    const char *why = set->n != 2 ? ""
+                      : fp8       ? pick == 1 ? "; fp8, the persistent form: 512-1024 new tokens per request, or more "
+                                                "at 64 heads or more"
+                                              : "; fp8, the grid form: under 512 new tokens per request, or over 1024 "
+                                                "at under 64 heads"
+                      : pick == 1 ? "; the persistent form: <= 1024 new tokens per request"
+                                  : "; the grid form: > 1024 new tokens per request";
+    snprintf(buf, size, "mla_prefill: the built-in default %s (untuned%s)", name, why);
 }

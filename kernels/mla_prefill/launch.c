@@ -168,29 +168,21 @@ static mt_status wgmma_maps(mt_backend *b, const mt_problem_static *s, const mt_
     return MT_OK;
 }
 
-/* The persistent form's grid (wgmma_persistent.cu): as many work-groups
- * as the SMs hold at once, at most one per tile the grid form would
- * launch; the kernel numbers the tiles in an int.  What an SM of sm_90
- * (mma=2's one target) holds: 228 KB of shared memory, of which each
- * work-group leaves 1 KB to the system, and 65536 registers, of which the
- * kernel's launch bounds (one work-group) let each thread take up to 255
- * (256 allocated): fp8's 128-row tiles would fit twice by shared memory
- * but not by registers. */
-enum { SM90_SHARED_PER_SM = 228 * 1024, SHARED_RESERVED_PER_GROUP = 1024, SM90_REGISTERS_PER_SM = 65536,
-       REGISTERS_PER_THREAD_BOUND = 256 };
-static mt_status persistent_grid(const mt_variant *v, const mt_problem_static *s, const mt_mla_prefill_args *a,
-                                 unsigned grid[3]) {
+/* The persistent form's work-group (wgmma_persistent.cu): block_threads
+ * consumers and a producer warpgroup. */
+static int persistent_threads(const mt_variant *v) { return v->values[MT_PF_BLOCK_THREADS] + 128; }
+
+/* The persistent form's grid: one work-group per SM (its launch bounds
+ * give one work-group the whole register file, which setmaxnreg then
+ * moves from the producer to the consumers; session 29's form, without a
+ * producer of its own, ran two of the 64-row ones an SM), at most one per
+ * tile the grid form would launch; the kernel numbers the tiles in an int. */
+static mt_status persistent_grid(const mt_mla_prefill_args *a, unsigned grid[3]) {
     if (a->compute_units < 1)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: the persistent variant (persistent=1) sizes its grid by the GPU's SMs: "
                        "compute_units must be >= 1 (got %d)", a->compute_units);
-    const long long tiles = (long long)grid[0] * grid[1] * grid[2];
-    const long long by_shared = SM90_SHARED_PER_SM / (long long)(mt_mla_prefill_shared_bytes(v->values, s) +
-                                                                 SHARED_RESERVED_PER_GROUP);
-    const long long by_registers =
-        SM90_REGISTERS_PER_SM / (REGISTERS_PER_THREAD_BOUND * (long long)v->values[MT_PF_BLOCK_THREADS]);
-    const long long per_sm = by_shared < by_registers ? by_shared : by_registers;
-    const long long groups = (long long)a->compute_units * (per_sm > 1 ? per_sm : 1);
+    const long long tiles = (long long)grid[0] * grid[1] * grid[2], groups = a->compute_units;
     if (tiles + groups > 0x7fffffffLL)
         return mt_fail(MT_ERR_INVALID_ARGUMENT,
                        "mla_prefill: %lld tiles (%u per request and head x %d heads x %d requests) are too many for "
@@ -230,7 +222,10 @@ mt_status mt_mla_prefill_launch(mt_backend *b, const mt_kernels *k, const mt_var
     const int tile_q = v->values[MT_PF_TILE_Q];
     unsigned grid[3] = {(unsigned)((a->max_q + tile_q - 1) / tile_q), (unsigned)a->n_heads, (unsigned)a->batch};
     unsigned block[3] = {(unsigned)v->values[MT_PF_BLOCK_THREADS], 1, 1};
-    if (v->values[MT_PF_PERSISTENT] && (st = persistent_grid(v, s, a, grid)) != MT_OK) return st;
+    if (v->values[MT_PF_PERSISTENT]) {
+        if ((st = persistent_grid(a, grid)) != MT_OK) return st;
+        block[0] = (unsigned)persistent_threads(v);
+    }
     /* mma=2 also takes the tensor maps of k, k_pe and v (wgmma.cu); the
      * other paths declare the struct alone (a launch passes a kernel only
      * what it declares) */

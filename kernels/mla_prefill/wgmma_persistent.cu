@@ -12,20 +12,31 @@
  * 1024 tokens a causal tile has 4.5 key tiles on average, and that was a
  * third of the call (128 heads: 375 TFLOP/s against 556 for one request
  * of 8192, PERFLOG session 29).  Here a work-group's key tiles over all its
- * tiles are one stream, g counting them: at step g the producer warp
- * issues K_(g+1) and V_g, K_(g+1) being the next tile's first at the last
- * step of a tile (when the next tile streams keys; a tile whose K_0 did not
- * go out that way issues it at its start), and each warpgroup copies its
- * 64 rows of the next tile's q once its last products of this tile have
- * retired (its own rows, so no barrier with the other warpgroup).  The
- * next tile's first keys and q then arrive while this tile's last P V and
- * stores run.
+ * tiles are one stream, g counting them, and each warpgroup copies its 64
+ * rows of the next tile's q once its last products of this tile have
+ * retired (its own rows, so no barrier with the other warpgroup): the next
+ * tile's first keys and q arrive while this tile's last P V and stores run.
+ *
+ * The producer is a warpgroup of its own, past the consumers' BLOCK_THREADS
+ * (launch.c launches BLOCK_THREADS + 128): one of its warps walks the same
+ * tiles and issues every key tile's K and V in stream order, each as soon
+ * as the consumers have released its stage, so it runs up to two key tiles
+ * ahead and never waits with them.  Session 29's producer was warp 0 of
+ * the consumers, issuing K_(g+1) and V_g at the top of step g: its waits
+ * for a free stage held its warpgroup, and issuing V a step sooner that way
+ * made calls 7-15% slower, where the warpgroup of its own made them 6-14%
+ * faster (PERFLOG session 32).  Registers move to the consumers
+ * (setmaxnreg, FlashAttention-3's split): the launch gives every thread
+ * 65536 / (BLOCK_THREADS + 128), the producer gives back all but 40, the
+ * consumers take 232 (the two-warpgroup form: 128 x 40 + 256 x 232 = 64512
+ * of 65536).
  *
  * ptxas serialises every wgmma of the kernel ("program dependence on
- * compiler-inserted WG.AR in divergent path", 1.45x slower) when the
- * producer's path holds a loop (a cursor that sought the next tile with
- * keys) or the q copies run while a product is in flight: hence the K_0
- * rule above and the q copies after the last step's P V wait.
+ * compiler-inserted WG.AR in divergent path", 1.45x slower) when a branch
+ * it cannot prove warp-uniform holds a loop (session 29's cursor that
+ * sought the next tile with keys; the producer's role test before it went
+ * through a shuffle) or the q copies run while a product is in flight:
+ * hence the shuffled role and the q copies after the last step's P V wait.
  *
  * The grid (launch.c) is an upper bound on the tiles; a work-group with
  * none returns.  The grid form's code, and the rows the shipped databases
@@ -116,7 +127,27 @@ __device__ __forceinline__ void pw_store_rows(const mt_prefill_params &p, const 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
+/* The producer's first warp: the work-group's tiles walked as the
+ * consumers walk them, every key tile's K then V issued into stage g % 2
+ * once every consumer warp has released the key tile two before
+ * (pw_produce). */
+__device__ __forceinline__ void pw_producer(const mt_prefill_params &p, const pw_maps &maps, pw_walk walk, int tile,
+                                            unsigned char *k_st, unsigned char *v_st, mt_u64 *full_k,
+                                            mt_u64 *full_v, mt_u64 *empty_k, mt_u64 *empty_v) {
+    int g = 0;
+    for (bool more = true; more;) {
+        const pf_tile t = pw_walk_tile(p, walk, tile);
+        tile += (int)gridDim.x;
+        more = pw_walk_to(p, walk, tile);
+        const int n_tiles = pw_stream_tiles(p, t);
+        for (int j = 0; j < n_tiles; j++, g++) {
+            pw_produce<false>(p, t, maps, j, g, k_st, full_k, empty_k);
+            pw_produce<true>(p, t, maps, j, g, v_st, full_v, empty_v);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS + 128, 1)
 mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_map,
             const __grid_constant__ mt_tensor_map k_pe_map, const __grid_constant__ mt_tensor_map v_map) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -127,7 +158,10 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
     mt_u64 *bars = (mt_u64 *)(v_st + 2 * PW_V_BYTES);
     mt_u64 *full_k = bars, *full_v = bars + 2, *empty_k = bars + 4, *empty_v = bars + 6;
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, quad = lane & 3;
-    const bool producer = tid < 32; /* warp 0 issues the key tiles' copies */
+    /* the warpgroup past the consumers issues the key tiles' copies (the
+     * role read through a shuffle, so that ptxas sees it uniform in each
+     * warp: a per-thread test serialised the wgmma, see above) */
+    const bool producer = __shfl_sync(0xffffffffu, tid / 128, 0) == BLOCK_THREADS / 128;
     const int r0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8; /* this thread's rows in the tile */
     const pw_maps maps = {&k_map, &k_pe_map, &v_map};
 
@@ -140,7 +174,12 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
         mt_mbar_init_fence();
     }
     __syncthreads();
-    bool k0_issued = false; /* warp 0's: whether this tile's K_0 went out during the tile before */
+    if (producer) { /* its registers to the consumers; its first warp issues */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (tid < BLOCK_THREADS + 32) pw_producer(p, maps, walk, tile, k_st, v_st, full_k, full_v, empty_k, empty_v);
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     pw_load_q_rows_of(p, pw_walk_tile(p, walk, tile), q_s, wg);
     mt_cp_async_commit();
 
@@ -159,28 +198,16 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
         float m0 = MT_NEG_INF, m1 = MT_NEG_INF, l0 = 0.0f, l1 = 0.0f;
 #pragma unroll
         for (int i = 0; i < PW_O; i++) o[i] = 0.0f;
-        if (producer && n_tiles > 0 && !k0_issued) pw_produce<false>(p, t, maps, 0, g, k_st, full_k, empty_k);
-        k0_issued = false; /* the producer's: whether the next tile's K_0 went out during this one */
         mt_cp_async_wait<0>();
         mt_fence_proxy_async();
         mt_bar_sync(1 + wg, 128); /* this warpgroup's q rows are in */
 
-        /* Step g (key tile j of this tile): K_(g+1) and V_g are issued, S_g
-         * = Q K_g, then P_(g-1) V_(g-1) when j > 0, the softmax of S_g while
-         * the matrix units multiply it; each stage released by each warp
-         * once the product reading it has retired, as in wgmma.cu. */
+        /* Step g (key tile j of this tile): S_g = Q K_g, then P_(g-1)
+         * V_(g-1) when j > 0, the softmax of S_g while the matrix units
+         * multiply it; each stage released by each warp once the product
+         * reading it has retired, as in wgmma.cu. */
         for (int j = 0; j < n_tiles; j++, g++) {
             const int st = g & 1, pst = (g - 1) & 1;
-            if (producer) {
-                if (j + 1 < n_tiles) {
-                    pw_produce<false>(p, t, maps, j + 1, g + 1, k_st, full_k, empty_k);
-                } else if (more) { /* the next tile's first, if it streams any */
-                    const pf_tile u = pw_walk_tile(p, at_next, next);
-                    if ((k0_issued = pw_stream_tiles(p, u) > 0))
-                        pw_produce<false>(p, u, maps, 0, g + 1, k_st, full_k, empty_k);
-                }
-                pw_produce<true>(p, t, maps, j, g, v_st, full_v, empty_v);
-            }
             mt_mbar_wait(&full_k[st], (unsigned)(g >> 1) & 1u);
             float s[PW_S];
             mt_wgmma_fence();
