@@ -170,7 +170,7 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
     if (!pw_walk_to(p, walk, tile)) return; /* the whole work-group: the launch's grid is an upper bound */
     if (tid == 0) {
         for (int i = 0; i < 4; i++) mt_mbar_init(&bars[i], 1);                  /* the producer's arrival */
-        for (int i = 4; i < 8; i++) mt_mbar_init(&bars[i], BLOCK_THREADS / 32); /* every warp's */
+        for (int i = 4; i < 8; i++) mt_mbar_init(&bars[i], BLOCK_THREADS / 32); /* every consumer warp's */
         mt_mbar_init_fence();
     }
     __syncthreads();
