@@ -21,6 +21,7 @@
 #include "runtime/gpu/backend.h"
 #include "kernels/dtype.h"
 #include "kernels/mla_prefill/mla_prefill.h"
+#include "kernels/mla_prefill/params.h"
 #include "kernels/mla_prefill/prefill_reference.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -425,7 +426,7 @@ static void persistent_launch(void) {
                       last_grid[2] == (persistent ? 1u : 2u),
                   "%s: grid %u x %u x %u, want %u", cases[i].variant, last_grid[0], last_grid[1], last_grid[2],
                   cases[i].grid);
-        const unsigned threads = (unsigned)v.values[MT_PF_BLOCK_THREADS] + (persistent ? 128u : 0u);
+        const unsigned threads = (unsigned)v.values[MT_PF_BLOCK_THREADS] + (persistent ? MT_PREFILL_PRODUCER_THREADS : 0);
         CHECK_MSG(launch_block[0] == threads, "%s: %u threads, want %u (the consumers%s)", cases[i].variant,
                   launch_block[0], threads, persistent ? " and the producer warpgroup" : "");
     }

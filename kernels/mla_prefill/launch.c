@@ -170,7 +170,9 @@ static mt_status wgmma_maps(mt_backend *b, const mt_problem_static *s, const mt_
 
 /* The persistent form's work-group (wgmma_persistent.cu): block_threads
  * consumers and a producer warpgroup. */
-static int persistent_threads(const mt_variant *v) { return v->values[MT_PF_BLOCK_THREADS] + 128; }
+static int persistent_threads(const mt_variant *v) {
+    return v->values[MT_PF_BLOCK_THREADS] + MT_PREFILL_PRODUCER_THREADS;
+}
 
 /* The persistent form's grid: one work-group per SM (its launch bounds
  * give one work-group the whole register file, which setmaxnreg then

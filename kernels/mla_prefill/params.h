@@ -66,4 +66,9 @@ typedef struct mt_prefill_merge_params {
 /* Threads of a merge work-group (a thread per output element). */
 #define MT_PREFILL_MERGE_THREADS 256
 
+/* Threads the persistent form's work-group has past its block_threads
+ * consumers: the producer warpgroup (wgmma_persistent.cu; launch.c sizes
+ * the launch by it). */
+#define MT_PREFILL_PRODUCER_THREADS 128
+
 #endif

@@ -18,7 +18,7 @@
  * tile's first keys and q arrive while this tile's last P V and stores run.
  *
  * The producer is a warpgroup of its own, past the consumers' BLOCK_THREADS
- * (launch.c launches BLOCK_THREADS + 128): one of its warps walks the same
+ * (launch.c launches BLOCK_THREADS + MT_PREFILL_PRODUCER_THREADS): one of its warps walks the same
  * tiles and issues every key tile's K and V in stream order, each as soon
  * as the consumers have released its stage, so it runs up to two key tiles
  * ahead and never waits with them.  Session 29's producer was warp 0 of
@@ -147,7 +147,7 @@ __device__ __forceinline__ void pw_producer(const mt_prefill_params &p, const pw
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS + 128, 1)
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS + MT_PREFILL_PRODUCER_THREADS, 1)
 mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_map,
             const __grid_constant__ mt_tensor_map k_pe_map, const __grid_constant__ mt_tensor_map v_map) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -162,6 +162,7 @@ mla_prefill(const mt_prefill_params p, const __grid_constant__ mt_tensor_map k_m
      * role read through a shuffle, so that ptxas sees it uniform in each
      * warp: a per-thread test serialised the wgmma, see above) */
     const bool producer = __shfl_sync(0xffffffffu, tid / 128, 0) == BLOCK_THREADS / 128;
+    static_assert(MT_PREFILL_PRODUCER_THREADS == 128, "the producer is one warpgroup (setmaxnreg's unit)");
     const int r0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2), r1 = r0 + 8; /* this thread's rows in the tile */
     const pw_maps maps = {&k_map, &k_pe_map, &v_map};
 
